@@ -1,0 +1,3 @@
+from obspack.cli import main
+
+main()

@@ -1,0 +1,175 @@
+"""``obspack exporter``: the command. It parses options, builds the collector, serves, and stops on SIGTERM."""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import signal
+import threading
+from pathlib import Path
+from typing import Annotated, Optional
+from urllib.parse import urlsplit
+
+import typer
+from prometheus_client import CollectorRegistry
+from prometheus_client.process_collector import ProcessCollector
+
+from obspack.errors import ObspackError
+from obspack.exporter.collector import DEFAULT_MAX_BYTES, ExporterCollector
+from obspack.exporter.server import parse_listen, start_server
+from obspack.probe import ENV_DIR
+
+_DURATION = re.compile(r"(?:([0-9]+)(ms|s|m|h|d|w|y))")
+_UNIT_S = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400, "y": 365 * 86400}
+_SIZE = re.compile(r"([0-9]+)\s*(|B|KiB|MiB|GiB|KB|MB|GB)", re.IGNORECASE)
+_SIZE_FACTOR = {"": 1, "b": 1, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "kb": 10**3, "mb": 10**6, "gb": 10**9}
+
+
+class OptionError(ObspackError):
+    """An option value is invalid; the message names the option and the accepted form."""
+
+    exit_code = 2
+
+
+def exporter(
+    target: Annotated[
+        Optional[list[str]],
+        typer.Option(
+            "--target",
+            help="vLLM metrics URL to scrape, e.g. http://127.0.0.1:8000/metrics. Repeat for several.",
+            show_default=False,
+        ),
+    ] = None,
+    listen: Annotated[str, typer.Option(help="HOST:PORT to serve /metrics on ([::]:PORT for IPv6).")] = "0.0.0.0:9400",
+    window: Annotated[
+        str, typer.Option(help="Window of the prefix-cache hit ratio, as a Prometheus duration (30s, 5m, 1h).")
+    ] = "5m",
+    timeout: Annotated[str, typer.Option(help="Deadline for each target scrape, as a Prometheus duration.")] = "2s",
+    probe_dir: Annotated[
+        Optional[str],
+        typer.Option(
+            envvar=ENV_DIR,
+            help="Directory where the obspack CUDA probe writes <pid>.json files (shared emptyDir).",
+            show_default=False,
+        ),
+    ] = None,
+    max_bytes: Annotated[
+        str, typer.Option(help="Largest target payload accepted, in bytes or with KiB/MiB/GiB.")
+    ] = "32MiB",
+) -> None:
+    """Serve derived vLLM KV-cache, prefix-cache and CUDA allocator series for Prometheus.
+
+    Each scrape of the exporter scrapes every --target in parallel and answers with fresh series.
+    """
+    try:
+        settings = _settings(target, listen, window, timeout, probe_dir, max_bytes)
+    except ObspackError as e:
+        typer.secho(f"error: {e}", fg=typer.colors.RED, err=True)
+        raise typer.Exit(code=e.exit_code) from None
+    _run(**settings)
+
+
+def _settings(
+    targets: list[str] | None, listen: str, window: str, timeout: str, probe_dir: str | None, max_bytes: str
+) -> dict:
+    """Check every option and return the keyword arguments of ``_run``; raise OptionError on the first bad one."""
+    if not targets:
+        raise OptionError("--target is required: give the vLLM metrics URL, e.g. --target http://127.0.0.1:8000/metrics")
+    try:
+        host, port = parse_listen(listen)
+    except ValueError as e:
+        raise OptionError(str(e)) from None
+    directory = Path(probe_dir) if probe_dir else None
+    if directory is not None and not directory.is_dir():
+        raise OptionError(f"--probe-dir {probe_dir}: no such directory (mount the probe's emptyDir there)")
+    return {
+        "targets": [check_target(t) for t in targets],
+        "host": host,
+        "port": port,
+        "window_s": _positive_duration("--window", window),
+        "timeout_s": _positive_duration("--timeout", timeout),
+        "probe_dir": directory,
+        "max_bytes": parse_size(max_bytes),
+    }
+
+
+def parse_duration(text: str) -> float:
+    """Seconds in a Prometheus duration such as ``90s``, ``5m`` or ``1h30m`` (units ms s m h d w y, largest first)."""
+    pos, total, last_rank = 0, 0.0, -1
+    order = ["y", "w", "d", "h", "m", "s", "ms"]
+    for match in _DURATION.finditer(text):
+        rank = order.index(match.group(2))
+        if match.start() != pos or rank <= last_rank:
+            break
+        total += int(match.group(1)) * _UNIT_S[match.group(2)]
+        pos, last_rank = match.end(), rank
+    if pos == 0 or pos != len(text):
+        raise ValueError(f"{text!r} is not a Prometheus duration (like 500ms, 30s, 5m, 1h30m)")
+    return total
+
+
+def parse_size(text: str) -> int:
+    """Bytes in ``33554432``, ``32MiB``, ``512KiB`` or ``1GB``; must be positive."""
+    match = _SIZE.fullmatch(text.strip())
+    size = int(match.group(1)) * _SIZE_FACTOR[match.group(2).lower()] if match else 0
+    if size <= 0:
+        raise OptionError(f"--max-bytes {text!r}: give a positive size in bytes, or with KiB/MiB/GiB (e.g. 32MiB)")
+    return size
+
+
+def check_target(url: str) -> str:
+    """Return ``url`` if it is an http(s) URL with a host; an empty path means /metrics."""
+    parts = urlsplit(url)
+    try:
+        parts.port  # noqa: B018 (raises ValueError on a bad port)
+    except ValueError:
+        raise OptionError(f"--target {url!r}: the port is not a number from 0 to 65535") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise OptionError(f"--target {url!r}: give an http(s) URL with a host, like http://127.0.0.1:8000/metrics")
+    return url if parts.path else parts._replace(path="/metrics").geturl()
+
+
+def _positive_duration(option: str, text: str) -> float:
+    try:
+        seconds = parse_duration(text)
+    except ValueError as e:
+        raise OptionError(f"{option}: {e}") from None
+    if seconds <= 0:
+        raise OptionError(f"{option} {text!r}: must be longer than zero")
+    return seconds
+
+
+def _run(
+    *,
+    targets: list[str],
+    host: str,
+    port: int,
+    window_s: float,
+    timeout_s: float,
+    probe_dir: Path | None,
+    max_bytes: int,
+) -> None:
+    """Serve until SIGTERM or SIGINT, then shut down cleanly."""
+    logging.basicConfig(level=os.environ.get("OBSPACK_LOG_LEVEL", "INFO"), format="%(asctime)s %(levelname)s %(message)s")
+    registry = CollectorRegistry()
+    collector = ExporterCollector(
+        targets, window_s=window_s, timeout_s=timeout_s, max_bytes=max_bytes, probe_dir=probe_dir, registry=registry
+    )
+    ProcessCollector(registry=registry)
+    try:
+        server = start_server(host, port, registry)
+    except OSError as e:
+        typer.secho(f"error: cannot listen on {host}:{port}: {e.strerror or e}", fg=typer.colors.RED, err=True)
+        raise typer.Exit(code=1) from None
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    logging.getLogger(__name__).info(
+        "obspack exporter listening on http://%s:%d/metrics, targets: %s", server.host, server.port, " ".join(targets)
+    )
+    try:
+        stop.wait()
+    finally:
+        server.shutdown()
+        collector.close()

@@ -1,0 +1,183 @@
+"""Fast reading of the few vLLM families the exporter needs from a Prometheus text payload.
+
+A vLLM payload is mostly histogram buckets we never look at. Instead of tokenising every line,
+``parse_needed`` searches the raw bytes for ``\\n<name>`` once per wanted family, and parses only the
+lines it lands on. Exact-name matching means ``*_created`` samples (and any other family whose name
+merely starts like a wanted one) are never picked up.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Iterable, Mapping
+
+CACHE_CONFIG_INFO = "vllm:cache_config_info"
+NUM_REQUESTS_RUNNING = "vllm:num_requests_running"
+KV_CACHE_USAGE = "vllm:kv_cache_usage_perc"
+GPU_CACHE_USAGE = "vllm:gpu_cache_usage_perc"
+PREFIX_CACHE_HITS = "vllm:prefix_cache_hits_total"
+PREFIX_CACHE_QUERIES = "vllm:prefix_cache_queries_total"
+GPU_PREFIX_CACHE_HITS = "vllm:gpu_prefix_cache_hits_total"
+GPU_PREFIX_CACHE_QUERIES = "vllm:gpu_prefix_cache_queries_total"
+GPU_PREFIX_CACHE_HIT_RATE = "vllm:gpu_prefix_cache_hit_rate"
+
+NEEDED: tuple[str, ...] = (
+    CACHE_CONFIG_INFO,
+    NUM_REQUESTS_RUNNING,
+    KV_CACHE_USAGE,
+    GPU_CACHE_USAGE,
+    PREFIX_CACHE_HITS,
+    PREFIX_CACHE_QUERIES,
+    GPU_PREFIX_CACHE_HITS,
+    GPU_PREFIX_CACHE_QUERIES,
+    GPU_PREFIX_CACHE_HIT_RATE,
+)
+
+# Characters that may follow a metric name on a sample line: labels, or the space before the value.
+_AFTER_NAME = frozenset(b"{ \t")
+_FIRST_CHAR = frozenset(b"#_:abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+_LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*\Z")
+_ESCAPE = re.compile(r"\\(.)")
+_UNESCAPED = {"n": "\n", "\\": "\\", '"': '"'}
+
+
+class PayloadError(ValueError):
+    """The payload is not a complete Prometheus text exposition (garbage, binary or truncated)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """One sample line of a wanted family: its labels and value (timestamps are ignored)."""
+
+    labels: Mapping[str, str]
+    value: float
+
+
+@dataclass(slots=True)
+class Parsed:
+    """The samples found per wanted family, and how many wanted lines were malformed and skipped."""
+
+    families: dict[str, list[Sample]] = field(default_factory=dict)
+    skipped: int = 0
+
+
+def check_payload(payload: bytes) -> None:
+    """Raise PayloadError unless ``payload`` looks like a whole text exposition.
+
+    Cheap on purpose: the first non-blank byte must start a comment or a metric name, and a
+    non-empty payload must end with a newline (every exposition writer ends its last line; a body
+    cut short by a dropped connection usually does not).
+    """
+    stripped = payload.lstrip()
+    if not stripped:
+        return
+    if stripped[0] not in _FIRST_CHAR:
+        raise PayloadError(f"payload does not start like Prometheus text (first byte {stripped[:1]!r})")
+    if not payload.endswith(b"\n"):
+        raise PayloadError("payload does not end with a newline: it was truncated")
+
+
+def parse_needed(payload: bytes, names: Iterable[str] = NEEDED) -> Parsed:
+    """Return the samples of the families in ``names`` found in ``payload``.
+
+    Lines whose labels or value cannot be read are skipped and counted in ``Parsed.skipped``.
+    Call ``check_payload`` first to reject payloads that are not expositions at all.
+    """
+    parsed = Parsed()
+    for name in names:
+        for line in _lines_of(payload, name.encode()):
+            try:
+                sample = parse_sample_line(line.decode("utf-8"), len(name))
+            except (ValueError, IndexError):
+                parsed.skipped += 1
+                continue
+            parsed.families.setdefault(name, []).append(sample)
+    return parsed
+
+
+def _lines_of(payload: bytes, name: bytes) -> Iterable[bytes]:
+    """Yield every line of ``payload`` whose metric name is exactly ``name``."""
+    needle = b"\n" + name
+    size = len(payload)
+    # ``start`` is where a candidate line begins (-1: no more); the first line has no newline before it.
+    start = 0 if payload.startswith(name) else _after(payload.find(needle))
+    while start != -1:
+        end_of_name = start + len(name)
+        if end_of_name < size and payload[end_of_name] in _AFTER_NAME:
+            end = payload.find(b"\n", end_of_name)
+            if end == -1:
+                end = size
+            yield payload[start:end]
+        start = _after(payload.find(needle, end_of_name))
+
+
+def _after(newline: int) -> int:
+    """The index just after a found newline, or -1 when none was found."""
+    return -1 if newline == -1 else newline + 1
+
+
+def parse_sample_line(line: str, name_len: int) -> Sample:
+    """Parse ``name{labels} value [timestamp]``, where the name is the first ``name_len`` characters."""
+    rest = line[name_len:]
+    labels: dict[str, str] = {}
+    if rest.startswith("{"):
+        labels, end = parse_labels(rest, 1)
+        rest = rest[end:]
+    fields = rest.split()
+    if not 1 <= len(fields) <= 2:
+        raise ValueError(f"expected a value and an optional timestamp, got {rest!r}")
+    return Sample(labels, float(fields[0]))
+
+
+def parse_labels(text: str, pos: int) -> tuple[dict[str, str], int]:
+    """Parse the label pairs starting at ``pos`` (just after ``{``); return them and the index after ``}``.
+
+    Values may contain escaped quotes, backslashes and newlines, and commas or braces inside quotes.
+    """
+    labels: dict[str, str] = {}
+    while True:
+        pos = _skip_spaces(text, pos)
+        if text[pos] == "}":
+            return labels, pos + 1
+        eq = text.index("=", pos)
+        name = text[pos:eq].strip()
+        if not _LABEL_NAME.match(name):
+            raise ValueError(f"bad label name {name!r}")
+        pos = _skip_spaces(text, eq + 1)
+        if text[pos] != '"':
+            raise ValueError(f"label {name} has no opening quote")
+        close = _closing_quote(text, pos + 1)
+        raw = text[pos + 1 : close]
+        labels[name] = _ESCAPE.sub(_unescape, raw) if "\\" in raw else raw
+        pos = _skip_spaces(text, close + 1)
+        if text[pos] == ",":
+            pos += 1
+        elif text[pos] != "}":
+            raise ValueError(f"expected ',' or '}}' after label {name}")
+
+
+def _closing_quote(text: str, start: int) -> int:
+    """Index of the first ``"`` at or after ``start`` that is not escaped by a backslash."""
+    pos = start
+    while True:
+        quote = text.index('"', pos)
+        backslashes = 0
+        back = quote - 1
+        while back >= start and text[back] == "\\":
+            backslashes += 1
+            back -= 1
+        if backslashes % 2 == 0:
+            return quote
+        pos = quote + 1
+
+
+def _skip_spaces(text: str, pos: int) -> int:
+    while text[pos] in " \t":
+        pos += 1
+    return pos
+
+
+def _unescape(match: re.Match[str]) -> str:
+    char = match.group(1)
+    return _UNESCAPED.get(char, "\\" + char)

@@ -1,0 +1,103 @@
+"""Threaded HTTP serving of a registry: ``/metrics``, plus ``/healthz`` for kubelet probes.
+
+Each request runs in its own daemon thread, so concurrent Prometheus scrapes are served side by
+side (the collector makes them share in-flight target fetches). ``/healthz`` answers without
+touching the targets, so liveness probes never add load on vLLM.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+from dataclasses import dataclass
+from socketserver import ThreadingMixIn
+from typing import Callable, Iterable
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+
+from prometheus_client import make_wsgi_app
+from prometheus_client.registry import CollectorRegistry
+
+_INDEX = b"obspack exporter: metrics at /metrics, liveness at /healthz\n"
+
+
+class _ThreadingServer(ThreadingMixIn, WSGIServer):
+    daemon_threads = True
+    block_on_close = False
+
+
+class _QuietHandler(WSGIRequestHandler):
+    timeout = 30  # seconds a client may take to send its request before its thread gives up
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 (base class name)
+        pass
+
+
+@dataclass
+class MetricsServer:
+    """A running server; ``port`` is the bound port (useful when asked for port 0)."""
+
+    httpd: WSGIServer
+    thread: threading.Thread
+
+    @property
+    def host(self) -> str:
+        return str(self.httpd.server_address[0])
+
+    @property
+    def port(self) -> int:
+        return int(self.httpd.server_address[1])
+
+    def shutdown(self) -> None:
+        """Stop accepting requests and close the listening socket."""
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self.thread.join(5)
+
+
+def parse_listen(value: str) -> tuple[str, int]:
+    """Split ``HOST:PORT`` (``[v6]:PORT`` for IPv6, ``:PORT`` for all interfaces) into host and port."""
+    host, sep, port = value.rpartition(":")
+    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ValueError(f"--listen must be HOST:PORT with a port from 0 to 65535, got {value!r}")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    elif ":" in host:
+        raise ValueError(f"--listen: put an IPv6 address in brackets, like [::]:9400, got {value!r}")
+    return host or "0.0.0.0", int(port)
+
+
+def make_app(registry: CollectorRegistry) -> Callable:
+    """The WSGI app: metrics at /metrics, 'ok' at /healthz, a hint at /, 404 elsewhere."""
+    metrics = make_wsgi_app(registry)
+
+    def app(environ: dict, start_response: Callable) -> Iterable[bytes]:
+        path = environ.get("PATH_INFO", "/")
+        if path == "/metrics":
+            return metrics(environ, start_response)
+        if path in ("/healthz", "/"):
+            body = b"ok\n" if path == "/healthz" else _INDEX
+            start_response("200 OK", [("Content-Type", "text/plain; charset=utf-8")])
+            return [body]
+        start_response("404 Not Found", [("Content-Type", "text/plain; charset=utf-8")])
+        return [b"not found: try /metrics\n"]
+
+    return app
+
+
+def start_server(host: str, port: int, registry: CollectorRegistry) -> MetricsServer:
+    """Bind ``host:port`` and serve ``registry`` from a daemon thread. Raises OSError if binding fails."""
+
+    class Server(_ThreadingServer):
+        address_family = _family(host, port)
+
+    httpd = make_server(host, port, make_app(registry), Server, handler_class=_QuietHandler)
+    thread = threading.Thread(target=httpd.serve_forever, name="obspack-http", daemon=True)
+    thread.start()
+    return MetricsServer(httpd, thread)
+
+
+def _family(host: str, port: int) -> socket.AddressFamily:
+    """IPv6 when ``host`` resolves only to IPv6 (``::``), else IPv4."""
+    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    families = {info[0] for info in infos}
+    return socket.AF_INET if socket.AF_INET in families else socket.AF_INET6

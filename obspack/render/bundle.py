@@ -1,0 +1,62 @@
+"""`build(cfg)` composes the whole pack in memory, as data. It reads the config; writers never do."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from obspack import __version__
+from obspack.config import ObspackConfig
+from obspack.dashboards import all_dashboards
+from obspack.errors import RenderError
+from obspack.render.alertmanager import alertmanager_example
+from obspack.rules.alerts import alert_groups, all_alerts
+from obspack.rules.model import AlertRule, RuleGroup
+from obspack.rules.recording import all_recording_groups
+from obspack.rules.unit_tests import rule_tests
+from obspack.runbooks import render_runbooks
+
+
+@dataclass(frozen=True)
+class Dashboard:
+    name: str  # file name without .json
+    title: str
+    uid: str
+    model: dict[str, object]
+
+
+@dataclass(frozen=True)
+class Pack:
+    version: str
+    source: str  # what the pack was rendered from, for the generated headers
+    recording_groups: tuple[RuleGroup, ...]
+    alert_groups: tuple[RuleGroup, ...]
+    alerts: tuple[AlertRule, ...]  # the whole catalogue, for runbooks and docs
+    dashboards: tuple[Dashboard, ...]
+    runbooks: tuple[tuple[str, str], ...]  # (slug, markdown)
+    rule_tests: tuple[tuple[str, dict[str, object]], ...]  # (file name, promtool test file)
+    alertmanager: dict[str, object]
+    prometheus_rule: dict[str, object]  # name, namespace, labels
+    grafana: dict[str, object]  # namespace, folder, folder_annotation, configmap_labels
+
+
+def build(cfg: ObspackConfig, source: str = "built-in defaults") -> Pack:
+    groups = tuple(alert_groups(cfg))
+    if not groups:
+        raise RenderError("every alert is disabled: the pack would have no alerts (enable at least one)")
+    dashboards = tuple(
+        Dashboard(name=name, title=str(model["title"]), uid=str(model["uid"]), model=model)
+        for name, model in all_dashboards(cfg)
+    )
+    return Pack(
+        version=__version__,
+        source=source,
+        recording_groups=tuple(all_recording_groups(cfg)),
+        alert_groups=groups,
+        alerts=tuple(all_alerts(cfg)),
+        dashboards=dashboards,
+        runbooks=tuple(sorted(render_runbooks(cfg).items())),
+        rule_tests=tuple(sorted(rule_tests(cfg).items())),
+        alertmanager=alertmanager_example(cfg),
+        prometheus_rule=cfg.prometheus_rule.model_dump(),
+        grafana=cfg.grafana.model_dump(),
+    )

@@ -1,0 +1,1 @@
+"""Prometheus rules: the model, the recording rules and the alerts, composed from the config."""

@@ -1,0 +1,173 @@
+"""The engine plane: KV cache, queue, throughput, scrape health, preemptions, prefix cache.
+
+All of them read the recording rules of obspack/rules/recording/vllm.py, which already merge vLLM's
+renamed metrics, drop production-stack router copies and collapse per-process and per-engine series.
+"""
+
+from __future__ import annotations
+
+from obspack import conventions as c
+from obspack.config import ObspackConfig
+from obspack.rules.model import AlertRule
+from obspack.rules.recording.vllm import prefix_window_records
+
+POD_MODEL = ("namespace", "pod", "model_name")
+WHO = "{{ $labels.namespace }}/{{ $labels.pod }} ({{ $labels.model_name }})"
+TOP = "kubectl -n {{ $labels.namespace }} logs {{ $labels.pod }} --tail=200 | grep -iE 'preempt|KV cache|waiting'"
+
+
+def kv_cache_usage_high(cfg: ObspackConfig) -> AlertRule:
+    t = cfg.alerts.VLLMKVCacheUsageHigh
+    return AlertRule(
+        alert="VLLMKVCacheUsageHigh",
+        expr=f"{c.KV_USAGE} > {t.ratio}",
+        for_=t.for_,
+        severity=t.severity,
+        summary="vLLM KV cache is nearly full; new requests queue and running ones may be preempted.",
+        description=WHO + " is using {{ $value | humanizePercentage }} of its KV cache blocks.",
+        runbook="vllm-kv-cache-usage-high",
+        triage=TOP,
+    )
+
+
+def kv_cache_usage_critical(cfg: ObspackConfig) -> AlertRule:
+    t = cfg.alerts.VLLMKVCacheUsageCritical
+    return AlertRule(
+        alert="VLLMKVCacheUsageCritical",
+        expr=f"{c.KV_USAGE} > {t.ratio}",
+        for_=t.for_,
+        severity=t.severity,
+        summary="vLLM KV cache is full; requests are being preempted or stuck in the queue.",
+        description=WHO + " is using {{ $value | humanizePercentage }} of its KV cache blocks.",
+        runbook="vllm-kv-cache-usage-critical",
+        triage=TOP,
+    )
+
+
+def request_queue_backlog(cfg: ObspackConfig) -> AlertRule:
+    t = cfg.alerts.VLLMRequestQueueBacklog
+    on = c.by(cfg, *POD_MODEL)
+    return AlertRule(
+        alert="VLLMRequestQueueBacklog",
+        expr=f"""
+            ({c.WAITING} >= {t.min_waiting})
+            and on ({on})
+            ({c.WAITING} > {t.waiting_to_running} * {c.RUNNING})
+        """,
+        for_=t.for_,
+        severity=t.severity,
+        summary="vLLM requests are piling up in the queue faster than the engine admits them.",
+        description=WHO + " has {{ $value }} requests waiting, more than "
+        f"{t.waiting_to_running:g}x the requests running.",
+        runbook="vllm-request-queue-backlog",
+        triage=TOP,
+    )
+
+
+def zero_throughput(cfg: ObspackConfig) -> AlertRule:
+    t = cfg.alerts.VLLMZeroThroughput
+    on = c.by(cfg, *POD_MODEL)
+    gen = c.selector(cfg.selectors.vllm, 'model_name!=""')
+    # Requests in flight but the generated-token counter did not move (or vanished) over the window:
+    # the engine is stuck. An idle model (nothing running or waiting) never matches.
+    return AlertRule(
+        alert="VLLMZeroThroughput",
+        expr=f"""
+            ({c.RUNNING} + on ({on}) {c.WAITING}) > 0
+            unless on ({on})
+            sum by ({on}) (increase(vllm:generation_tokens_total{gen}[{t.window}])) > 0
+        """,
+        for_=t.for_,
+        severity=t.severity,
+        summary="vLLM has requests in flight but generates no tokens: the engine is stuck.",
+        description=WHO + " has {{ $value }} requests running or waiting and generated no token in the last "
+        f"{t.window}.",
+        runbook="vllm-zero-throughput",
+        triage="kubectl -n {{ $labels.namespace }} logs {{ $labels.pod }} --tail=100",
+    )
+
+
+def target_down(cfg: ObspackConfig) -> AlertRule:
+    t = cfg.alerts.VLLMTargetDown
+    target = c.by(cfg, "namespace", "pod", "job", "instance")
+    vllm = c.selector(cfg.selectors.vllm, 'model_name!=""')
+    up = c.selector(cfg.selectors.vllm)
+    # Only targets that served vLLM engine metrics within the lookback count: a scaled-down pod's target
+    # disappears instead of reporting up == 0, and other jobs' targets are not vLLM's business.
+    return AlertRule(
+        alert="VLLMTargetDown",
+        expr=f"""
+            max by ({c.by(cfg, 'namespace', 'pod')}) (
+              up{up} == 0
+              and on ({target})
+              group by ({target}) (present_over_time(vllm:num_requests_running{vllm}[{t.lookback}]))
+            )
+        """,
+        for_=t.for_,
+        severity=t.severity,
+        summary="A vLLM metrics endpoint that was serving is down; the engine is unreachable or crashed.",
+        description="Prometheus cannot scrape vLLM in {{ $labels.namespace }}/{{ $labels.pod }}; it served "
+        f"metrics within the last {t.lookback}.",
+        runbook="vllm-target-down",
+        triage="kubectl -n {{ $labels.namespace }} get pod {{ $labels.pod }} -o wide",
+    )
+
+
+def request_preemptions(cfg: ObspackConfig) -> AlertRule:
+    t = cfg.alerts.VLLMRequestPreemptions
+    return AlertRule(
+        alert="VLLMRequestPreemptions",
+        expr=f"{c.PREEMPTION_RATE} > {t.rate:g}",
+        for_=t.for_,
+        severity=t.severity,
+        summary="vLLM keeps preempting running requests because the KV cache is too small for the load.",
+        description=WHO + " preempts {{ $value | humanize }} requests per second.",
+        runbook="vllm-request-preemptions",
+        triage=TOP,
+    )
+
+
+def prefix_cache_hit_rate_low(cfg: ObspackConfig) -> AlertRule:
+    t = cfg.alerts.VLLMPrefixCacheHitRateLow
+    on = c.by(cfg, *POD_MODEL)
+    hits, queries = prefix_window_records(cfg)
+    disabled = c.selector(cfg.selectors.vllm, 'enable_prefix_caching="False"')
+    v0 = c.selector(cfg.selectors.vllm, 'model_name!=""')
+    # Queries only move while prefix caching is on; pods that say it is off are left out explicitly.
+    # vLLM V0 (up to 0.9.0) has no counters but a lifetime hit-rate gauge, -1 when caching is off; it
+    # counts only while the pod takes prompts, so an idle V0 model stays quiet.
+    return AlertRule(
+        alert="VLLMPrefixCacheHitRateLow",
+        expr=f"""
+            (
+              {hits}
+              / on ({on})
+              ({queries} > {t.min_query_tokens_per_second:g})
+              or
+              (
+                max by ({on}) (avg_over_time(vllm:gpu_prefix_cache_hit_rate{v0}[{t.window}]) >= 0)
+                and on ({on}) {c.PROMPT_RATE} > 0
+              )
+            ) < {t.ratio}
+            unless on ({c.by(cfg, 'namespace', 'pod')})
+            vllm:cache_config_info{disabled}
+        """,
+        for_=t.for_,
+        severity=t.severity,
+        summary="vLLM prefix caching rarely hits; it costs memory and hashing for little gain.",
+        description=WHO + " served {{ $value | humanizePercentage }} of prompt tokens from the prefix cache over "
+        f"the last {t.window}. Consider --no-enable-prefix-caching.",
+        runbook="vllm-prefix-cache-hit-rate-low",
+        triage="kubectl -n {{ $labels.namespace }} get pod {{ $labels.pod }} -o jsonpath='{.spec.containers[*].args}'",
+    )
+
+
+ALERTS = (
+    kv_cache_usage_high,
+    kv_cache_usage_critical,
+    request_queue_backlog,
+    zero_throughput,
+    target_down,
+    request_preemptions,
+    prefix_cache_hit_rate_low,
+)

@@ -1,0 +1,12 @@
+"""Recording rules, one group per source. They normalise vLLM versions, DCGM label modes and
+duplicate kube-state-metrics/cAdvisor series once, so alerts and dashboards stay short and fast."""
+
+from __future__ import annotations
+
+from obspack.config import ObspackConfig
+from obspack.rules.model import RuleGroup
+from obspack.rules.recording import dcgm, kubernetes, vllm
+
+
+def all_recording_groups(cfg: ObspackConfig) -> list[RuleGroup]:
+    return [kubernetes.group(cfg), dcgm.group(cfg), vllm.group(cfg), vllm.latency_group(cfg)]

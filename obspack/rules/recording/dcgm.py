@@ -1,0 +1,53 @@
+"""The GPU-memory plane: dcgm-exporter framebuffer series, attributed to the vLLM pod that holds the GPU.
+
+dcgm-exporter puts the workload in `pod`/`namespace`/`container` when scraped with honorLabels: true,
+and in `exported_pod`/`exported_namespace`/`exported_container` with the default honorLabels: false
+(the target's own labels then name the exporter pod). Newer releases spell `Hostname` as `hostname`,
+and --use-old-namespace spells `UUID` as `uuid`. Both modes are normalised here, without configuration.
+"""
+
+from __future__ import annotations
+
+from obspack import conventions as c
+from obspack.config import ObspackConfig
+from obspack.rules.model import RecordingRule, RuleGroup
+
+MIB = 1024 * 1024
+GPU_LABELS = ("namespace", "pod", "gpu", "UUID", "Hostname")
+EXPORTED_POD = 'exported_pod!=""'
+NO_EXPORTED_POD = 'exported_pod=""'
+
+
+def normalised(cfg: ObspackConfig, metric: str) -> str:
+    """A DCGM series with the workload in pod/namespace/container whichever label mode scraped it."""
+    dcgm = cfg.selectors.dcgm
+    with_exported = metric + c.selector(dcgm, EXPORTED_POD)
+    plain = metric + c.selector(dcgm, NO_EXPORTED_POD)
+    moved = with_exported
+    for label in ("pod", "namespace", "container"):
+        moved = f'label_replace({moved}, "{label}", "$1", "exported_{label}", "(.+)")'
+    both = f"({moved}\n  or\n  {plain})"
+    both = f'label_replace({both}, "Hostname", "$1", "hostname", "(.+)")'
+    return f'label_replace({both}, "UUID", "$1", "uuid", "(.+)")'
+
+
+def _per_vllm_gpu(cfg: ObspackConfig, metric: str) -> str:
+    return f"""
+        {MIB} * max by ({c.by(cfg, *GPU_LABELS)}) (
+          {normalised(cfg, metric)}
+        )
+        and on ({c.by(cfg, 'namespace', 'pod')}) {c.VLLM_POD}
+    """
+
+
+def group(cfg: ObspackConfig) -> RuleGroup:
+    on = c.by(cfg, *GPU_LABELS)
+    rules = [
+        RecordingRule(record=c.GPU_FB_USED, expr=_per_vllm_gpu(cfg, "DCGM_FI_DEV_FB_USED")),
+        RecordingRule(record=c.GPU_FB_FREE, expr=_per_vllm_gpu(cfg, "DCGM_FI_DEV_FB_FREE")),
+        RecordingRule(
+            record=c.GPU_FB_RATIO,
+            expr=f"{c.GPU_FB_USED}\n/ on ({on})\n({c.GPU_FB_USED} + on ({on}) {c.GPU_FB_FREE})",
+        ),
+    ]
+    return RuleGroup(name=f"{c.GROUP_PREFIX}-dcgm.rules", rules=tuple(rules), interval=cfg.rule_interval)

@@ -1,0 +1,76 @@
+"""Which containers and pods run vLLM, and their host-memory plane (cAdvisor + kube-state-metrics)."""
+
+from __future__ import annotations
+
+from obspack import conventions as c
+from obspack.config import ObspackConfig, promql_string
+from obspack.rules.model import RecordingRule, RuleGroup
+
+
+HAS_CONTAINER = 'container!=""'
+NOT_PAUSE = 'container!="POD"'
+HAS_MODEL = 'model_name!=""'
+
+
+def _vllm_container_sources(cfg: ObspackConfig, keep: str) -> str:
+    """Series that mark a container as vLLM: its image (kube-state-metrics or cAdvisor), its name,
+    or the vLLM engine metrics scraped from it. Any one is enough; `group by` removes duplicates."""
+    s = cfg.selectors
+    image = f"=~{promql_string(cfg.vllm_containers.image_regex)}"
+    engine = c.selector(s.vllm, HAS_MODEL, HAS_CONTAINER if keep else "")
+    sources = [
+        f"kube_pod_container_info{c.selector(s.kube_state_metrics, HAS_CONTAINER, 'image' + image)}",
+        f"kube_pod_container_info{c.selector(s.kube_state_metrics, HAS_CONTAINER, 'image_spec' + image)}",
+        f"container_memory_working_set_bytes{c.selector(s.cadvisor, HAS_CONTAINER, NOT_PAUSE, 'image' + image)}",
+        f"vllm:num_requests_running{engine}",
+    ]
+    if cfg.vllm_containers.name_regex:
+        name = promql_string(cfg.vllm_containers.name_regex)
+        sources.append(f"kube_pod_container_info{c.selector(s.kube_state_metrics, 'container=~' + name)}")
+    joined = "\n  or\n  ".join(sources)
+    return f"group by ({c.by(cfg, 'namespace', 'pod', *([keep] if keep else []))}) (\n  {joined}\n)"
+
+
+def group(cfg: ObspackConfig) -> RuleGroup:
+    s = cfg.selectors
+    on = c.by(cfg, "namespace", "pod", "container")
+    cadvisor = c.selector(s.cadvisor, HAS_CONTAINER, NOT_PAUSE, 'image!=""')
+    ksm_memory = c.selector(s.kube_state_metrics, 'resource="memory"')
+    rules = [
+        RecordingRule(record=c.VLLM_CONTAINER, expr=_vllm_container_sources(cfg, "container")),
+        RecordingRule(record=c.VLLM_POD, expr=_vllm_container_sources(cfg, "")),
+        # max by: a restarted container can leave a dead cgroup series behind for a while, and the
+        # pod-level cgroup and pause container are cut by container!="" and image!="".
+        RecordingRule(
+            record=c.MEMORY_WORKING_SET,
+            expr=f"""
+                max by ({on}) (container_memory_working_set_bytes{cadvisor})
+                and on ({on}) {c.VLLM_CONTAINER}
+            """,
+        ),
+        # kube-state-metrics may run as HA replicas: max by makes each side unique before the join.
+        # Without kube-state-metrics, cAdvisor's own limit (0 when unlimited) stands in.
+        RecordingRule(
+            record=c.MEMORY_LIMIT,
+            expr=f"""
+                (
+                  max by ({on}) (kube_pod_container_resource_limits{ksm_memory})
+                  or
+                  max by ({on}) (container_spec_memory_limit_bytes{cadvisor} > 0)
+                )
+                and on ({on}) {c.VLLM_CONTAINER}
+            """,
+        ),
+        RecordingRule(
+            record=c.MEMORY_REQUEST,
+            expr=f"""
+                max by ({on}) (kube_pod_container_resource_requests{ksm_memory})
+                and on ({on}) {c.VLLM_CONTAINER}
+            """,
+        ),
+        RecordingRule(
+            record=c.MEMORY_LIMIT_RATIO,
+            expr=f"{c.MEMORY_WORKING_SET}\n/ on ({on})\n({c.MEMORY_LIMIT} > 0)",
+        ),
+    ]
+    return RuleGroup(name=f"{c.GROUP_PREFIX}-kubernetes.rules", rules=tuple(rules), interval=cfg.rule_interval)

@@ -1,0 +1,105 @@
+"""The vLLM engine plane, normalised across versions.
+
+- KV usage: `vllm:kv_cache_usage_perc` (0.9.2+) or `vllm:gpu_cache_usage_perc` (up to 0.11). `or` keeps the
+  new series where both exist (0.9.2-0.10.2 emit both with equal values).
+- Prefix cache: `vllm:prefix_cache_*` (0.9.2+) or `vllm:gpu_prefix_cache_*` (0.7.3-0.11).
+- Gauges may carry a `pid` label per API-server process (multiprocess mode, 0.9.2-0.11.0): max over pid.
+- Data-parallel engines (`engine` label, 0.8.3+) are summed (counts) or maxed (usage) per pod and model.
+- production-stack's router re-exports some gauges under the same names with a `server` label and no
+  `model_name`: `model_name!=""` keeps engine series only.
+"""
+
+from __future__ import annotations
+
+from obspack import conventions as c
+from obspack.config import ObspackConfig
+from obspack.rules.model import RecordingRule, RuleGroup
+
+HAS_MODEL = 'model_name!=""'
+POD_MODEL = ("namespace", "pod", "model_name")
+
+
+def _sel(cfg: ObspackConfig, *extra: str) -> str:
+    return c.selector(cfg.selectors.vllm, HAS_MODEL, *extra)
+
+
+def gauge_sum(cfg: ObspackConfig, metric: str) -> str:
+    """Sum a vLLM gauge over engines per pod and model, after collapsing per-process copies."""
+    return f"sum by ({c.by(cfg, *POD_MODEL)}) (max without (pid) ({metric}{_sel(cfg)}))"
+
+
+def counter_rate(cfg: ObspackConfig, metrics: tuple[str, ...], window: str, keep: tuple[str, ...] = POD_MODEL) -> str:
+    """Rate of a counter that vLLM renamed: the first name present wins per series, then sum."""
+    rates = "\n  or\n  ".join(f"rate({m}{_sel(cfg)}[{window}])" for m in metrics)
+    return f"sum by ({c.by(cfg, *keep)}) (\n  {rates}\n)"
+
+
+def prefix_hits_rate(cfg: ObspackConfig, window: str) -> str:
+    return counter_rate(cfg, ("vllm:prefix_cache_hits_total", "vllm:gpu_prefix_cache_hits_total"), window)
+
+
+def prefix_queries_rate(cfg: ObspackConfig, window: str) -> str:
+    return counter_rate(cfg, ("vllm:prefix_cache_queries_total", "vllm:gpu_prefix_cache_queries_total"), window)
+
+
+def prefix_window_records(cfg: ObspackConfig) -> tuple[str, str]:
+    window = cfg.alerts.VLLMPrefixCacheHitRateLow.window
+    return (
+        c.window_record("namespace_pod_model", "vllm_prefix_cache_hits", "rate", window),
+        c.window_record("namespace_pod_model", "vllm_prefix_cache_queries", "rate", window),
+    )
+
+
+def group(cfg: ObspackConfig) -> RuleGroup:
+    pm = c.by(cfg, *POD_MODEL)
+    hits_w, queries_w = prefix_window_records(cfg)
+    window = cfg.alerts.VLLMPrefixCacheHitRateLow.window
+    rules = [
+        RecordingRule(
+            record=c.KV_USAGE,
+            expr=f"""
+                max by ({pm}) (
+                  vllm:kv_cache_usage_perc{_sel(cfg)}
+                  or
+                  vllm:gpu_cache_usage_perc{_sel(cfg)}
+                )
+            """,
+        ),
+        RecordingRule(record=c.RUNNING, expr=gauge_sum(cfg, "vllm:num_requests_running")),
+        RecordingRule(record=c.WAITING, expr=gauge_sum(cfg, "vllm:num_requests_waiting")),
+        RecordingRule(record=c.GENERATION_RATE, expr=counter_rate(cfg, ("vllm:generation_tokens_total",), "5m")),
+        RecordingRule(record=c.PROMPT_RATE, expr=counter_rate(cfg, ("vllm:prompt_tokens_total",), "5m")),
+        RecordingRule(record=c.PREEMPTION_RATE, expr=counter_rate(cfg, ("vllm:num_preemptions_total",), "5m")),
+        RecordingRule(
+            record=c.PREFIX_HIT_RATIO,
+            expr=f"{prefix_hits_rate(cfg, '5m')}\n/ on ({pm})\n({prefix_queries_rate(cfg, '5m')} > 0)",
+        ),
+        RecordingRule(record=hits_w, expr=prefix_hits_rate(cfg, window)),
+        RecordingRule(record=queries_w, expr=prefix_queries_rate(cfg, window)),
+        RecordingRule(
+            record=c.REQUEST_RATE,
+            expr=counter_rate(
+                cfg, ("vllm:request_success_total",), "5m", keep=("namespace", "model_name", "finished_reason")
+            ),
+        ),
+    ]
+    return RuleGroup(name=f"{c.GROUP_PREFIX}-vllm.rules", rules=tuple(rules), interval=cfg.rule_interval)
+
+
+def latency_group(cfg: ObspackConfig) -> RuleGroup:
+    """Histogram buckets per model, so fleet percentiles read a few series instead of every pod's."""
+    keep = ("namespace", "model_name", "le")
+    sources = {
+        "time_to_first_token": ("vllm:time_to_first_token_seconds_bucket",),
+        "inter_token_latency": (
+            "vllm:inter_token_latency_seconds_bucket",
+            "vllm:time_per_output_token_seconds_bucket",
+        ),
+        "e2e_request_latency": ("vllm:e2e_request_latency_seconds_bucket",),
+        "request_queue_time": ("vllm:request_queue_time_seconds_bucket",),
+    }
+    rules = [
+        RecordingRule(record=c.latency_bucket_record(family), expr=counter_rate(cfg, metrics, "5m", keep=keep))
+        for family, metrics in sources.items()
+    ]
+    return RuleGroup(name=f"{c.GROUP_PREFIX}-vllm-latency.rules", rules=tuple(rules), interval=cfg.rule_interval)
