@@ -78,26 +78,44 @@ def render(
     check: Annotated[
         bool, typer.Option("--check", help="Write nothing; exit 1 if the output folder is not up to date.")
     ] = False,
+    helm: Annotated[
+        Optional[Path], typer.Option("--helm", help="Also write the chart's generated files into this chart folder.")
+    ] = None,
 ) -> None:
     """Render rules, dashboards, runbooks and tests into OUT (or check that OUT is up to date)."""
     try:
-        _, pack = _pack(config)
-        files = pack_files(pack)
+        cfg, pack = _pack(config)
+        targets = [(out, pack_files(pack))]
+        if helm is not None:
+            from obspack.render.helm import chart_files
+
+            targets.append((helm, chart_files(cfg)))
         if check:
-            result = output.diff(out, files)
-            if result.clean:
-                typer.echo(f"{out} is up to date ({len(result.unchanged)} files)")
-                return
-            for kind in ("missing", "stale", "extra"):
-                for rel in getattr(result, kind):
-                    typer.echo(f"{kind}: {out / rel}")
-            typer.secho(f"{out} is not up to date: run `obspack render`", fg=typer.colors.RED, err=True)
-            raise typer.Exit(code=1)
-        result = output.write(out, files)
+            stale = [_report_check(folder, files) for folder, files in targets]
+            if any(stale):
+                raise typer.Exit(code=1)
+            return
+        for folder, files in targets:
+            result = output.write(folder, files)
+            changed = len(result.missing) + len(result.stale)
+            typer.echo(
+                f"wrote {folder}: {changed} changed, {len(result.extra)} removed, {len(result.unchanged)} unchanged"
+            )
     except ObspackError as e:
         raise _fail(e) from None
-    changed = len(result.missing) + len(result.stale)
-    typer.echo(f"wrote {out}: {changed} changed, {len(result.extra)} removed, {len(result.unchanged)} unchanged")
+
+
+def _report_check(folder: Path, files: dict[str, str]) -> bool:
+    """Print what differs in one output folder; True when it is not up to date."""
+    result = output.diff(folder, files)
+    if result.clean:
+        typer.echo(f"{folder} is up to date ({len(result.unchanged)} files)")
+        return False
+    for kind in ("missing", "stale", "extra"):
+        for rel in getattr(result, kind):
+            typer.echo(f"{kind}: {folder / rel}")
+    typer.secho(f"{folder} is not up to date: run `obspack render`", fg=typer.colors.RED, err=True)
+    return True
 
 
 @app.command()

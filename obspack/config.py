@@ -186,6 +186,7 @@ class ZeroThroughput(AlertSettings):
 class TargetDown(AlertSettings):
     severity: Severity = Field(Severity.CRITICAL, description="severity label (critical, warning or info)")
     lookback: Duration = Field("1h", description="only targets that served vLLM metrics within this window")
+    job_regex: Regex = Field(".*vllm.*", description="also targets of jobs matching this that were up in the window")
 
 
 class RequestPreemptions(AlertSettings):

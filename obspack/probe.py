@@ -8,7 +8,8 @@ sees half a file. ``obspack exporter --probe-dir`` reads the directory.
 
 The probe never initialises CUDA: a process where torch has not initialised CUDA yet (vLLM's API
 server, the engine core before it starts workers) reports no devices and writes no file. torch is
-imported only when the default stats source first runs, and tests pass their own source.
+never imported by the probe itself (it is used once vLLM has imported it), and tests pass their
+own stats source.
 
 File format (``schema`` 1)::
 
@@ -23,10 +24,11 @@ import atexit
 import json
 import logging
 import os
+import sys
 import threading
 import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Callable, Mapping
 
 ENV_DIR = "OBSPACK_PROBE_DIR"
 ENV_INTERVAL = "OBSPACK_PROBE_INTERVAL"
@@ -47,7 +49,7 @@ StatsSource = Callable[[], Mapping[int, Mapping[str, float]]]
 
 log = logging.getLogger(__name__)
 _lock = threading.Lock()
-_probes: dict[int, "Probe"] = {}  # by pid: a forked child inherits the dict but not the thread
+_probes: dict[int, Probe] = {}  # by pid: a forked child inherits the dict but not the thread
 
 
 def register() -> None:
@@ -65,7 +67,9 @@ def register() -> None:
         log.warning("obspack CUDA probe not started", exc_info=True)
 
 
-def start(directory: Path, *, interval_s: float = DEFAULT_INTERVAL_S, source: StatsSource | None = None) -> "Probe":
+def start(
+    directory: Path, *, interval_s: float = DEFAULT_INTERVAL_S, source: StatsSource | None = None
+) -> Probe:
     """Start (once per process) the thread that writes this process's stats file; return its Probe."""
     with _lock:
         probe = _probes.get(os.getpid())
@@ -114,10 +118,17 @@ def pid_namespace() -> str | None:
 
 
 def torch_memory_stats() -> dict[int, Mapping[str, float]]:
-    """memory_stats() of every visible device, but only once torch has initialised CUDA here."""
-    import torch  # lazily: obspack does not depend on torch; only vLLM processes have it
+    """memory_stats() of every visible device, but only once torch has initialised CUDA here.
 
-    if not torch.cuda.is_available() or not torch.cuda.is_initialized():
+    Nothing here may initialise CUDA: vLLM forks workers from processes that must not have touched
+    it (even ``torch.cuda.is_available()`` would). ``is_initialized()`` only reads a flag, and a
+    process that has not imported torch cannot have initialised CUDA through it.
+    """
+    if "torch" not in sys.modules:
+        return {}
+    import torch  # already imported by vLLM; obspack itself does not depend on torch
+
+    if not torch.cuda.is_initialized():
         return {}
     return {device: torch.cuda.memory_stats(device) for device in range(torch.cuda.device_count())}
 

@@ -1,12 +1,177 @@
-"""Runbooks: one Markdown page per alert, rendered from templates/runbooks/<slug>.md.j2."""
+"""Runbooks: one Markdown page per alert, rendered from templates/runbooks/<slug>.md.j2.
+
+Every page extends `runbooks/_base.md.j2`, which lays out the sections in a fixed order (facts, first
+command, the shared "which memory ran out" branch, then the alert's own blocks, then related links).
+The queries on a page are built here from the config, so they carry the configured cluster label,
+selectors, thresholds and recording-rule names. What the on-call engineer fills in is written as a
+`<placeholder>` (`<namespace>`, `<pod>`, `<container>`, ...), never left as Jinja or Go template syntax.
+"""
 
 from __future__ import annotations
 
+import re
+from typing import Any
+
+import jinja2
+
+from obspack import conventions as c
 from obspack.config import ObspackConfig
-from obspack.rules.alerts import all_alerts
+from obspack.errors import RenderError
+from obspack.rules.alerts import all_alerts, dashboard_url
+from obspack.rules.model import AlertRule, tidy
+from obspack.rules.recording.dcgm import normalised
+from obspack.rules.recording.vllm import prefix_window_records
 from obspack.templating import render_template
+
+TEMPLATE_DIR = "runbooks"
+
+# Alert label -> the placeholder a runbook shows in its place. The cluster label is `<cluster>`.
+PLACEHOLDERS: dict[str, str] = {
+    "namespace": "<namespace>",
+    "pod": "<pod>",
+    "container": "<container>",
+    "model_name": "<model>",
+    "gpu": "<gpu>",
+    "UUID": "<uuid>",
+    "Hostname": "<node>",
+    "node": "<node>",
+    "reason": "<reason>",
+}
+CLUSTER_PLACEHOLDER = "<cluster>"
+_GO_LABEL = re.compile(r"\{\{\s*\$labels\.([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
+
+
+def template_name(slug: str) -> str:
+    return f"{TEMPLATE_DIR}/{slug}.md.j2"
+
+
+def with_placeholders(cfg: ObspackConfig, text: str) -> str:
+    """Replace Prometheus `{{ $labels.x }}` references with the runbook's `<x>` placeholders."""
+
+    def sub(m: re.Match[str]) -> str:
+        label = m.group(1)
+        if label == cfg.cluster_label:
+            return CLUSTER_PLACEHOLDER
+        return PLACEHOLDERS.get(label, f"<{label.lower()}>")
+
+    return _GO_LABEL.sub(sub, text)
+
+
+def _percent(ratio: float) -> str:
+    """0.9 -> '90%', 0.955 -> '95.5%'."""
+    return f"{ratio * 100:.4g}%"
+
+
+def _held(for_: str) -> str:
+    """How long the condition must hold, in words: '0m' reads as 'at once'."""
+    return "at once" if re.fullmatch(r"(0+[a-z]+)+", for_) else f"for {for_}"
+
+
+class _Page:
+    """The helpers one page's template calls, bound to the config and to the alert being rendered."""
+
+    def __init__(self, cfg: ObspackConfig, alert: AlertRule, catalogue: dict[str, AlertRule]) -> None:
+        self.cfg = cfg
+        self.alert = alert
+        self.catalogue = catalogue
+
+    def match(self, *labels: str, source: str = "", extra: tuple[str, ...] = ()) -> str:
+        """A `{...}` selector: the source's configured matchers, extra matchers, then placeholders.
+
+        The cluster label always comes first among the placeholders, so a query pasted into a
+        multi-cluster Prometheus stays on the alert's cluster.
+        """
+        configured = getattr(self.cfg.selectors, source) if source else ""
+        held = [f'{self.cfg.cluster_label}="{CLUSTER_PLACEHOLDER}"']
+        held += [f'{label}="{PLACEHOLDERS[label]}"' for label in labels]
+        return c.selector(configured, *extra, *held)
+
+    def on(self, *labels: str) -> str:
+        return c.by(self.cfg, *labels)
+
+    def gpu_series(self, metric: str, keep: tuple[str, ...] = ("gpu", "UUID")) -> str:
+        """A DCGM series for the placeholder pod's GPUs, whichever label mode dcgm-exporter was scraped with."""
+        body = normalised(self.cfg, metric).strip("\n").replace("\n", "\n  ")
+        return (
+            f"max by ({self.on('namespace', 'pod', *keep)}) (\n  {body}\n)\n"
+            f"and on ({self.on('namespace', 'pod')}) {c.VLLM_POD}{self.match('namespace', 'pod')}"
+        )
+
+    def link(self, name: str, anchor: str = "", text: str = "") -> str:
+        """A Markdown link to the runbook of alert `name` (a sibling file), or to a heading on this page."""
+        target = self.catalogue.get(name)
+        if target is None:
+            known = ", ".join(sorted(self.catalogue))
+            raise RenderError(f"runbook {self.alert.runbook}: links to unknown alert {name!r} (known: {known})")
+        label = text or name
+        if name == self.alert.alert:
+            return f"[{label}](#{anchor})" if anchor else f"{label} (this page)"
+        return f"[{label}](./{target.runbook}.md{'#' + anchor if anchor else ''})"
+
+    def summary(self, name: str) -> str:
+        return self.catalogue[name].summary
+
+
+def _dashboard(cfg: ObspackConfig) -> dict[str, str]:
+    """The triage dashboard: a URL with placeholders (as the alert's dashboard_url) and, if known, a home link."""
+    name = c.TRIAGE_DASHBOARD
+    uid = c.dashboard_uid(name)
+    url = with_placeholders(cfg, dashboard_url(cfg))
+    base = cfg.grafana.url.rstrip("/")
+    return {
+        "title": c.DASHBOARDS[name],
+        "uid": uid,
+        "url": url if base else f"<grafana-url>{url}",
+        "home": f"{base}/d/{uid}/{name}" if base else "",
+    }
+
+
+def _context(cfg: ObspackConfig, alert: AlertRule, catalogue: dict[str, AlertRule]) -> dict[str, Any]:
+    page = _Page(cfg, alert, catalogue)
+    hits_window, queries_window = prefix_window_records(cfg)
+    return {
+        "cfg": cfg,
+        "alert": alert,
+        "t": getattr(cfg.alerts, alert.alert),
+        "expr": tidy(alert.expr),
+        "triage": with_placeholders(cfg, alert.triage),
+        "c": c,
+        "dashboard": _dashboard(cfg),
+        "prefix_hits_window": hits_window,
+        "prefix_queries_window": queries_window,
+        "match": page.match,
+        "on": page.on,
+        "gpu_series": page.gpu_series,
+        "link": page.link,
+        "summary": page.summary,
+        "pct": _percent,
+        "held": _held,
+    }
+
+
+def render_runbook(cfg: ObspackConfig, alert: AlertRule, catalogue: dict[str, AlertRule]) -> str:
+    """One alert's page. Errors name the alert and the template to fix."""
+    name = template_name(alert.runbook)
+    try:
+        text = render_template(name, **_context(cfg, alert, catalogue))
+    except jinja2.TemplateNotFound as e:
+        raise RenderError(
+            f"alert {alert.alert} has no runbook: add templates/{name} (template not found: {e.name})"
+        ) from None
+    except jinja2.TemplateSyntaxError as e:
+        raise RenderError(f"runbook of {alert.alert}: templates/{e.name or name}:{e.lineno}: {e.message}") from None
+    except jinja2.TemplateError as e:
+        raise RenderError(f"runbook of {alert.alert} (templates/{name}): {e}") from None
+    return text.rstrip("\n") + "\n"
 
 
 def render_runbooks(cfg: ObspackConfig) -> dict[str, str]:
+    """Every alert of the catalogue, enabled or not, gets its page, keyed by its runbook slug."""
     alerts = all_alerts(cfg)
-    return {a.runbook: render_template("runbooks/generic.md.j2", alert=a, cfg=cfg) for a in alerts}
+    catalogue = {a.alert: a for a in alerts}
+    pages: dict[str, str] = {}
+    for alert in alerts:
+        if alert.runbook in pages:
+            raise RenderError(f"two alerts share the runbook slug {alert.runbook!r}: give {alert.alert} its own")
+        pages[alert.runbook] = render_runbook(cfg, alert, catalogue)
+    return pages

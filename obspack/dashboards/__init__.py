@@ -1,14 +1,30 @@
-"""Grafana dashboards built with grafanalib. `all_dashboards(cfg)` returns (file name, JSON model) pairs."""
+"""Grafana dashboards built with grafanalib. `all_dashboards(cfg)` returns (file name, JSON model) pairs.
+
+Each topic module builds one dashboard from the helpers in `panels`, the queries in `queries` and the
+variables in `variables`; `defaults` stamps what they share (uid, tags, refresh, links, panel ids).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+from grafanalib.core import Dashboard
+
 from obspack import conventions as c
 from obspack.config import ObspackConfig
+from obspack.dashboards import fleet, gpu_by_workload, kv_prefix_cache, pod_memory_planes
+from obspack.dashboards.defaults import to_model
+
+BUILDERS: dict[str, Callable[[ObspackConfig], Dashboard]] = {
+    fleet.NAME: fleet.dashboard_for,
+    pod_memory_planes.NAME: pod_memory_planes.dashboard_for,
+    kv_prefix_cache.NAME: kv_prefix_cache.dashboard_for,
+    gpu_by_workload.NAME: gpu_by_workload.dashboard_for,
+}
 
 
 def all_dashboards(cfg: ObspackConfig) -> list[tuple[str, dict[str, object]]]:
-    # Placeholder until the dashboards land: one empty dashboard per name so links resolve.
-    return [
-        (name, {"title": title, "uid": c.dashboard_uid(name), "panels": [], "schemaVersion": 39})
-        for name, title in c.DASHBOARDS.items()
-    ]
+    missing = set(c.DASHBOARDS) ^ set(BUILDERS)
+    if missing:
+        raise ValueError(f"dashboards and conventions.DASHBOARDS disagree on: {sorted(missing)}")
+    return [(name, to_model(BUILDERS[name](cfg))) for name in c.DASHBOARDS]

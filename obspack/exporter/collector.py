@@ -17,9 +17,9 @@ import concurrent.futures
 import logging
 import threading
 import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
 
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import CollectorRegistry
@@ -110,7 +110,7 @@ class ExporterCollector:
             with self._lock:
                 errors = dict(self._errors)
             return build_families(reports, devices, errors, label_target=len(self.targets) > 1)
-        except Exception:
+        except Exception:  # never raises: log, and answer with the build info only
             logging.getLogger(__name__).exception("obspack exporter: collect failed")
             return [build_info()]
 
@@ -133,13 +133,15 @@ class ExporterCollector:
             if self._inflight.get(target) is flight:
                 del self._inflight[target]
 
-    def _wait(self, target: str, flight: concurrent.futures.Future[TargetReport], started: float) -> TargetReport:
+    def _wait(
+        self, target: str, flight: concurrent.futures.Future[TargetReport], started: float
+    ) -> TargetReport:
         remaining = started + self.timeout_s + _GRACE_S - self.clock()
         try:
             return flight.result(timeout=max(remaining, 0.0))
         except concurrent.futures.TimeoutError:
             return TargetReport(target, up=False, duration_s=self.clock() - started, error="timeout")
-        except Exception as e:  # _scrape catches everything; this is belt and braces
+        except Exception as e:  # noqa: BLE001 (_scrape catches everything; this is belt and braces)
             return TargetReport(target, up=False, duration_s=self.clock() - started, error=str(e))
 
     def _scrape(self, target: str) -> TargetReport:
@@ -152,7 +154,7 @@ class ExporterCollector:
             return self._failed(target, started, e.reason, str(e))
         except PayloadError as e:
             return self._failed(target, started, "parse", str(e))
-        except Exception as e:
+        except Exception as e:  # noqa: BLE001 (a custom fetch may raise anything; collect must not)
             return self._failed(target, started, "connection", f"{type(e).__name__}: {e}")
         try:
             parsed = parse_needed(body)
@@ -160,7 +162,7 @@ class ExporterCollector:
             if parsed.skipped:
                 self._count(target, "parse")
             samples = self._derive(target, parsed.families)
-        except Exception as e:
+        except Exception as e:  # noqa: BLE001 (a bug in parse/derive must not break the answer)
             return self._failed(target, started, "parse", f"{type(e).__name__}: {e}")
         return TargetReport(target, up=True, duration_s=self.clock() - started, samples=samples)
 
@@ -208,7 +210,9 @@ def build_families(
         for sample in report.samples:
             derived[sample.name].add_sample(sample.name, {**dict(sample.labels), **extra}, sample.value)
 
-    up = GaugeMetricFamily("obspack_target_up", "1 if the last scrape of the target succeeded.", labels=["target"])
+    up = GaugeMetricFamily(
+        "obspack_target_up", "1 if the last scrape of the target succeeded.", labels=["target"]
+    )
     duration = GaugeMetricFamily(
         "obspack_target_scrape_duration_seconds",
         "Time to fetch, parse and derive the target during this scrape.",
@@ -230,8 +234,14 @@ def build_families(
 def cuda_families(devices: Iterable[DeviceStats]) -> list[Metric]:
     """The CUDA allocator families from the probe readings."""
     labels = ["pid", "device"]
-    reserved = GaugeMetricFamily("obspack_cuda_allocator_reserved_bytes", "Bytes reserved by the CUDA caching allocator.", labels=labels)
-    allocated = GaugeMetricFamily("obspack_cuda_allocator_allocated_bytes", "Bytes allocated to live tensors.", labels=labels)
+    reserved = GaugeMetricFamily(
+        "obspack_cuda_allocator_reserved_bytes",
+        "Bytes reserved by the CUDA caching allocator.",
+        labels=labels,
+    )
+    allocated = GaugeMetricFamily(
+        "obspack_cuda_allocator_allocated_bytes", "Bytes allocated to live tensors.", labels=labels
+    )
     split = GaugeMetricFamily(
         "obspack_cuda_allocator_inactive_split_bytes",
         "Reserved bytes sitting in inactive, split (fragmented) blocks.",
@@ -245,7 +255,9 @@ def cuda_families(devices: Iterable[DeviceStats]) -> list[Metric]:
         "cudaMalloc retries after the allocator flushed its cache (num_alloc_retries).",
         labels=labels,
     )
-    ooms = CounterMetricFamily("obspack_cuda_ooms_total", "CUDA out-of-memory errors seen by the allocator.", labels=labels)
+    ooms = CounterMetricFamily(
+        "obspack_cuda_ooms_total", "CUDA out-of-memory errors seen by the allocator.", labels=labels
+    )
     for d in devices:
         key = [d.pid, d.device]
         reserved.add_metric(key, d.reserved_bytes)

@@ -8,7 +8,7 @@ import re
 import signal
 import threading
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 from urllib.parse import urlsplit
 
 import typer
@@ -16,14 +16,23 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.process_collector import ProcessCollector
 
 from obspack.errors import ObspackError
-from obspack.exporter.collector import DEFAULT_MAX_BYTES, ExporterCollector
+from obspack.exporter.collector import ExporterCollector
 from obspack.exporter.server import parse_listen, start_server
 from obspack.probe import ENV_DIR
 
 _DURATION = re.compile(r"(?:([0-9]+)(ms|s|m|h|d|w|y))")
 _UNIT_S = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400, "y": 365 * 86400}
 _SIZE = re.compile(r"([0-9]+)\s*(|B|KiB|MiB|GiB|KB|MB|GB)", re.IGNORECASE)
-_SIZE_FACTOR = {"": 1, "b": 1, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "kb": 10**3, "mb": 10**6, "gb": 10**9}
+_SIZE_FACTOR = {
+    "": 1,
+    "b": 1,
+    "kib": 1 << 10,
+    "mib": 1 << 20,
+    "gib": 1 << 30,
+    "kb": 10**3,
+    "mb": 10**6,
+    "gb": 10**9,
+}
 
 
 class OptionError(ObspackError):
@@ -34,20 +43,25 @@ class OptionError(ObspackError):
 
 def exporter(
     target: Annotated[
-        Optional[list[str]],
+        list[str] | None,
         typer.Option(
             "--target",
             help="vLLM metrics URL to scrape, e.g. http://127.0.0.1:8000/metrics. Repeat for several.",
             show_default=False,
         ),
     ] = None,
-    listen: Annotated[str, typer.Option(help="HOST:PORT to serve /metrics on ([::]:PORT for IPv6).")] = "0.0.0.0:9400",
+    listen: Annotated[
+        str, typer.Option(help="HOST:PORT to serve /metrics on ([::]:PORT for IPv6).")
+    ] = "0.0.0.0:9400",
     window: Annotated[
-        str, typer.Option(help="Window of the prefix-cache hit ratio, as a Prometheus duration (30s, 5m, 1h).")
+        str,
+        typer.Option(help="Window of the prefix-cache hit ratio, as a Prometheus duration (30s, 5m, 1h)."),
     ] = "5m",
-    timeout: Annotated[str, typer.Option(help="Deadline for each target scrape, as a Prometheus duration.")] = "2s",
+    timeout: Annotated[
+        str, typer.Option(help="Deadline for each target scrape, as a Prometheus duration.")
+    ] = "2s",
     probe_dir: Annotated[
-        Optional[str],
+        str | None,
         typer.Option(
             envvar=ENV_DIR,
             help="Directory where the obspack CUDA probe writes <pid>.json files (shared emptyDir).",
@@ -75,7 +89,9 @@ def _settings(
 ) -> dict:
     """Check every option and return the keyword arguments of ``_run``; raise OptionError on the first bad one."""
     if not targets:
-        raise OptionError("--target is required: give the vLLM metrics URL, e.g. --target http://127.0.0.1:8000/metrics")
+        raise OptionError(
+            "--target is required: give the vLLM metrics URL, e.g. --target http://127.0.0.1:8000/metrics"
+        )
     try:
         host, port = parse_listen(listen)
     except ValueError as e:
@@ -114,7 +130,9 @@ def parse_size(text: str) -> int:
     match = _SIZE.fullmatch(text.strip())
     size = int(match.group(1)) * _SIZE_FACTOR[match.group(2).lower()] if match else 0
     if size <= 0:
-        raise OptionError(f"--max-bytes {text!r}: give a positive size in bytes, or with KiB/MiB/GiB (e.g. 32MiB)")
+        raise OptionError(
+            f"--max-bytes {text!r}: give a positive size in bytes, or with KiB/MiB/GiB (e.g. 32MiB)"
+        )
     return size
 
 
@@ -126,7 +144,9 @@ def check_target(url: str) -> str:
     except ValueError:
         raise OptionError(f"--target {url!r}: the port is not a number from 0 to 65535") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise OptionError(f"--target {url!r}: give an http(s) URL with a host, like http://127.0.0.1:8000/metrics")
+        raise OptionError(
+            f"--target {url!r}: give an http(s) URL with a host, like http://127.0.0.1:8000/metrics"
+        )
     return url if parts.path else parts._replace(path="/metrics").geturl()
 
 
@@ -151,22 +171,34 @@ def _run(
     max_bytes: int,
 ) -> None:
     """Serve until SIGTERM or SIGINT, then shut down cleanly."""
-    logging.basicConfig(level=os.environ.get("OBSPACK_LOG_LEVEL", "INFO"), format="%(asctime)s %(levelname)s %(message)s")
+    logging.basicConfig(
+        level=os.environ.get("OBSPACK_LOG_LEVEL", "INFO"), format="%(asctime)s %(levelname)s %(message)s"
+    )
     registry = CollectorRegistry()
     collector = ExporterCollector(
-        targets, window_s=window_s, timeout_s=timeout_s, max_bytes=max_bytes, probe_dir=probe_dir, registry=registry
+        targets,
+        window_s=window_s,
+        timeout_s=timeout_s,
+        max_bytes=max_bytes,
+        probe_dir=probe_dir,
+        registry=registry,
     )
     ProcessCollector(registry=registry)
     try:
         server = start_server(host, port, registry)
     except OSError as e:
-        typer.secho(f"error: cannot listen on {host}:{port}: {e.strerror or e}", fg=typer.colors.RED, err=True)
+        typer.secho(
+            f"error: cannot listen on {host}:{port}: {e.strerror or e}", fg=typer.colors.RED, err=True
+        )
         raise typer.Exit(code=1) from None
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
     logging.getLogger(__name__).info(
-        "obspack exporter listening on http://%s:%d/metrics, targets: %s", server.host, server.port, " ".join(targets)
+        "obspack exporter listening on http://%s:%d/metrics, targets: %s",
+        server.host,
+        server.port,
+        " ".join(targets),
     )
     try:
         stop.wait()

@@ -8,8 +8,8 @@ Every formula the exporter publishes is one small function here, so each can be 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Callable, Mapping, Sequence
 
 from obspack.exporter import parse as p
 from obspack.exporter.parse import Sample

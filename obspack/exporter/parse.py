@@ -9,8 +9,8 @@ merely starts like a wanted one) are never picked up.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping
 
 CACHE_CONFIG_INFO = "vllm:cache_config_info"
 NUM_REQUESTS_RUNNING = "vllm:num_requests_running"

@@ -14,9 +14,9 @@ import math
 import os
 import re
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from obspack.probe import STAT_KEYS
 
@@ -113,4 +113,9 @@ def _devices(pid: str, devices: object) -> list[DeviceStats]:
 
 
 def _is_count(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
+    return (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and value >= 0
+    )

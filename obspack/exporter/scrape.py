@@ -10,7 +10,8 @@ import http.client
 import socket
 import time
 import zlib
-from typing import Callable, Literal
+from collections.abc import Callable
+from typing import Literal
 from urllib.parse import urlsplit
 
 from obspack import __version__
@@ -70,12 +71,16 @@ def _fetch(url: str, deadline: float, timeout_s: float, max_bytes: int) -> bytes
             raise ScrapeError("too_large", f"Content-Length {declared} is over the {max_bytes} byte cap")
         gzipped = (response.getheader("Content-Encoding") or "").lower() == "gzip"
         body = _read_capped(response, sock, deadline, max_bytes)
+        if declared is not None and declared.isdigit() and len(body) != int(declared):
+            raise ScrapeError("connection", f"body ended after {len(body)} of {declared} bytes")
         return _gunzip(body, max_bytes) if gzipped else body
     finally:
         conn.close()
 
 
-def _read_capped(response: http.client.HTTPResponse, sock: socket.socket | None, deadline: float, cap: int) -> bytes:
+def _read_capped(
+    response: http.client.HTTPResponse, sock: socket.socket | None, deadline: float, cap: int
+) -> bytes:
     """Read the body in chunks, checking the deadline between reads and the cap after each."""
     chunks: list[bytes] = []
     size = 0

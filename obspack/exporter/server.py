@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import socket
 import threading
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from socketserver import ThreadingMixIn
-from typing import Callable, Iterable
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from prometheus_client import make_wsgi_app
@@ -28,7 +28,7 @@ class _ThreadingServer(ThreadingMixIn, WSGIServer):
 class _QuietHandler(WSGIRequestHandler):
     timeout = 30  # seconds a client may take to send its request before its thread gives up
 
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 (base class name)
+    def log_message(self, format: str, *args: object) -> None:
         pass
 
 
@@ -91,7 +91,7 @@ def start_server(host: str, port: int, registry: CollectorRegistry) -> MetricsSe
         address_family = _family(host, port)
 
     httpd = make_server(host, port, make_app(registry), Server, handler_class=_QuietHandler)
-    thread = threading.Thread(target=httpd.serve_forever, name="obspack-http", daemon=True)
+    thread = threading.Thread(target=httpd.serve_forever, args=(0.1,), name="obspack-http", daemon=True)
     thread.start()
     return MetricsServer(httpd, thread)
 

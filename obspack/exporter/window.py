@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import threading
 from collections import deque
+from collections.abc import Hashable
 from dataclasses import dataclass, field
-from typing import Hashable
 
 from obspack.exporter.derive import hit_ratio
 

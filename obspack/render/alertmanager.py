@@ -1,9 +1,138 @@
-"""An example Alertmanager config: route by severity (and team), inhibit warnings under criticals."""
+"""An example Alertmanager config: route by severity (and team), inhibit warnings under criticals.
+
+The whole file is a valid Alertmanager config (`amtool check-config` passes), but the part to copy is
+`route.routes[0]`, the obspack sub-route, plus `inhibit_rules` and the `obspack-*` receivers:
+
+- The obspack sub-route matches obspack's own alert names only, so it can sit beside other routes.
+- Inside it, one sub-route per `team` label value found in the config (`common_labels` or an alert's
+  `labels`) sends that team's alerts to its own receivers; then critical -> pager, warning -> chat,
+  info -> ticket.
+- Inhibitions (same cluster, namespace and pod): VLLMKVCacheUsageCritical mutes VLLMKVCacheUsageHigh,
+  VLLMContainerOOMKilled mutes VLLMHostMemoryNearLimit, and VLLMTargetDown mutes the pod's other obspack
+  alerts, except the restart alerts that tell why the target went down.
+
+Receivers are placeholders without integrations: add `pagerduty_configs`, `slack_configs`,
+`webhook_configs` and so on to the `obspack-*` receivers.
+"""
 
 from __future__ import annotations
 
-from obspack.config import ObspackConfig
+from obspack.config import AlertSettings, ObspackConfig, Severity
+
+DEFAULT_RECEIVER = "default"
+PAGER = "obspack-pager"
+CHAT = "obspack-chat"
+TICKET = "obspack-ticket"
+TEAM_LABEL = "team"
+
+SEVERITY_RECEIVERS: tuple[tuple[Severity, str], ...] = (
+    (Severity.CRITICAL, PAGER),
+    (Severity.WARNING, CHAT),
+    (Severity.INFO, TICKET),
+)
+
+# Alerts that explain why a vLLM target went down: VLLMTargetDown must not hide them.
+DOWN_CAUSES = ("VLLMContainerOOMKilled", "VLLMContainerRestarted")
+
+
+def team_receivers(team: str) -> tuple[str, str]:
+    """The (pager, chat) receivers of one team."""
+    return f"obspack-team-{team}-pager", f"obspack-team-{team}-chat"
+
+
+def _settings(cfg: ObspackConfig) -> dict[str, AlertSettings]:
+    return {name: getattr(cfg.alerts, name) for name in type(cfg.alerts).model_fields}
+
+
+def enabled_alerts(cfg: ObspackConfig) -> list[str]:
+    return sorted(name for name, s in _settings(cfg).items() if s.enabled)
+
+
+def teams(cfg: ObspackConfig) -> list[str]:
+    """Every value of the `team` label that the config puts on an enabled alert."""
+    found = {{**cfg.common_labels, **s.labels}.get(TEAM_LABEL, "") for s in _settings(cfg).values() if s.enabled}
+    return sorted(t for t in found if t)
+
+
+def _quote(value: str) -> str:
+    """A double-quoted matcher value, escaped the way Alertmanager's matcher parser reads it."""
+    escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    return f'"{escaped}"'
+
+
+def _eq(label: str, value: str) -> str:
+    return f"{label}={_quote(value)}"
+
+
+def _one_of(label: str, values: list[str]) -> str:
+    return f"{label}=~{_quote('|'.join(values))}"
+
+
+def _team_route(team: str) -> dict[str, object]:
+    pager, chat = team_receivers(team)
+    return {
+        "receiver": chat,
+        "matchers": [_eq(TEAM_LABEL, team)],
+        "routes": [
+            {"receiver": pager, "matchers": [_eq("severity", Severity.CRITICAL.value)], "repeat_interval": "1h"},
+            {"receiver": TICKET, "matchers": [_eq("severity", Severity.INFO.value)], "repeat_interval": "24h"},
+        ],
+    }
+
+
+def _severity_routes() -> list[dict[str, object]]:
+    repeat = {Severity.CRITICAL: "1h", Severity.INFO: "24h"}
+    routes: list[dict[str, object]] = []
+    for severity, receiver in SEVERITY_RECEIVERS:
+        route: dict[str, object] = {"receiver": receiver, "matchers": [_eq("severity", severity.value)]}
+        if severity in repeat:
+            route["repeat_interval"] = repeat[severity]
+        routes.append(route)
+    return routes
+
+
+def _inhibit(source: str, targets: list[str], equal: list[str]) -> dict[str, object]:
+    target = _eq("alertname", targets[0]) if len(targets) == 1 else _one_of("alertname", targets)
+    return {"source_matchers": [_eq("alertname", source)], "target_matchers": [target], "equal": equal}
+
+
+def inhibit_rules(cfg: ObspackConfig) -> list[dict[str, object]]:
+    """Warnings muted under the critical alert that explains them, on the same pod (rules with a disabled
+    side are left out)."""
+    enabled = set(enabled_alerts(cfg))
+    pod = [cfg.cluster_label, "namespace", "pod"]
+    pairs = [
+        ("VLLMKVCacheUsageCritical", ["VLLMKVCacheUsageHigh"], [*pod, "model_name"]),
+        ("VLLMContainerOOMKilled", ["VLLMHostMemoryNearLimit"], [*pod, "container"]),
+        ("VLLMTargetDown", sorted(enabled - {"VLLMTargetDown", *DOWN_CAUSES}), pod),
+    ]
+    rules = []
+    for source, targets, equal in pairs:
+        kept = [t for t in targets if t in enabled]
+        if source in enabled and kept:
+            rules.append(_inhibit(source, kept, equal))
+    return rules
 
 
 def alertmanager_example(cfg: ObspackConfig) -> dict[str, object]:
-    return {"route": {"receiver": "default"}, "receivers": [{"name": "default"}]}
+    team_names = teams(cfg)
+    obspack_route = {
+        "receiver": CHAT,
+        "matchers": [_one_of("alertname", enabled_alerts(cfg))],
+        "routes": [*(_team_route(t) for t in team_names), *_severity_routes()],
+    }
+    receivers = [DEFAULT_RECEIVER, PAGER, CHAT, TICKET]
+    for team in team_names:
+        receivers.extend(team_receivers(team))
+    return {
+        "route": {
+            "receiver": DEFAULT_RECEIVER,
+            "group_by": ["alertname", cfg.cluster_label, "namespace", "pod"],
+            "group_wait": "30s",
+            "group_interval": "5m",
+            "repeat_interval": "4h",
+            "routes": [obspack_route],
+        },
+        "inhibit_rules": inhibit_rules(cfg),
+        "receivers": [{"name": name} for name in receivers],
+    }

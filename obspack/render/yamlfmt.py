@@ -22,8 +22,8 @@ _Dumper.add_representer(str, _str)
 
 
 def dump(data: Any) -> str:
-    return yaml.dump(data, Dumper=_Dumper, sort_keys=False, width=120, allow_unicode=True, default_flow_style=False)
+    return yaml.dump(data, Dumper=_Dumper, sort_keys=False, width=4096, allow_unicode=True, default_flow_style=False)
 
 
 def dump_all(docs: list[Any]) -> str:
-    return yaml.dump_all(docs, Dumper=_Dumper, sort_keys=False, width=120, allow_unicode=True, default_flow_style=False)
+    return yaml.dump_all(docs, Dumper=_Dumper, sort_keys=False, width=4096, allow_unicode=True, default_flow_style=False)

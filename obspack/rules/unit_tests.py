@@ -1,9 +1,526 @@
-"""promtool unit tests of the alerts, built from the config's own thresholds (placeholder)."""
+"""promtool unit tests of every alert, built from the config's own thresholds and label names.
+
+They are rendered into `OUT/tests/` so users run `promtool test rules tests/*.yaml` in their own CI, and
+obspack's test suite runs them for the default and a changed config. Each alert gets an incident that
+must fire and quiet neighbours that must not: below the threshold, an idle model, a sticky termination
+reason without a restart, the other cluster with the same pod name, production-stack's router copy,
+both vLLM metric generations, both DCGM label modes.
+"""
 
 from __future__ import annotations
 
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import promql_parser
+
 from obspack.config import ObspackConfig
+from obspack.rules.alerts import all_alerts
+from obspack.rules.model import AlertRule
+
+MODEL = "meta-llama/Llama-3.1-8B-Instruct"
+IMAGE = "docker.io/vllm/vllm-openai:v0.33.0"
+GIB = 1024**3
+MIB = 1024 * 1024
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Durations and the expected annotations (a small subset of Prometheus' Go templates)
+
+
+def minutes(duration: str) -> float:
+    units = {"ms": 1 / 60000, "s": 1 / 60, "m": 1, "h": 60, "d": 1440, "w": 10080, "y": 525600}
+    return sum(int(n) * units[u] for n, u in re.findall(r"([0-9]+)(ms|s|m|h|d|w|y)", duration))
+
+
+def _go_float(v: float) -> str:
+    return str(int(v)) if float(v).is_integer() and abs(v) < 1e15 else repr(float(v))
+
+
+def humanize(v: float) -> str:
+    if v == 0 or math.isnan(v) or math.isinf(v):
+        return f"{v:.4g}"
+    if abs(v) >= 1:
+        prefixes = ["", "k", "M", "G", "T", "P", "E", "Z", "Y"]
+        i = 0
+        while abs(v) >= 1000 and i < len(prefixes) - 1:
+            v, i = v / 1000, i + 1
+        return f"{v:.4g}{prefixes[i]}"
+    prefixes = ["", "m", "u", "n", "p", "f", "a", "z", "y"]
+    i = 0
+    while abs(v) < 1 and i < len(prefixes) - 1:
+        v, i = v * 1000, i + 1
+    return f"{v:.4g}{prefixes[i]}"
+
+
+def expand(template: str, labels: dict[str, str], value: float) -> str:
+    """Expand the template constructs obspack's annotations use; anything else is an error."""
+    out = re.sub(
+        r"\{\{ with \$labels\.(\w+) \}\}(.*?)\{\{ \. \}\}(.*?)\{\{ end \}\}",
+        lambda m: f"{m.group(2)}{labels[m.group(1)]}{m.group(3)}" if labels.get(m.group(1)) else "",
+        template,
+    )
+    out = re.sub(r"\{\{ \$labels\.(\w+) \}\}", lambda m: labels.get(m.group(1), ""), out)
+    out = out.replace("{{ $value | humanizePercentage }}", f"{value * 100:.4g}%")
+    out = out.replace("{{ $value | humanize }}", humanize(value))
+    out = out.replace("{{ $value }}", _go_float(value))
+    if "{{" in out:
+        raise ValueError(f"template construct not supported by the test builder: {template!r}")
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Building blocks
+
+
+@dataclass
+class Incident:
+    """Input series plus, per alert name, the evaluation time and the alerts expected then."""
+
+    name: str
+    series: list[tuple[str, str]] = field(default_factory=list)
+    checks: list[tuple[str, str, list[tuple[dict[str, str], float]]]] = field(default_factory=list)
+
+    def add(self, metric: str, labels: dict[str, str], values: str) -> None:
+        inner = ", ".join(f'{k}="{v}"' for k, v in labels.items())
+        self.series.append((f"{metric}{{{inner}}}", values))
+
+    def expect(self, alert: str, at: float, firing: list[tuple[dict[str, str], float]]) -> None:
+        self.checks.append((alert, f"{int(round(at))}m", firing))
+
+
+def _matcher_labels(matchers: str) -> dict[str, str] | None:
+    """Labels that satisfy a config selector, or None when they cannot be derived (regex, negation)."""
+    if not matchers:
+        return {}
+    parsed = promql_parser.parse(f"x{{{matchers}}}")
+    labels: dict[str, str] = {}
+    for m in parsed.matchers.matchers:
+        op = str(m.op)
+        if op.endswith("Equal") and not op.endswith("NotEqual"):
+            labels[m.name] = m.value
+        elif op.endswith("Re") and not op.endswith("NotRe") and re.fullmatch(r"[\w.:/-]+", m.value):
+            labels[m.name] = m.value
+        else:
+            return None
+    return labels
+
+
+class Builder:
+    """Series in the shape real exporters give them, with the config's cluster label and selectors."""
+
+    def __init__(self, cfg: ObspackConfig) -> None:
+        self.cfg = cfg
+        s = cfg.selectors
+        self.sel = {
+            "vllm": _matcher_labels(s.vllm),
+            "cadvisor": _matcher_labels(s.cadvisor),
+            "ksm": _matcher_labels(s.kube_state_metrics),
+            "dcgm": _matcher_labels(s.dcgm),
+            "exporter": _matcher_labels(s.exporter),
+        }
+        self.image_ok = re.fullmatch(cfg.vllm_containers.image_regex, IMAGE) is not None
+
+    @property
+    def usable(self) -> bool:
+        return all(v is not None for v in self.sel.values())
+
+    def where(self, cluster: str, namespace: str, pod: str, **more: str) -> dict[str, str]:
+        return {self.cfg.cluster_label: cluster, "namespace": namespace, "pod": pod, **more}
+
+    def vllm(self, inc: Incident, metric: str, where: dict[str, str], values: str, **extra: str) -> None:
+        labels = {**(self.sel["vllm"] or {}), **where, "model_name": MODEL, **extra}
+        inc.add(metric, labels, values)
+
+    def vllm_container(self, inc: Incident, where: dict[str, str], container: str, duration: int) -> None:
+        """Mark a container as vLLM: by its image when the config's regex takes it, else by its metrics."""
+        if self.image_ok:
+            labels = {**(self.sel["ksm"] or {}), **where, "container": container, "image": IMAGE}
+            inc.add("kube_pod_container_info", labels, f"1x{duration}")
+        else:
+            self.vllm(inc, "vllm:num_requests_running", {**where, "container": container}, f"1x{duration}")
+
+    def ksm(self, inc: Incident, metric: str, labels: dict[str, str], values: str) -> None:
+        inc.add(metric, {**(self.sel["ksm"] or {}), "job": "kube-state-metrics", **labels}, values)
+
+    def cadvisor(self, inc: Incident, metric: str, labels: dict[str, str], values: str) -> None:
+        inc.add(metric, {**(self.sel["cadvisor"] or {}), "metrics_path": "/metrics/cadvisor", **labels}, values)
+
+    def dcgm(self, inc: Incident, metric: str, labels: dict[str, str], values: str) -> None:
+        gpu = {"device": "nvidia0", "modelName": "NVIDIA H100 80GB HBM3", "pci_bus_id": "00000000:18:00.0"}
+        inc.add(metric, {**(self.sel["dcgm"] or {}), **gpu, **labels}, values)
+
+    def exporter(self, inc: Incident, metric: str, labels: dict[str, str], values: str) -> None:
+        inc.add(metric, {**(self.sel["exporter"] or {}), "container": "obspack-exporter", **labels}, values)
+
+
+def _above(threshold: float) -> float:
+    """A value clearly above a 0-1 threshold, still below 1."""
+    return round(threshold + (1 - threshold) / 2, 4)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Incidents, one per alert
+
+
+def host_memory(b: Builder) -> Incident:
+    t = b.cfg.alerts.VLLMHostMemoryNearLimit
+    inc = Incident("VLLMHostMemoryNearLimit: working set near the limit, vLLM containers only")
+    n = int(minutes(t.for_)) + 15
+    limit = 64 * GIB
+    hot, cool = _above(t.ratio), round(t.ratio * 0.8, 4)
+    for cluster, pod, ratio in (("prod-a", "llama-0", hot), ("prod-b", "llama-0", cool), ("prod-a", "llama-1", cool)):
+        where = b.where(cluster, "inference", pod)
+        b.vllm_container(inc, where, "server", n)
+        for replica in ("10.0.0.1:8080", "10.0.0.2:8080"):  # kube-state-metrics in HA: two identical series
+            b.ksm(inc, "kube_pod_container_resource_limits", {**where, "instance": replica, "container": "server",
+                  "resource": "memory", "unit": "byte", "node": "gpu-node-1", "uid": "u1"}, f"{limit}x{n}")
+        b.cadvisor(inc, "container_memory_working_set_bytes", {**where, "container": "server", "image": IMAGE,
+                   "id": f"/kubepods/{pod}/server"}, f"{int(limit * ratio)}x{n}")
+        # the pod-level cgroup (container="", image="") is bigger than the container: it must not count
+        b.cadvisor(inc, "container_memory_working_set_bytes", {**where, "container": "", "image": "",
+                   "id": f"/kubepods/{pod}"}, f"{int(limit * 1.01)}x{n}")
+    # a non-vLLM container at its limit is kubernetes-mixin's business, not ours
+    other = b.where("prod-a", "inference", "proxy-0")
+    b.ksm(inc, "kube_pod_container_resource_limits", {**other, "container": "envoy", "resource": "memory",
+          "unit": "byte"}, f"{GIB}x{n}")
+    b.cadvisor(inc, "container_memory_working_set_bytes", {**other, "container": "envoy", "image": "envoyproxy/envoy:v1.30"},
+               f"{int(GIB * 0.99)}x{n}")
+    inc.expect("VLLMHostMemoryNearLimit", minutes(t.for_) + 3,
+               [(b.where("prod-a", "inference", "llama-0", container="server"), hot)])
+    return inc
+
+
+def _restart_incident(b: Builder, name: str) -> Incident:
+    """llama-0 is OOM-killed at 10m; llama-1 dies with Error (CUDA OOM) at 10m; llama-2 carries a sticky
+    OOMKilled reason from a restart long ago; llama-3 is the same pod name in another cluster."""
+    window = minutes(b.cfg.alerts.VLLMContainerOOMKilled.window)
+    n = int(10 + window + 20)
+    inc = Incident(name)
+    cases = (("prod-a", "llama-0", "OOMKilled", True), ("prod-a", "llama-1", "Error", True),
+             ("prod-a", "llama-2", "OOMKilled", False), ("prod-b", "llama-0", "OOMKilled", False))
+    for cluster, pod, reason, fresh in cases:
+        where = b.where(cluster, "inference", pod, container="server")
+        b.vllm_container(inc, b.where(cluster, "inference", pod), "server", n)
+        restarts = f"0x9 1x{n - 10}" if fresh else f"3x{n}"
+        b.ksm(inc, "kube_pod_container_status_restarts_total", where, restarts)
+        b.ksm(inc, "kube_pod_container_status_last_terminated_reason", {**where, "reason": reason},
+              f"_x9 1x{n - 10}" if fresh else f"1x{n}")
+    return inc
+
+
+def oom_killed(b: Builder) -> Incident:
+    t = b.cfg.alerts.VLLMContainerOOMKilled
+    inc = _restart_incident(b, "VLLMContainerOOMKilled: a fresh OOM kill fires, CUDA OOM and sticky reasons do not")
+    at = 10 + max(1, minutes(t.for_)) + 1
+    inc.expect("VLLMContainerOOMKilled", at, [(b.where("prod-a", "inference", "llama-0", container="server"), 1)])
+    inc.expect("VLLMContainerOOMKilled", 10 + minutes(t.window) + minutes(t.for_) + 2, [])
+    return inc
+
+
+def restarted(b: Builder) -> Incident:
+    t = b.cfg.alerts.VLLMContainerRestarted
+    inc = _restart_incident(b, "VLLMContainerRestarted: a restart with reason Error carries the reason")
+    at = 10 + max(1, minutes(t.for_)) + 1
+    inc.expect("VLLMContainerRestarted", at,
+               [(b.where("prod-a", "inference", "llama-1", container="server", reason="Error"), 1)])
+    return inc
+
+
+def gpu_memory(b: Builder) -> Incident:
+    t = b.cfg.alerts.VLLMGPUMemoryNearFull
+    inc = Incident("VLLMGPUMemoryNearFull: both DCGM label modes; vLLM's 90% preallocation stays quiet")
+    n = int(minutes(t.for_)) + 15
+    total = 81559  # MiB on an H100 80GB
+    hot, normal = _above(t.ratio), 0.92
+    for pod in ("llama-0", "llama-1", "llama-2"):
+        b.vllm_container(inc, b.where("prod-a", "inference", pod), "server", n)
+
+    def gpu(labels: dict[str, str], ratio: float) -> None:
+        used = round(total * ratio)
+        b.dcgm(inc, "DCGM_FI_DEV_FB_USED", labels, f"{used}x{n}")
+        b.dcgm(inc, "DCGM_FI_DEV_FB_FREE", labels, f"{total - used}x{n}")
+
+    cl = b.cfg.cluster_label
+    # honorLabels: true: the workload is in pod/namespace
+    gpu({cl: "prod-a", "gpu": "0", "UUID": "GPU-0a", "Hostname": "gpu-node-1", "namespace": "inference",
+         "pod": "llama-0", "container": "server"}, hot)
+    # honorLabels: false: the workload is in exported_*, pod/namespace name the dcgm-exporter pod
+    gpu({cl: "prod-a", "gpu": "1", "UUID": "GPU-1b", "Hostname": "gpu-node-2", "namespace": "gpu-operator",
+         "pod": "nvidia-dcgm-exporter-x7k2p", "container": "nvidia-dcgm-exporter", "exported_namespace": "inference",
+         "exported_pod": "llama-1", "exported_container": "server"}, hot)
+    # vLLM's own preallocation (--gpu-memory-utilization 0.9) must not fire
+    gpu({cl: "prod-a", "gpu": "2", "UUID": "GPU-2c", "Hostname": "gpu-node-3", "namespace": "inference",
+         "pod": "llama-2", "container": "server"}, normal)
+    # an unallocated GPU and a non-vLLM workload, both full
+    gpu({cl: "prod-a", "gpu": "3", "UUID": "GPU-3d", "Hostname": "gpu-node-3", "namespace": "gpu-operator",
+         "pod": "nvidia-dcgm-exporter-x7k2p", "container": "nvidia-dcgm-exporter"}, hot)
+    gpu({cl: "prod-a", "gpu": "4", "UUID": "GPU-4e", "Hostname": "gpu-node-4", "namespace": "training",
+         "pod": "trainer-0", "container": "torch"}, hot)
+    at = minutes(t.for_) + 3
+    inc.expect("VLLMGPUMemoryNearFull", at, [
+        ({cl: "prod-a", "namespace": "inference", "pod": "llama-0", "gpu": "0", "UUID": "GPU-0a",
+          "Hostname": "gpu-node-1"}, round(total * hot) / total),
+        ({cl: "prod-a", "namespace": "inference", "pod": "llama-1", "gpu": "1", "UUID": "GPU-1b",
+          "Hostname": "gpu-node-2"}, round(total * hot) / total),
+    ])
+    return inc
+
+
+def _kv(b: Builder, alert: str, ratio: float, for_: str) -> Incident:
+    inc = Incident(f"{alert}: both metric names, data-parallel engines, one alert per pod")
+    n = int(minutes(for_)) + 15
+    hot, cool = _above(ratio), round(ratio * 0.8, 4)
+    # vLLM 0.33: kv_cache_usage_perc on two data-parallel engines; the fuller one counts
+    b.vllm(inc, "vllm:kv_cache_usage_perc", b.where("prod-a", "inference", "llama-0"), f"{hot}x{n}", engine="0")
+    b.vllm(inc, "vllm:kv_cache_usage_perc", b.where("prod-a", "inference", "llama-0"), f"{cool}x{n}", engine="1")
+    # vLLM 0.10: both names with equal values; vLLM 0.6 (V0): only the old name, no engine label
+    b.vllm(inc, "vllm:kv_cache_usage_perc", b.where("prod-a", "inference", "llama-1"), f"{hot}x{n}", engine="0")
+    b.vllm(inc, "vllm:gpu_cache_usage_perc", b.where("prod-a", "inference", "llama-1"), f"{hot}x{n}", engine="0")
+    b.vllm(inc, "vllm:gpu_cache_usage_perc", b.where("prod-a", "inference", "llama-2"), f"{hot}x{n}")
+    # multiprocess mode (0.9.2-0.11.0): one series per API-server pid
+    for pid in ("101", "102"):
+        b.vllm(inc, "vllm:kv_cache_usage_perc", b.where("prod-a", "inference", "llama-3"), f"{cool}x{n}", engine="0", pid=pid)
+    # the same pod name in another cluster, below the threshold
+    b.vllm(inc, "vllm:kv_cache_usage_perc", b.where("prod-b", "inference", "llama-0"), f"{cool}x{n}", engine="0")
+    # a spike shorter than `for` (`vxk` is k+1 samples a minute apart)
+    if minutes(for_) >= 1:
+        spike = int(minutes(for_)) - 1
+        b.vllm(inc, "vllm:kv_cache_usage_perc", b.where("prod-a", "inference", "llama-4"),
+               f"{cool}x2 {hot}x{spike} {cool}x{n}", engine="0")
+    model = {"model_name": MODEL}
+    inc.expect(alert, minutes(for_) + 3, [
+        ({**b.where("prod-a", "inference", pod), **model}, hot) for pod in ("llama-0", "llama-1", "llama-2")
+    ])
+    return inc
+
+
+def kv_high(b: Builder) -> Incident:
+    t = b.cfg.alerts.VLLMKVCacheUsageHigh
+    return _kv(b, "VLLMKVCacheUsageHigh", t.ratio, t.for_)
+
+
+def kv_critical(b: Builder) -> Incident:
+    t = b.cfg.alerts.VLLMKVCacheUsageCritical
+    return _kv(b, "VLLMKVCacheUsageCritical", t.ratio, t.for_)
+
+
+def queue_backlog(b: Builder) -> Incident:
+    t = b.cfg.alerts.VLLMRequestQueueBacklog
+    inc = Incident("VLLMRequestQueueBacklog: backlog fires; router copies, small queues and busy engines do not")
+    n = int(minutes(t.for_)) + 15
+    waiting = math.ceil(max(t.min_waiting, t.waiting_to_running * 4 + 1))
+    cases = (
+        ("llama-0", 4 if waiting > t.waiting_to_running * 4 else 1, waiting),  # backlog
+        ("llama-1", 0, max(0, math.ceil(t.min_waiting) - 1)),  # a small queue
+        ("llama-2", 16, int(t.waiting_to_running * 16)),  # busy, not a backlog
+    )
+    for pod, running, wait in cases:
+        for engine in ("0", "1"):  # two data-parallel engines: counts add up
+            where = b.where("prod-a", "inference", pod)
+            b.vllm(inc, "vllm:num_requests_running", where, f"{running / 2:g}x{n}", engine=engine)
+            b.vllm(inc, "vllm:num_requests_waiting", where, f"{wait / 2:g}x{n}", engine=engine)
+    # production-stack's router re-exports the gauges with a `server` label and no model_name
+    router = {**(b.sel["vllm"] or {}), b.cfg.cluster_label: "prod-a", "namespace": "inference",
+              "pod": "vllm-router-5f9c", "server": "http://10.1.2.3:8000"}
+    inc.add("vllm:num_requests_waiting", router, f"{waiting * 5}x{n}")
+    inc.add("vllm:num_requests_running", router, f"0x{n}")
+    inc.expect("VLLMRequestQueueBacklog", minutes(t.for_) + 3,
+               [({**b.where("prod-a", "inference", "llama-0"), "model_name": MODEL}, waiting)])
+    return inc
+
+
+def zero_throughput(b: Builder) -> Incident:
+    t = b.cfg.alerts.VLLMZeroThroughput
+    inc = Incident("VLLMZeroThroughput: a stuck engine fires; idle and busy engines do not")
+    stall = 20
+    n = int(stall + minutes(t.window) + minutes(t.for_) + 15)
+    # llama-0 generates until minute 20, then stalls with 6 requests running and 3 waiting
+    stuck = b.where("prod-a", "inference", "llama-0")
+    b.vllm(inc, "vllm:num_requests_running", stuck, f"6x{n}", engine="0")
+    b.vllm(inc, "vllm:num_requests_waiting", stuck, f"3x{n}", engine="0")
+    b.vllm(inc, "vllm:generation_tokens_total", stuck, f"0+3000x{stall} {3000 * stall}x{n - stall}", engine="0")
+    # llama-1 is idle overnight: nothing in flight, counter flat
+    idle = b.where("prod-a", "inference", "llama-1")
+    b.vllm(inc, "vllm:num_requests_running", idle, f"0x{n}", engine="0")
+    b.vllm(inc, "vllm:num_requests_waiting", idle, f"0x{n}", engine="0")
+    b.vllm(inc, "vllm:generation_tokens_total", idle, f"5000x{n}", engine="0")
+    # llama-2 is busy and generating, and restarts at minute 30 (counter reset)
+    busy = b.where("prod-a", "inference", "llama-2")
+    b.vllm(inc, "vllm:num_requests_running", busy, f"8x{n}", engine="0")
+    b.vllm(inc, "vllm:num_requests_waiting", busy, f"0x{n}", engine="0")
+    b.vllm(inc, "vllm:generation_tokens_total", busy, f"0+2000x30 0+2000x{n - 31}", engine="0")
+    at = stall + minutes(t.window) + minutes(t.for_) + 3
+    inc.expect("VLLMZeroThroughput", at, [({**stuck, "model_name": MODEL}, 9)])
+    inc.expect("VLLMZeroThroughput", stall - 2, [])
+    return inc
+
+
+def target_down(b: Builder) -> Incident:
+    t = b.cfg.alerts.VLLMTargetDown
+    inc = Incident("VLLMTargetDown: a vLLM endpoint that served metrics goes down; other targets do not count")
+    down = 20
+    n = int(down + minutes(t.for_) + 10)
+    vllm_target = {**b.where("prod-a", "inference", "llama-0"), "job": "inference/vllm", "instance": "10.4.0.7:8000",
+                   "container": "server"}
+    inc.add("up", {**(b.sel["vllm"] or {}), **vllm_target}, f"1x{down - 1} 0x{n - down}")
+    b.vllm(inc, "vllm:num_requests_running", vllm_target, f"2x{down - 1}", engine="0")
+    # a healthy vLLM pod, and a non-vLLM target that is down
+    healthy = {**b.where("prod-a", "inference", "llama-1"), "job": "inference/vllm", "instance": "10.4.0.8:8000"}
+    inc.add("up", {**(b.sel["vllm"] or {}), **healthy}, f"1x{n}")
+    b.vllm(inc, "vllm:num_requests_running", healthy, f"2x{n}", engine="0")
+    inc.add("up", {**(b.sel["vllm"] or {}), **b.where("prod-a", "web", "shop-0"), "job": "web/shop",
+                   "instance": "10.4.0.9:8080"}, f"0x{n}")
+    inc.expect("VLLMTargetDown", down + minutes(t.for_) + 2, [(b.where("prod-a", "inference", "llama-0"), 0)])
+    inc.expect("VLLMTargetDown", down - 2, [])
+    return inc
+
+
+def preemptions(b: Builder) -> Incident:
+    t = b.cfg.alerts.VLLMRequestPreemptions
+    inc = Incident("VLLMRequestPreemptions: continuous preemption fires, a single burst does not")
+    n = int(minutes(t.for_)) + 30
+    per_minute = max(6, math.ceil(t.rate * 60 * 4))
+    steady = b.where("prod-a", "inference", "llama-0")
+    b.vllm(inc, "vllm:num_preemptions_total", steady, f"0+{per_minute}x{n}", engine="0")
+    burst = b.where("prod-a", "inference", "llama-1")
+    b.vllm(inc, "vllm:num_preemptions_total", burst, f"0x5 40x{n - 5}", engine="0")
+    inc.expect("VLLMRequestPreemptions", minutes(t.for_) + 10, [({**steady, "model_name": MODEL}, per_minute / 60)])
+    return inc
+
+
+def prefix_cache(b: Builder) -> Incident:
+    t = b.cfg.alerts.VLLMPrefixCacheHitRateLow
+    inc = Incident("VLLMPrefixCacheHitRateLow: low hit rate with traffic fires; high, idle and disabled do not")
+    n = int(minutes(t.window) + minutes(t.for_)) + 20
+    queries = max(6000, math.ceil(t.min_query_tokens_per_second * 60 * 10))
+    low, good = round(t.ratio / 3, 4), min(0.95, round(t.ratio * 2, 4))
+    cases = (("llama-0", low, "prefix_cache"), ("llama-1", good, "prefix_cache"), ("llama-2", low, "gpu_prefix_cache"))
+    for pod, hit, name in cases:
+        where = b.where("prod-a", "inference", pod)
+        b.vllm(inc, f"vllm:{name}_queries_total", where, f"0+{queries}x{n}", engine="0")
+        b.vllm(inc, f"vllm:{name}_hits_total", where, f"0+{int(queries * hit)}x{n}", engine="0")
+    # caching switched off (the config says so), and an idle model whose counters do not move
+    off = b.where("prod-a", "inference", "llama-3")
+    b.vllm(inc, "vllm:prefix_cache_queries_total", off, f"0+{queries}x{n}", engine="0")
+    b.vllm(inc, "vllm:prefix_cache_hits_total", off, f"0+{int(queries * low)}x{n}", engine="0")
+    inc.add("vllm:cache_config_info", {**(b.sel["vllm"] or {}), **off, "engine": "0", "block_size": "16",
+                                       "enable_prefix_caching": "False", "num_gpu_blocks": "9149"}, f"1x{n}")
+    idle = b.where("prod-a", "inference", "llama-4")
+    b.vllm(inc, "vllm:prefix_cache_queries_total", idle, f"80000x{n}", engine="0")
+    b.vllm(inc, "vllm:prefix_cache_hits_total", idle, f"1000x{n}", engine="0")
+    at = minutes(t.window) + minutes(t.for_) + 5
+    inc.expect("VLLMPrefixCacheHitRateLow", at, [
+        ({**b.where("prod-a", "inference", pod), "model_name": MODEL}, int(queries * low) / queries)
+        for pod in ("llama-0", "llama-2")
+    ])
+    return inc
+
+
+def kv_fragmentation(b: Builder) -> Incident:
+    t = b.cfg.alerts.VLLMKVCacheFragmentationHigh
+    inc = Incident("VLLMKVCacheFragmentationHigh: sustained fragmentation fires, normal levels do not")
+    n = int(minutes(t.for_)) + 15
+    hot, cool = _above(t.ratio), round(t.ratio / 4, 4)
+    for pod, value in (("llama-0", hot), ("llama-1", cool)):
+        b.exporter(inc, "obspack_vllm_kv_cache_fragmentation_ratio",
+                   {**b.where("prod-a", "inference", pod), "model_name": MODEL, "engine": "0"}, f"{value}x{n}")
+    inc.expect("VLLMKVCacheFragmentationHigh", minutes(t.for_) + 3,
+               [({**b.where("prod-a", "inference", "llama-0"), "model_name": MODEL}, hot)])
+    return inc
+
+
+def cuda_fragmentation(b: Builder) -> Incident:
+    t = b.cfg.alerts.VLLMCUDAAllocatorFragmentationHigh
+    inc = Incident("VLLMCUDAAllocatorFragmentationHigh: the worst device of a pod counts")
+    n = int(minutes(t.for_)) + 15
+    hot, cool = _above(t.ratio), round(t.ratio / 4, 4)
+    for pod, values in (("llama-0", (hot, cool)), ("llama-1", (cool, cool))):
+        for device, value in zip(("0", "1"), values):
+            b.exporter(inc, "obspack_cuda_allocator_fragmentation_ratio",
+                       {**b.where("prod-a", "inference", pod), "pid": "4242", "device": device}, f"{value}x{n}")
+    inc.expect("VLLMCUDAAllocatorFragmentationHigh", minutes(t.for_) + 3,
+               [(b.where("prod-a", "inference", "llama-0"), hot)])
+    return inc
+
+
+def exporter_down(b: Builder) -> Incident:
+    t = b.cfg.alerts.ObspackExporterTargetDown
+    inc = Incident("ObspackExporterTargetDown: the sidecar cannot reach vLLM")
+    n = int(minutes(t.for_)) + 15
+    target = {"target": "http://127.0.0.1:8000/metrics"}
+    b.exporter(inc, "obspack_target_up", {**b.where("prod-a", "inference", "llama-0"), **target}, f"1x2 0x{n}")
+    b.exporter(inc, "obspack_target_up", {**b.where("prod-a", "inference", "llama-1"), **target}, f"1x{n}")
+    inc.expect("ObspackExporterTargetDown", minutes(t.for_) + 5, [(b.where("prod-a", "inference", "llama-0"), 0)])
+    return inc
+
+
+INCIDENTS: dict[str, Callable[[Builder], Incident]] = {
+    "VLLMHostMemoryNearLimit": host_memory,
+    "VLLMContainerOOMKilled": oom_killed,
+    "VLLMContainerRestarted": restarted,
+    "VLLMGPUMemoryNearFull": gpu_memory,
+    "VLLMKVCacheUsageHigh": kv_high,
+    "VLLMKVCacheUsageCritical": kv_critical,
+    "VLLMRequestQueueBacklog": queue_backlog,
+    "VLLMZeroThroughput": zero_throughput,
+    "VLLMTargetDown": target_down,
+    "VLLMRequestPreemptions": preemptions,
+    "VLLMPrefixCacheHitRateLow": prefix_cache,
+    "VLLMKVCacheFragmentationHigh": kv_fragmentation,
+    "VLLMCUDAAllocatorFragmentationHigh": cuda_fragmentation,
+    "ObspackExporterTargetDown": exporter_down,
+}
+
+TOPIC_FILES = {
+    "memory-planes": ("VLLMHostMemoryNearLimit", "VLLMContainerOOMKilled", "VLLMContainerRestarted",
+                      "VLLMGPUMemoryNearFull"),
+    "vllm-engine": ("VLLMKVCacheUsageHigh", "VLLMKVCacheUsageCritical", "VLLMRequestQueueBacklog",
+                    "VLLMZeroThroughput", "VLLMTargetDown", "VLLMRequestPreemptions", "VLLMPrefixCacheHitRateLow"),
+    "exporter": ("VLLMKVCacheFragmentationHigh", "VLLMCUDAAllocatorFragmentationHigh", "ObspackExporterTargetDown"),
+}
+
+
+def _expected(rule: AlertRule, labels: dict[str, str], value: float) -> dict[str, object]:
+    full = {**labels, **dict(rule.labels), "severity": rule.severity.value}
+    annotations = rule.to_dict()["annotations"]
+    return {
+        "exp_labels": dict(sorted(full.items())),
+        "exp_annotations": {k: expand(str(v), full, value) for k, v in annotations.items()},  # type: ignore[union-attr]
+    }
+
+
+def _test_case(inc: Incident, rules: dict[str, AlertRule]) -> dict[str, object]:
+    checks = []
+    for alert, at, firing in inc.checks:
+        case: dict[str, object] = {"eval_time": at, "alertname": alert}
+        if firing:
+            case["exp_alerts"] = [_expected(rules[alert], labels, value) for labels, value in firing]
+        checks.append(case)
+    return {
+        "name": inc.name,
+        "interval": "1m",
+        "input_series": [{"series": s, "values": v} for s, v in inc.series],
+        "alert_rule_test": checks,
+    }
 
 
 def rule_tests(cfg: ObspackConfig) -> dict[str, dict[str, object]]:
-    return {}
+    """One promtool test file per alert topic; alerts that are disabled have no test."""
+    builder = Builder(cfg)
+    if not builder.usable:
+        return {}
+    rules = {r.alert: r for r in all_alerts(cfg)}
+    enabled = {name for name in rules if getattr(cfg.alerts, name).enabled}
+    files: dict[str, dict[str, object]] = {}
+    for topic, names in TOPIC_FILES.items():
+        tests = [_test_case(INCIDENTS[name](builder), rules) for name in names if name in enabled]
+        if tests:
+            files[f"{topic}_test.yaml"] = {
+                "rule_files": ["../prometheus/recording-rules.yaml", "../prometheus/alerts.yaml"],
+                "evaluation_interval": "1m",
+                "tests": tests,
+            }
+    return files

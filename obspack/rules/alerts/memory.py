@@ -10,13 +10,10 @@ CONTAINER = ("namespace", "pod", "container")
 
 
 def _restarted(cfg: ObspackConfig, window: str) -> str:
-    """vLLM containers whose restart count went up within the window (KSM replicas deduplicated)."""
-    on = c.by(cfg, *CONTAINER)
+    """Containers whose restart count went up within the window (KSM replicas deduplicated)."""
     ksm = c.selector(cfg.selectors.kube_state_metrics)
-    return f"""(
-                  max by ({on}) (increase(kube_pod_container_status_restarts_total{ksm}[{window}])) > 0
-                )
-                and on ({on}) {c.VLLM_CONTAINER}"""
+    on = c.by(cfg, *CONTAINER)
+    return f"max by ({on}) (increase(kube_pod_container_status_restarts_total{ksm}[{window}])) > 0"
 
 
 def host_memory_near_limit(cfg: ObspackConfig) -> AlertRule:
@@ -45,11 +42,11 @@ def container_oom_killed(cfg: ObspackConfig) -> AlertRule:
     return AlertRule(
         alert="VLLMContainerOOMKilled",
         expr=f"""
-            (
-              max by ({on}) (kube_pod_container_status_last_terminated_reason{ksm}) == 1
-            )
+            max by ({on}) (kube_pod_container_status_last_terminated_reason{ksm}) == 1
             and on ({on})
-            {_restarted(cfg, t.window)}
+            ({_restarted(cfg, t.window)})
+            and on ({on})
+            {c.VLLM_CONTAINER}
         """,
         for_=t.for_,
         severity=t.severity,
@@ -75,7 +72,9 @@ def container_restarted(cfg: ObspackConfig) -> AlertRule:
         expr=f"""
             max by ({on}, reason) (kube_pod_container_status_last_terminated_reason{ksm}) == 1
             and on ({on})
-            {_restarted(cfg, t.window)}
+            ({_restarted(cfg, t.window)})
+            and on ({on})
+            {c.VLLM_CONTAINER}
         """,
         for_=t.for_,
         severity=t.severity,

@@ -7,7 +7,7 @@ renamed metrics, drop production-stack router copies and collapse per-process an
 from __future__ import annotations
 
 from obspack import conventions as c
-from obspack.config import ObspackConfig
+from obspack.config import ObspackConfig, promql_string
 from obspack.rules.model import AlertRule
 from obspack.rules.recording.vllm import prefix_window_records
 
@@ -73,7 +73,7 @@ def zero_throughput(cfg: ObspackConfig) -> AlertRule:
     return AlertRule(
         alert="VLLMZeroThroughput",
         expr=f"""
-            ({c.RUNNING} + on ({on}) {c.WAITING}) > 0
+            (({c.RUNNING} + on ({on}) {c.WAITING}) or {c.RUNNING} or {c.WAITING}) > 0
             unless on ({on})
             sum by ({on}) (increase(vllm:generation_tokens_total{gen}[{t.window}])) > 0
         """,
@@ -92,15 +92,20 @@ def target_down(cfg: ObspackConfig) -> AlertRule:
     target = c.by(cfg, "namespace", "pod", "job", "instance")
     vllm = c.selector(cfg.selectors.vllm, 'model_name!=""')
     up = c.selector(cfg.selectors.vllm)
-    # Only targets that served vLLM engine metrics within the lookback count: a scaled-down pod's target
-    # disappears instead of reporting up == 0, and other jobs' targets are not vLLM's business.
+    by_job = c.selector(cfg.selectors.vllm, f"job=~{promql_string(t.job_regex)}")
+    # A target counts when it served vLLM engine metrics within the lookback, or when its job names vLLM
+    # and it was up within the lookback. A scaled-down pod's target disappears instead of reporting 0.
     return AlertRule(
         alert="VLLMTargetDown",
         expr=f"""
             max by ({c.by(cfg, 'namespace', 'pod')}) (
               up{up} == 0
               and on ({target})
-              group by ({target}) (present_over_time(vllm:num_requests_running{vllm}[{t.lookback}]))
+              (
+                group by ({target}) (present_over_time(vllm:num_requests_running{vllm}[{t.lookback}]))
+                or
+                group by ({target}) (max_over_time(up{by_job}[{t.lookback}]) == 1)
+              )
             )
         """,
         for_=t.for_,

@@ -8,6 +8,8 @@ and --use-old-namespace spells `UUID` as `uuid`. Both modes are normalised here,
 
 from __future__ import annotations
 
+import textwrap
+
 from obspack import conventions as c
 from obspack.config import ObspackConfig
 from obspack.rules.model import RecordingRule, RuleGroup
@@ -18,26 +20,26 @@ EXPORTED_POD = 'exported_pod!=""'
 NO_EXPORTED_POD = 'exported_pod=""'
 
 
+def _label_replace(inner: str, args: str) -> str:
+    return f"label_replace(\n{textwrap.indent(inner, '  ')},\n  {args}\n)"
+
+
 def normalised(cfg: ObspackConfig, metric: str) -> str:
     """A DCGM series with the workload in pod/namespace/container whichever label mode scraped it."""
     dcgm = cfg.selectors.dcgm
-    with_exported = metric + c.selector(dcgm, EXPORTED_POD)
-    plain = metric + c.selector(dcgm, NO_EXPORTED_POD)
-    moved = with_exported
+    moved = metric + c.selector(dcgm, EXPORTED_POD)
     for label in ("pod", "namespace", "container"):
-        moved = f'label_replace({moved}, "{label}", "$1", "exported_{label}", "(.+)")'
-    both = f"({moved}\n  or\n  {plain})"
-    both = f'label_replace({both}, "Hostname", "$1", "hostname", "(.+)")'
-    return f'label_replace({both}, "UUID", "$1", "uuid", "(.+)")'
+        moved = _label_replace(moved, f'"{label}", "$1", "exported_{label}", "(.+)"')
+    both = f"{moved}\nor\n{metric}{c.selector(dcgm, NO_EXPORTED_POD)}"
+    return _label_replace(_label_replace(both, '"Hostname", "$1", "hostname", "(.+)"'), '"UUID", "$1", "uuid", "(.+)"')
 
 
 def _per_vllm_gpu(cfg: ObspackConfig, metric: str) -> str:
-    return f"""
-        {MIB} * max by ({c.by(cfg, *GPU_LABELS)}) (
-          {normalised(cfg, metric)}
-        )
-        and on ({c.by(cfg, 'namespace', 'pod')}) {c.VLLM_POD}
-    """
+    inner = textwrap.indent(normalised(cfg, metric), "  ")
+    return (
+        f"{MIB} * max by ({c.by(cfg, *GPU_LABELS)}) (\n{inner}\n)\n"
+        f"and on ({c.by(cfg, 'namespace', 'pod')}) {c.VLLM_POD}"
+    )
 
 
 def group(cfg: ObspackConfig) -> RuleGroup:

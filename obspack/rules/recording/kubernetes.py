@@ -34,13 +34,14 @@ def _vllm_container_sources(cfg: ObspackConfig, keep: str) -> str:
 def group(cfg: ObspackConfig) -> RuleGroup:
     s = cfg.selectors
     on = c.by(cfg, "namespace", "pod", "container")
-    cadvisor = c.selector(s.cadvisor, HAS_CONTAINER, NOT_PAUSE, 'image!=""')
+    cadvisor = c.selector(s.cadvisor, HAS_CONTAINER, NOT_PAUSE)
     ksm_memory = c.selector(s.kube_state_metrics, 'resource="memory"')
     rules = [
         RecordingRule(record=c.VLLM_CONTAINER, expr=_vllm_container_sources(cfg, "container")),
         RecordingRule(record=c.VLLM_POD, expr=_vllm_container_sources(cfg, "")),
-        # max by: a restarted container can leave a dead cgroup series behind for a while, and the
-        # pod-level cgroup and pause container are cut by container!="" and image!="".
+        # container!="" cuts the pod-level cgroup and containerd's pause sandbox, container!="POD" the
+        # dockershim one. max by: a restarted container can leave its dead cgroup behind for a while, and the
+        # kubelet's /metrics/resource endpoint repeats the same value without an image label.
         RecordingRule(
             record=c.MEMORY_WORKING_SET,
             expr=f"""

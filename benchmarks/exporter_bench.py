@@ -1,0 +1,297 @@
+"""Benchmark of the obspack exporter. Prints numbers; asserts nothing. Not part of the test suite.
+
+    python benchmarks/exporter_bench.py [--repeat 30] [--scrapes 200]
+
+1. The derive path (check, parse the needed families, derive) against
+   prometheus_client.parser.text_string_to_metric_families on the same synthetic vLLM payloads of
+   about 64 KiB, 1 MiB and 8 MiB.
+2. End to end: a loopback target process serving the 1 MiB payload, the exporter as its own
+   process (`python -m obspack.exporter`), and this script scraping the exporter's /metrics:
+   latency percentiles, then the exporter's RSS (also after 8 MiB scrapes).
+
+Payloads are generated here: after one cache_config_info, each "model" adds the gauges and counters
+of one vLLM V1 engine (with *_created series) and fourteen histograms with their buckets, the way
+payloads grow with models, LoRA adapters and buckets.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from obspack.exporter import derive
+from obspack.exporter.parse import check_payload, parse_needed
+
+HISTOGRAMS = (
+    "time_to_first_token_seconds",
+    "inter_token_latency_seconds",
+    "request_time_per_output_token_seconds",
+    "e2e_request_latency_seconds",
+    "request_queue_time_seconds",
+    "request_inference_time_seconds",
+    "request_prefill_time_seconds",
+    "request_decode_time_seconds",
+    "request_prompt_tokens",
+    "request_generation_tokens",
+    "request_max_num_generation_tokens",
+    "request_params_max_tokens",
+    "request_prefill_kv_computed_tokens",
+    "iteration_tokens_total",
+)
+BUCKETS = (
+    0.001,
+    0.005,
+    0.01,
+    0.02,
+    0.04,
+    0.06,
+    0.08,
+    0.1,
+    0.25,
+    0.5,
+    0.75,
+    1.0,
+    2.5,
+    5.0,
+    7.5,
+    10.0,
+    20.0,
+    40.0,
+    80.0,
+)
+COUNTERS = (
+    "prompt_tokens",
+    "generation_tokens",
+    "num_preemptions",
+    "prefix_cache_queries",
+    "prefix_cache_hits",
+)
+
+
+def family_samples(index: int) -> dict[tuple[str, str], list[str]]:
+    """{(family, type): sample lines} of one model's engine."""
+    labels = f'engine="0",model_name="org/model-{index:04d}"'
+    families: dict[tuple[str, str], list[str]] = {
+        ("vllm:num_requests_running", "gauge"): [f"vllm:num_requests_running{{{labels}}} {index % 32}.0"],
+        ("vllm:num_requests_waiting", "gauge"): [f"vllm:num_requests_waiting{{{labels}}} 1.0"],
+        ("vllm:kv_cache_usage_perc", "gauge"): [
+            f"vllm:kv_cache_usage_perc{{{labels}}} 0.{(index * 37) % 90 + 5:02d}"
+        ],
+    }
+    for i, name in enumerate(COUNTERS):
+        families[(f"vllm:{name}", "counter")] = [f"vllm:{name}_total{{{labels}}} {1.0e6 * (i + 1) + index}"]
+        families[(f"vllm:{name}_created", "gauge")] = [f"vllm:{name}_created{{{labels}}} 1.7940528276134e+09"]
+    for name in HISTOGRAMS:
+        count = 1000 + index
+        lines = [
+            f'vllm:{name}_bucket{{{labels},le="{le}"}} {count * (n + 1) // len(BUCKETS)}.0'
+            for n, le in enumerate(BUCKETS)
+        ]
+        lines.append(f'vllm:{name}_bucket{{{labels},le="+Inf"}} {count}.0')
+        lines.append(f"vllm:{name}_count{{{labels}}} {count}.0")
+        lines.append(f"vllm:{name}_sum{{{labels}}} {count * 0.37:.3f}")
+        families[(f"vllm:{name}", "histogram")] = lines
+        families[(f"vllm:{name}_created", "gauge")] = [f"vllm:{name}_created{{{labels}}} 1.7940528276134e+09"]
+    return families
+
+
+def make_payload(target_bytes: int) -> bytes:
+    """A payload of about ``target_bytes``: models are added until the size is reached, and each
+    family's samples are grouped under one HELP/TYPE header, as prometheus_client writes them."""
+    per_model = sum(len(line) + 1 for lines in family_samples(0).values() for line in lines)
+    models = max(1, round(target_bytes / per_model))
+    grouped: dict[tuple[str, str], list[str]] = {}
+    for index in range(models):
+        for family, lines in family_samples(index).items():
+            grouped.setdefault(family, []).extend(lines)
+    parts = [
+        "# HELP process_resident_memory_bytes Resident memory size in bytes.",
+        "# TYPE process_resident_memory_bytes gauge",
+        "process_resident_memory_bytes 2.1e+09",
+        "# HELP vllm:cache_config_info Information of the LLMEngine CacheConfig",
+        "# TYPE vllm:cache_config_info gauge",
+        'vllm:cache_config_info{block_size="16",cache_dtype="auto",engine="0",num_gpu_blocks="9150"} 1.0',
+    ]
+    for (name, kind), lines in grouped.items():
+        shown = f"{name}_total" if kind == "counter" else name  # the text format names counters with _total
+        parts += [f"# HELP {shown} {name.split(':')[1].replace('_', ' ')}.", f"# TYPE {shown} {kind}", *lines]
+    return ("\n".join(parts) + "\n").encode()
+
+
+def derive_path(body: bytes) -> int:
+    """What the exporter does with one target's body; returns the number of derived samples."""
+    check_payload(body)
+    inputs = derive.engine_inputs(parse_needed(body).families)
+    return sum(len(derive.derive_engine(key, engine, None)) for key, engine in inputs.items())
+
+
+def median_seconds(fn: Callable[[], object], repeat: int) -> float:
+    fn()  # warm up
+    times = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+def bench_parse(repeat: int) -> None:
+    print("derive path vs prometheus_client text_string_to_metric_families (median of", repeat, "runs)")
+    print(f"{'payload':>10} {'models':>7} {'derive':>10} {'parser':>10} {'speed-up':>9}")
+    for label, size in (("64 KiB", 64 << 10), ("1 MiB", 1 << 20), ("8 MiB", 8 << 20)):
+        body = make_payload(size)
+        text = body.decode()
+        models = body.count(b"\nvllm:num_requests_running{")
+        ours = median_seconds(lambda b=body: derive_path(b), repeat)
+        runs = max(3, repeat // 10) if size > (1 << 20) else repeat
+        theirs = median_seconds(lambda t=text: list(text_string_to_metric_families(t)), runs)
+        print(f"{label:>10} {models:>7} {ours * 1e3:>8.2f}ms {theirs * 1e3:>8.1f}ms {theirs / ours:>8.0f}x")
+
+
+def _rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return -1
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _wait(url: str) -> None:
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(url, timeout=1):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise SystemExit(f"{url} never answered")
+
+
+def _scrape_latencies(url: str, scrapes: int) -> list[float]:
+    latencies = []
+    for _ in range(scrapes):
+        started = time.perf_counter()
+        with urllib.request.urlopen(url, timeout=10) as response:
+            body = response.read()
+        latencies.append(time.perf_counter() - started)
+    assert b"obspack_target_up" in body and b"} 1.0" in body
+    return latencies
+
+
+def bench_scrape(scrapes: int) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        (root / "1m").mkdir()
+        (root / "8m").mkdir()
+        (root / "1m" / "metrics").write_bytes(make_payload(1 << 20))
+        (root / "8m" / "metrics").write_bytes(make_payload(8 << 20))
+        target_port, exporter_port = _free_port(), _free_port()
+        target = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "http.server",
+                str(target_port),
+                "--bind",
+                "127.0.0.1",
+                "--directory",
+                tmp,
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        exporter = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "obspack.exporter",
+                "--target",
+                f"http://127.0.0.1:{target_port}/1m/metrics",
+                "--listen",
+                f"127.0.0.1:{exporter_port}",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            _wait(f"http://127.0.0.1:{target_port}/1m/metrics")
+            _wait(f"http://127.0.0.1:{exporter_port}/healthz")
+            idle_rss = _rss_kib(exporter.pid)
+            url = f"http://127.0.0.1:{exporter_port}/metrics"
+            latencies = sorted(_scrape_latencies(url, scrapes))
+            rss_1m = _rss_kib(exporter.pid)
+
+            def pct(p: float) -> float:
+                return latencies[min(len(latencies) - 1, int(p * len(latencies)))] * 1e3
+
+            print(f"\nexporter /metrics with a 1 MiB loopback target, {scrapes} sequential scrapes")
+            print(
+                f"  p50 {pct(0.5):.2f} ms   p90 {pct(0.9):.2f} ms   p99 {pct(0.99):.2f} ms   max {latencies[-1] * 1e3:.2f} ms"
+            )
+            print(
+                f"  exporter RSS: {idle_rss / 1024:.1f} MiB idle, {rss_1m / 1024:.1f} MiB after the 1 MiB scrapes"
+            )
+        finally:
+            exporter.terminate()
+            exporter.wait(10)
+
+        exporter = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "obspack.exporter",
+                "--target",
+                f"http://127.0.0.1:{target_port}/8m/metrics",
+                "--listen",
+                f"127.0.0.1:{exporter_port}",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            _wait(f"http://127.0.0.1:{exporter_port}/healthz")
+            latencies = sorted(
+                _scrape_latencies(f"http://127.0.0.1:{exporter_port}/metrics", max(20, scrapes // 10))
+            )
+            print(f"exporter /metrics with an 8 MiB loopback target, {len(latencies)} scrapes")
+            print(
+                f"  p50 {latencies[len(latencies) // 2] * 1e3:.2f} ms; "
+                f"exporter RSS after them: {_rss_kib(exporter.pid) / 1024:.1f} MiB"
+            )
+        finally:
+            exporter.terminate()
+            exporter.wait(10)
+            target.terminate()
+            target.wait(10)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=30, help="timed runs per payload for the derive path")
+    parser.add_argument(
+        "--scrapes", type=int, default=200, help="exporter scrapes for the latency percentiles"
+    )
+    args = parser.parse_args()
+    print(f"python {sys.version.split()[0]}")
+    bench_parse(args.repeat)
+    bench_scrape(args.scrapes)
+
+
+if __name__ == "__main__":
+    main()

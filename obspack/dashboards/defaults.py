@@ -1,0 +1,100 @@
+"""What every obspack dashboard shares, stamped in one place (kubernetes-mixin `defaults.libsonnet`).
+
+uid from the file name (`conventions.dashboard_uid`), tags and refresh from the config, UTC, a shared
+crosshair so the planes line up on one time axis, links to the other obspack dashboards (carrying the
+variables and time range), panel ids numbered in order, and the JSON model as a plain dict.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from grafanalib._gen import DashboardEncoder
+from grafanalib.core import GRAPH_TOOLTIP_MODE_SHARED_CROSSHAIR, Dashboard, DashboardLink, Panel, Template, Templating, Time
+
+from obspack import conventions as c
+from obspack.config import ObspackConfig
+from obspack.dashboards.panels import layout
+from obspack.rules.alerts import runbook_url
+
+# Grafana 10.4's schema version: 10.x, 11.x and 12.x load it without running old panel migrations.
+SCHEMA_VERSION = 39
+TIMEZONE = "utc"
+TIME_RANGE = Time("now-3h", "now")
+
+
+def dashboard_path(name: str) -> str:
+    """The in-Grafana path of an obspack dashboard (Grafana prefixes its sub-path to links starting with /)."""
+    return f"/d/{c.dashboard_uid(name)}/{name}"
+
+
+def _triage_url(cfg: ObspackConfig, value: str) -> str:
+    """The triage page for one pod; `value` formats a label into the Grafana field reference."""
+    pairs = (("cluster", cfg.cluster_label), ("namespace", "namespace"), ("pod", "pod"))
+    fields = "&".join(f"var-{var}={value.format(label)}" for var, label in pairs)
+    return f"{dashboard_path(c.TRIAGE_DASHBOARD)}?var-datasource=${{datasource}}&{fields}&${{__url_time_range}}"
+
+
+def triage_from_row(cfg: ObspackConfig) -> dict[str, object]:
+    """A table data link: open the triage page for the pod of the clicked row."""
+    return {"title": "Triage this pod", "url": _triage_url(cfg, "${{__data.fields.{}}}")}
+
+
+def triage_from_series(cfg: ObspackConfig) -> dict[str, object]:
+    """A time series data link: open the triage page for the pod of the clicked series."""
+    return {"title": "Triage this pod", "url": _triage_url(cfg, "${{__field.labels.{}}}")}
+
+
+def _links(name: str) -> list[DashboardLink]:
+    return [
+        DashboardLink(
+            type="link",
+            title=title,
+            uri=dashboard_path(other),
+            icon="dashboard",
+            includeVars=True,
+            keepTime=True,
+            tooltip=f"Open {title} with the same variables and time range",
+        )
+        for other, title in c.DASHBOARDS.items()
+        if other != name
+    ]
+
+
+def dashboard(
+    cfg: ObspackConfig,
+    name: str,
+    *,
+    description: str,
+    variables: Sequence[Template],
+    panels: Sequence[Panel],
+) -> Dashboard:
+    if name not in c.DASHBOARDS:
+        raise ValueError(f"unknown dashboard {name!r}: add it to conventions.DASHBOARDS")
+    return Dashboard(
+        title=c.DASHBOARDS[name],
+        uid=c.dashboard_uid(name),
+        description=description,
+        tags=list(cfg.grafana.tags),
+        refresh=cfg.grafana.refresh,
+        timezone=TIMEZONE,
+        time=TIME_RANGE,
+        schemaVersion=SCHEMA_VERSION,
+        graphTooltip=GRAPH_TOOLTIP_MODE_SHARED_CROSSHAIR,
+        editable=True,
+        templating=Templating(list=list(variables)),
+        links=_links(name),
+        panels=layout(panels),
+    ).auto_panel_ids()
+
+
+def to_model(d: Dashboard) -> dict[str, object]:
+    """The dashboard's JSON model as plain data (what Grafana imports)."""
+    model: dict[str, object] = json.loads(json.dumps(d.to_json_data(), cls=DashboardEncoder))
+    return model
+
+
+def runbook_link(cfg: ObspackConfig, slug: str, title: str) -> dict[str, object]:
+    """A panel link to an alert's runbook (the same URL the alert's runbook_url annotation carries)."""
+    return {"title": f"Runbook: {title}", "url": runbook_url(cfg, slug), "targetBlank": True}

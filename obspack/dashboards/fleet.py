@@ -1,0 +1,238 @@
+"""vLLM / Fleet: every model and pod at a glance, and which one to open on the triage page."""
+
+from __future__ import annotations
+
+from grafanalib.core import Dashboard
+
+from obspack import conventions as c
+from obspack.config import ObspackConfig
+from obspack.dashboards import panels as p
+from obspack.dashboards import queries as q
+from obspack.dashboards import variables
+from obspack.dashboards.defaults import dashboard, runbook_link, triage_from_row, triage_from_series
+
+NAME = "vllm-fleet"
+MODEL_LEGEND = "{{namespace}} {{model_name}}"
+
+
+def _latency(cfg: ObspackConfig, family: str, title: str, what: str) -> p.TimeSeries:
+    targets = [
+        p.target(q.latency_quantile(cfg, family, quantile), f"p{round(quantile * 100)} {MODEL_LEGEND}")
+        for quantile in q.QUANTILES
+    ]
+    return p.timeseries(
+        f"{title} (p50 / p90 / p99)",
+        *targets,
+        unit=p.SECONDS,
+        description=(
+            f"{what}, per model over all its pods (5m histogram rates). If p99 climbs while p50 stays, a few "
+            "pods or long prompts are slow: sort the pod table by waiting requests and KV usage and triage the "
+            "worst pod. If every percentile climbs, the model is out of capacity: check the queue and scale out."
+        ),
+        w=6,
+    )
+
+
+def dashboard_for(cfg: ObspackConfig) -> Dashboard:
+    kv_high = cfg.alerts.VLLMKVCacheUsageHigh.ratio
+    kv_critical = cfg.alerts.VLLMKVCacheUsageCritical.ratio
+    backlog = cfg.alerts.VLLMRequestQueueBacklog
+    pod_links = [triage_from_series(cfg)]
+    kv_runbooks = [
+        runbook_link(cfg, "vllm-kv-cache-usage-high", "KV cache usage high"),
+        runbook_link(cfg, "vllm-request-preemptions", "request preemptions"),
+    ]
+    panels = [
+        p.stat(
+            "Pods serving",
+            p.target(q.pods_serving(cfg), "pods"),
+            unit=p.NONE,
+            description=(
+                "vLLM pods reporting engine metrics in the selection. A drop means pods stopped serving or "
+                "stopped being scraped: look for VLLMTargetDown and container restarts."
+            ),
+            thresholds=p.steps("red", (1, "green")),
+        ),
+        p.stat(
+            "Requests running",
+            p.target(q.total(cfg, c.RUNNING), "running"),
+            unit=p.SHORT,
+            description=(
+                "Requests in the engines' running batches. Zero while requests wait means the engines are stuck: "
+                "see VLLMZeroThroughput and the per-pod table below."
+            ),
+            thresholds=p.NEUTRAL,
+        ),
+        p.stat(
+            "Requests waiting",
+            p.target(q.total(cfg, c.WAITING), "waiting"),
+            unit=p.SHORT,
+            description=(
+                "Requests queued for admission. A standing queue means the KV cache or batch is full: find the "
+                "pod with the longest queue in the table below and open its triage page."
+            ),
+            thresholds=p.above(backlog.min_waiting, backlog.min_waiting * backlog.waiting_to_running),
+        ),
+        p.stat(
+            "Generation tokens/s",
+            p.target(q.total(cfg, c.GENERATION_RATE), "tokens/s"),
+            unit=p.TOKENS_PER_SECOND,
+            description=(
+                "Tokens generated per second over the selection (5m rate). A drop with a steady request rate "
+                "means engines stall or are preempting: check preemptions and the queue."
+            ),
+            thresholds=p.NEUTRAL,
+        ),
+        p.stat(
+            "Highest KV cache usage",
+            p.target(q.total(cfg, c.KV_USAGE, "max"), "max"),
+            unit=p.PERCENT_UNIT,
+            description=(
+                f"The fullest KV cache of any pod. Orange from {kv_high:.0%} (VLLMKVCacheUsageHigh), red from "
+                f"{kv_critical:.0%} (VLLMKVCacheUsageCritical): that pod queues and preempts requests. Open the "
+                "KV and prefix cache dashboard."
+            ),
+            thresholds=p.above(kv_high, kv_critical),
+            decimals=1,
+        ),
+        p.stat(
+            "Firing obspack alerts",
+            p.target(q.firing_alert_count(cfg), "firing"),
+            unit=p.NONE,
+            description=(
+                "obspack alerts firing now in the selected clusters and namespaces. Anything above zero: read the "
+                "alert table at the bottom and follow each alert's runbook."
+            ),
+            thresholds=p.steps("green", (1, "red")),
+        ),
+        p.section("Load and throughput"),
+        p.timeseries(
+            "Requests running and waiting",
+            p.target(q.sum_by(cfg, c.RUNNING, "namespace", "model_name"), f"running {MODEL_LEGEND}"),
+            p.target(q.sum_by(cfg, c.WAITING, "namespace", "model_name"), f"waiting {MODEL_LEGEND}"),
+            unit=p.SHORT,
+            description=(
+                "Requests in the running batch and in the queue, per model. Waiting above "
+                f"{backlog.waiting_to_running:g}x running for long (VLLMRequestQueueBacklog) means the model is "
+                "out of KV cache or batch slots: scale out, or lower max_tokens / max_num_seqs."
+            ),
+            links=[runbook_link(cfg, "vllm-request-queue-backlog", "request queue backlog")],
+            w=8,
+        ),
+        p.timeseries(
+            "Tokens per second",
+            p.target(q.sum_by(cfg, c.PROMPT_RATE, "namespace", "model_name"), f"prompt {MODEL_LEGEND}"),
+            p.target(q.sum_by(cfg, c.GENERATION_RATE, "namespace", "model_name"), f"generation {MODEL_LEGEND}"),
+            unit=p.TOKENS_PER_SECOND,
+            description=(
+                "Prompt and generated tokens per second, per model (5m rates). Generation falling to zero while "
+                "requests run means a stuck engine (VLLMZeroThroughput): restart the pod after saving its logs."
+            ),
+            links=[runbook_link(cfg, "vllm-zero-throughput", "zero throughput")],
+            w=8,
+        ),
+        p.timeseries(
+            "Finished requests by reason",
+            p.target(q.request_rate_by_reason(cfg), "{{finished_reason}} {{namespace}} {{model_name}}"),
+            unit=p.REQUESTS,
+            description=(
+                "Finished requests per second by finish reason (stop, length, abort, error). A rise of abort or "
+                "error means clients time out or the engine fails requests: check latency and the pods' logs. "
+                "Many 'length' finishes mean max_tokens cuts answers short."
+            ),
+            stacked=True,
+            w=8,
+        ),
+        p.section("Latency (per model, all pods)"),
+        _latency(cfg, "time_to_first_token", "Time to first token", "Time from arrival to the first token"),
+        _latency(cfg, "inter_token_latency", "Inter-token latency", "Time between streamed tokens"),
+        _latency(cfg, "e2e_request_latency", "End-to-end latency", "Time from arrival to the last token"),
+        _latency(cfg, "request_queue_time", "Queue time", "Time requests wait before admission"),
+        p.section("KV cache and preemptions"),
+        p.timeseries(
+            "KV cache usage (highest pod per model)",
+            p.target(q.max_by(cfg, c.KV_USAGE, "namespace", "model_name"), f"max {MODEL_LEGEND}"),
+            unit=p.PERCENT_UNIT,
+            description=(
+                f"The fullest pod's KV cache per model. Dashed lines: VLLMKVCacheUsageHigh ({kv_high:.0%}) and "
+                f"VLLMKVCacheUsageCritical ({kv_critical:.0%}). Near the top, the engine queues and preempts: "
+                "scale out or lower max_num_seqs / max_model_len."
+            ),
+            thresholds=p.above(kv_high, kv_critical),
+            draw_thresholds=True,
+            soft_max=1,
+            links=kv_runbooks,
+        ),
+        p.timeseries(
+            "Preemptions per second",
+            p.target(q.sum_by(cfg, c.PREEMPTION_RATE, "namespace", "pod", "model_name"), "{{namespace}}/{{pod}}"),
+            unit=p.PER_SECOND,
+            description=(
+                "Requests preempted per second per pod (their KV blocks freed and recomputed later). Any "
+                "sustained preemption means the KV cache is too small for the load: click a series to triage "
+                "that pod."
+            ),
+            thresholds=p.above(None, max(cfg.alerts.VLLMRequestPreemptions.rate, 1e-9)),
+            links=kv_runbooks,
+            data_links=pod_links,
+        ),
+        p.section("Pods"),
+        p.table(
+            "Pods: load, KV cache and memory planes",
+            p.target(q.sum_by(cfg, c.RUNNING, "namespace", "pod", "model_name"), instant=True, table=True),
+            p.target(q.sum_by(cfg, c.WAITING, "namespace", "pod", "model_name"), instant=True, table=True),
+            p.target(q.sum_by(cfg, c.GENERATION_RATE, "namespace", "pod", "model_name"), instant=True, table=True),
+            p.target(q.max_by(cfg, c.KV_USAGE, "namespace", "pod", "model_name"), instant=True, table=True),
+            p.target(q.sum_by(cfg, c.PREEMPTION_RATE, "namespace", "pod", "model_name"), instant=True, table=True),
+            p.target(
+                q.with_model(cfg, q.max_by(cfg, c.MEMORY_LIMIT_RATIO, "namespace", "pod", variables=q.POD)),
+                instant=True,
+                table=True,
+            ),
+            p.target(
+                q.with_model(cfg, q.max_by(cfg, c.GPU_FB_RATIO, "namespace", "pod", variables=q.POD)),
+                instant=True,
+                table=True,
+            ),
+            description=(
+                "One row per vLLM pod, now. Sort by a column to find the pod closest to a limit: host RAM "
+                "(working set / limit), GPU VRAM (framebuffer used), KV cache, queue. Click a row to open the "
+                "pod's triage page with it preselected."
+            ),
+            columns=[
+                p.column("A", "Running", p.SHORT),
+                p.column("B", "Waiting", p.SHORT, p.above(backlog.min_waiting, backlog.min_waiting * 2)),
+                p.column("C", "Generation tokens/s", p.TOKENS_PER_SECOND),
+                p.column("D", "KV cache", p.PERCENT_UNIT, p.above(kv_high, kv_critical)),
+                p.column("E", "Preemptions/s", p.PER_SECOND),
+                p.column(
+                    "F",
+                    "Host RAM / limit",
+                    p.PERCENT_UNIT,
+                    p.above(None, cfg.alerts.VLLMHostMemoryNearLimit.ratio),
+                ),
+                p.column("G", "GPU VRAM used", p.PERCENT_UNIT, p.above(None, cfg.alerts.VLLMGPUMemoryNearFull.ratio)),
+            ],
+            row_links=[triage_from_row(cfg)],
+            h=10,
+        ),
+        p.section("Alerts"),
+        p.table(
+            "Firing obspack alerts",
+            p.target(q.firing_alert_table(cfg), instant=True, table=True),
+            description=(
+                "obspack alerts firing now. Empty is good. Each alert's runbook_url annotation says what to do; "
+                "click a row to open the pod on the triage page."
+            ),
+            columns=[p.column("A", "Firing", p.NONE)],
+            row_links=[triage_from_row(cfg)],
+            h=6,
+        ),
+    ]
+    return dashboard(
+        cfg,
+        NAME,
+        description="Every vLLM model and pod at a glance: load, throughput, latency, KV cache, alerts.",
+        variables=variables.fleet(cfg),
+        panels=panels,
+    )

@@ -1,0 +1,258 @@
+"""vLLM / KV and prefix cache: how full the KV cache is, how it is used (blocks, fragmentation, headroom),
+how well the prefix cache hits, and what happens when the cache runs out (preemptions, queue)."""
+
+from __future__ import annotations
+
+from grafanalib.core import Dashboard
+
+from obspack import conventions as c
+from obspack.config import ObspackConfig
+from obspack.dashboards import panels as p
+from obspack.dashboards import queries as q
+from obspack.dashboards import variables
+from obspack.dashboards.defaults import dashboard, runbook_link, triage_from_series
+
+NAME = "vllm-kv-prefix-cache"
+POD_LEGEND = "{{namespace}}/{{pod}}"
+ENGINE_LEGEND = "{{namespace}}/{{pod}} {{engine}}"
+POD_MODEL = ("namespace", "pod", "model_name")
+# Headroom below one request means the next average-sized request waits; below four, it soon will.
+HEADROOM_CRITICAL = 1
+HEADROOM_WARNING = 4
+
+
+def _exporter_max(cfg: ObspackConfig, metric: str, *extra: str) -> str:
+    return f"max by ({c.by(cfg, *POD_MODEL, 'engine')}) ({q.exporter(cfg, metric, q.ALL, *extra)})"
+
+
+def _blocks(cfg: ObspackConfig, state: str) -> str:
+    blocks = q.exporter(cfg, "obspack_vllm_kv_cache_blocks", q.ALL, f'state="{state}"')
+    return f"sum by ({c.by(cfg, *POD_MODEL)}) ({blocks})"
+
+
+def dashboard_for(cfg: ObspackConfig) -> Dashboard:
+    a = cfg.alerts
+    kv_high, kv_critical = a.VLLMKVCacheUsageHigh.ratio, a.VLLMKVCacheUsageCritical.ratio
+    fragmentation = a.VLLMKVCacheFragmentationHigh.ratio
+    hit_low = a.VLLMPrefixCacheHitRateLow.ratio
+    pod_links = [triage_from_series(cfg)]
+    kv_runbooks = [
+        runbook_link(cfg, "vllm-kv-cache-usage-high", "KV cache usage high"),
+        runbook_link(cfg, "vllm-kv-cache-usage-critical", "KV cache usage critical"),
+    ]
+    frag_runbook = [runbook_link(cfg, "vllm-kv-cache-fragmentation-high", "KV cache fragmentation")]
+    prefix_runbook = [runbook_link(cfg, "vllm-prefix-cache-hit-rate-low", "prefix cache hit rate low")]
+    panels = [
+        p.stat(
+            "Highest KV cache usage",
+            p.target(q.total(cfg, c.KV_USAGE, "max"), "max"),
+            unit=p.PERCENT_UNIT,
+            description=(
+                f"The fullest KV cache in the selection. Orange from {kv_high:.0%}, red from {kv_critical:.0%}: "
+                "that pod queues and preempts. Find it in the usage graph below and open its triage page."
+            ),
+            thresholds=p.above(kv_high, kv_critical),
+            decimals=1,
+            links=kv_runbooks,
+        ),
+        p.stat(
+            "Prefix cache hit rate",
+            p.target(q.prefix_hit_ratio_total(cfg), "hit rate"),
+            unit=p.PERCENT_UNIT,
+            description=(
+                "Prompt tokens served from the prefix cache over tokens looked up, over the selection. Below "
+                f"{hit_low:.0%} (VLLMPrefixCacheHitRateLow) the cache saves little prefill: check that requests "
+                "sharing a prefix reach the same pod (session or prefix-aware routing)."
+            ),
+            thresholds=p.steps("orange", (hit_low, "green")),
+            decimals=1,
+            links=prefix_runbook,
+        ),
+        p.stat(
+            "Highest fragmentation estimate",
+            p.target(f"max({q.exporter(cfg, 'obspack_vllm_kv_cache_fragmentation_ratio')})", "max"),
+            unit=p.PERCENT_UNIT,
+            description=(
+                "Estimated share of used KV slots left empty in partly filled blocks (obspack exporter). Red from "
+                f"{fragmentation:.0%}: requests are short for the block size; try a smaller --block-size."
+            ),
+            thresholds=p.above(None, fragmentation),
+            decimals=1,
+            links=frag_runbook,
+        ),
+        p.stat(
+            "Lowest admission headroom",
+            p.target(f"min({q.exporter(cfg, 'obspack_vllm_kv_cache_admission_headroom_requests')})", "min"),
+            unit=p.SHORT,
+            description=(
+                "How many more requests of today's average KV size fit in the free blocks of the fullest pod "
+                f"(obspack exporter). Under {HEADROOM_CRITICAL} the next request waits; under "
+                f"{HEADROOM_WARNING} it soon will: scale out before the queue grows."
+            ),
+            thresholds=p.below(HEADROOM_CRITICAL, HEADROOM_WARNING),
+            decimals=1,
+        ),
+        p.stat(
+            "Preemptions per second",
+            p.target(q.total(cfg, c.PREEMPTION_RATE), "preemptions/s"),
+            unit=p.PER_SECOND,
+            description=(
+                "Requests preempted per second over the selection. Anything sustained means some KV cache is "
+                "too small for its load: find the pod in the graph below."
+            ),
+            thresholds=p.above(None, max(a.VLLMRequestPreemptions.rate, 1e-9)),
+            decimals=2,
+            links=[runbook_link(cfg, "vllm-request-preemptions", "request preemptions")],
+        ),
+        p.stat(
+            "Requests waiting",
+            p.target(q.total(cfg, c.WAITING), "waiting"),
+            unit=p.SHORT,
+            description=(
+                "Requests queued for admission over the selection. A queue with a full KV cache means the cache "
+                "is the bottleneck: scale out or lower max_model_len."
+            ),
+            thresholds=p.above(a.VLLMRequestQueueBacklog.min_waiting, a.VLLMRequestQueueBacklog.min_waiting * 4),
+        ),
+        p.section("KV cache"),
+        p.timeseries(
+            "KV cache usage per pod",
+            p.target(q.max_by(cfg, c.KV_USAGE, *POD_MODEL), POD_LEGEND),
+            unit=p.PERCENT_UNIT,
+            description=(
+                f"Share of KV blocks in use per pod. Dashed lines: VLLMKVCacheUsageHigh ({kv_high:.0%}) and "
+                f"VLLMKVCacheUsageCritical ({kv_critical:.0%}). A pod near the top queues and preempts while "
+                "others idle: check the load balancing; all pods near the top: scale out."
+            ),
+            thresholds=p.above(kv_high, kv_critical),
+            draw_thresholds=True,
+            soft_max=1,
+            links=kv_runbooks,
+            data_links=pod_links,
+        ),
+        p.timeseries(
+            "KV cache blocks: used and free",
+            p.target(
+                _blocks(cfg, "used"),
+                f"{POD_LEGEND} used",
+            ),
+            p.target(
+                _blocks(cfg, "free"),
+                f"{POD_LEGEND} free",
+            ),
+            unit=p.SHORT,
+            description=(
+                "KV cache blocks per pod (obspack exporter: usage x num_gpu_blocks). Free blocks near zero means "
+                "admission stops. The total is fixed at start by --gpu-memory-utilization and the model size: "
+                "raise the former or shard the model (tensor parallel) for more blocks."
+            ),
+            data_links=pod_links,
+        ),
+        p.timeseries(
+            "KV fragmentation estimate",
+            p.target(_exporter_max(cfg, "obspack_vllm_kv_cache_fragmentation_ratio"), ENGINE_LEGEND),
+            unit=p.PERCENT_UNIT,
+            description=(
+                "Expected empty share of used KV slots: each running request's last block is half empty on "
+                f"average. The dashed line is VLLMKVCacheFragmentationHigh ({fragmentation:.0%}); above it, blocks "
+                "are too coarse for these requests: try --block-size 8."
+            ),
+            thresholds=p.above(None, fragmentation),
+            draw_thresholds=True,
+            links=frag_runbook,
+            data_links=pod_links,
+        ),
+        p.timeseries(
+            "Admission headroom (requests)",
+            p.target(_exporter_max(cfg, "obspack_vllm_kv_cache_admission_headroom_requests"), ENGINE_LEGEND),
+            unit=p.SHORT,
+            description=(
+                "More requests of today's average KV footprint that fit in the free blocks: free / (used / "
+                f"running). Under {HEADROOM_CRITICAL}, new requests wait; a pod trending to zero will queue soon."
+            ),
+            thresholds=p.below(HEADROOM_CRITICAL, HEADROOM_WARNING),
+            draw_thresholds=True,
+            data_links=pod_links,
+        ),
+        p.table(
+            "KV cache configuration (vllm:cache_config_info)",
+            p.target(q.cache_config(cfg), instant=True, table=True),
+            p.target(_exporter_max(cfg, "obspack_vllm_kv_cache_block_size_tokens"), instant=True, table=True),
+            description=(
+                "Each engine's cache configuration: block size, number of GPU blocks, --gpu-memory-utilization, "
+                "prefix caching. Capacity in tokens is blocks x block size; if a pod has far fewer blocks than its "
+                "peers, it was started with different flags or on a smaller GPU."
+            ),
+            columns=[
+                p.column("A", "Info", p.NONE),
+                p.column("B", "Block size (tokens, exporter)", p.NONE),
+            ],
+            h=7,
+        ),
+        p.section("Prefix cache"),
+        p.timeseries(
+            "Prefix cache hit rate per pod",
+            p.target(q.max_by(cfg, c.PREFIX_HIT_RATIO, *POD_MODEL), f"{POD_LEGEND} 5m"),
+            p.target(_exporter_max(cfg, "obspack_vllm_prefix_cache_hit_ratio_lifetime"),
+                     f"{ENGINE_LEGEND} since start"),
+            unit=p.PERCENT_UNIT,
+            description=(
+                "Hits / queried prompt tokens per pod: over 5 minutes (recording rule) and since the engine "
+                f"started (obspack exporter; the only source on vLLM V0). Dashed line: {hit_low:.0%} "
+                "(VLLMPrefixCacheHitRateLow). Low rates with shared prompts mean requests miss the pod that holds "
+                "their prefix: use prefix-aware routing."
+            ),
+            thresholds=p.steps("orange", (hit_low, "green")),
+            draw_thresholds=True,
+            soft_max=1,
+            links=prefix_runbook,
+            data_links=pod_links,
+        ),
+        p.timeseries(
+            "Prefix cache tokens: queried and hit",
+            p.target(q.prefix_tokens_rate(cfg, q.PREFIX_QUERIES, "namespace", "model_name"),
+                     "queried {{namespace}} {{model_name}}"),
+            p.target(q.prefix_tokens_rate(cfg, q.PREFIX_HITS, "namespace", "model_name"),
+                     "hit {{namespace}} {{model_name}}"),
+            unit=p.TOKENS_PER_SECOND,
+            description=(
+                "Prompt tokens per second looked up in the prefix cache and found there, per model. A falling hit "
+                "share after a deploy or a routing change means prompts no longer share prefixes or reach "
+                "different pods."
+            ),
+            links=prefix_runbook,
+        ),
+        p.section("When the cache runs out"),
+        p.timeseries(
+            "Preemptions per second per pod",
+            p.target(q.sum_by(cfg, c.PREEMPTION_RATE, *POD_MODEL), POD_LEGEND),
+            unit=p.PER_SECOND,
+            description=(
+                "Requests preempted per second to free KV blocks; their work is recomputed later. Sustained "
+                "preemption on one pod: that pod is overloaded (check routing); on all: scale out."
+            ),
+            thresholds=p.above(None, max(a.VLLMRequestPreemptions.rate, 1e-9)),
+            links=[runbook_link(cfg, "vllm-request-preemptions", "request preemptions")],
+            data_links=pod_links,
+        ),
+        p.timeseries(
+            "Requests waiting per pod",
+            p.target(q.sum_by(cfg, c.WAITING, *POD_MODEL), POD_LEGEND),
+            unit=p.SHORT,
+            description=(
+                "Requests queued for admission per pod. A queue together with high KV usage means the KV cache "
+                "is the limit; a queue with low KV usage points at max_num_seqs or a stuck engine."
+            ),
+            thresholds=p.above(a.VLLMRequestQueueBacklog.min_waiting, a.VLLMRequestQueueBacklog.min_waiting * 4),
+            draw_thresholds=True,
+            links=[runbook_link(cfg, "vllm-request-queue-backlog", "request queue backlog")],
+            data_links=pod_links,
+        ),
+    ]
+    return dashboard(
+        cfg,
+        NAME,
+        description="vLLM KV cache and prefix cache: usage, blocks, fragmentation, headroom, hit rate, preemptions.",
+        variables=variables.fleet(cfg),
+        panels=panels,
+    )

@@ -1,0 +1,331 @@
+"""vLLM / Pod memory planes: the triage page. For one pod, on one time axis: host RAM, restarts, GPU VRAM,
+KV cache and queue, and the CUDA allocator, under a row of stats that says which plane is closest to its
+limit. Alerts link here with cluster, namespace and pod preselected."""
+
+from __future__ import annotations
+
+from grafanalib.core import Dashboard
+
+from obspack import conventions as c
+from obspack.config import ObspackConfig
+from obspack.dashboards import panels as p
+from obspack.dashboards import queries as q
+from obspack.dashboards import variables
+from obspack.dashboards.defaults import dashboard, runbook_link
+
+NAME = c.TRIAGE_DASHBOARD
+GPU_LEGEND = "GPU {{gpu}} {{Hostname}}"
+CUDA_LEGEND = "device {{device}} pid {{pid}}"
+CONTAINER = ("namespace", "pod", "container")
+
+
+def _dashed(pattern: str) -> dict[str, object]:
+    """Draw series whose name matches `pattern` (limits, requests, totals) as dashed lines."""
+    return {
+        "matcher": {"id": "byRegexp", "options": pattern},
+        "properties": [{"id": "custom.lineStyle", "value": {"fill": "dash", "dash": [10, 10]}}],
+    }
+
+
+def _stats(cfg: ObspackConfig) -> list[p.Panel]:
+    a = cfg.alerts
+    return [
+        p.stat(
+            "Host RAM: working set / limit",
+            p.target(q.total(cfg, c.MEMORY_LIMIT_RATIO, "max", q.POD), "host RAM"),
+            unit=p.PERCENT_UNIT,
+            description=(
+                "The container closest to its cgroup memory limit (host RAM, not GPU). Red from "
+                f"{a.VLLMHostMemoryNearLimit.ratio:.0%} (VLLMHostMemoryNearLimit): the kernel will OOM-kill it "
+                "(exit 137). Raise the memory limit or lower --swap-space / CPU offload."
+            ),
+            thresholds=p.above(a.VLLMHostMemoryNearLimit.ratio - 0.1, a.VLLMHostMemoryNearLimit.ratio),
+            background=True,
+            decimals=1,
+            links=[runbook_link(cfg, "vllm-host-memory-near-limit", "host memory near limit")],
+        ),
+        p.stat(
+            "GPU VRAM: framebuffer used",
+            p.target(q.total(cfg, c.GPU_FB_RATIO, "max", q.POD), "GPU VRAM"),
+            unit=p.PERCENT_UNIT,
+            description=(
+                "The fullest GPU this pod holds. vLLM reserves --gpu-memory-utilization (0.9 by default) at "
+                f"start, so about 90% is normal. Red from {a.VLLMGPUMemoryNearFull.ratio:.0%} "
+                "(VLLMGPUMemoryNearFull): the next allocation may fail with CUDA out of memory."
+            ),
+            thresholds=p.above(None, a.VLLMGPUMemoryNearFull.ratio),
+            background=True,
+            decimals=1,
+            links=[runbook_link(cfg, "vllm-gpu-memory-near-full", "GPU memory near full")],
+        ),
+        p.stat(
+            "KV cache usage",
+            p.target(q.total(cfg, c.KV_USAGE, "max"), "KV cache"),
+            unit=p.PERCENT_UNIT,
+            description=(
+                f"Share of KV cache blocks in use. Orange from {a.VLLMKVCacheUsageHigh.ratio:.0%}, red from "
+                f"{a.VLLMKVCacheUsageCritical.ratio:.0%}: new requests queue and running ones get preempted. "
+                "This is GPU memory vLLM already reserved; it does not cause CUDA OOM."
+            ),
+            thresholds=p.above(a.VLLMKVCacheUsageHigh.ratio, a.VLLMKVCacheUsageCritical.ratio),
+            background=True,
+            decimals=1,
+            links=[runbook_link(cfg, "vllm-kv-cache-usage-high", "KV cache usage high")],
+        ),
+        p.stat(
+            "Queue: requests waiting",
+            p.target(q.total(cfg, c.WAITING), "waiting"),
+            unit=p.SHORT,
+            description=(
+                "Requests waiting for admission. Orange from "
+                f"{a.VLLMRequestQueueBacklog.min_waiting:g} (the backlog alert's floor): the KV cache or the batch "
+                "is full. Look at KV usage next to it; scale out if both are high."
+            ),
+            thresholds=p.above(a.VLLMRequestQueueBacklog.min_waiting, a.VLLMRequestQueueBacklog.min_waiting * 4),
+            background=True,
+            links=[runbook_link(cfg, "vllm-request-queue-backlog", "request queue backlog")],
+        ),
+        p.stat(
+            "CUDA allocator fragmentation",
+            p.target(q.total(cfg, "obspack_cuda_allocator_fragmentation_ratio", "max", q.POD), "fragmentation"),
+            unit=p.PERCENT_UNIT,
+            description=(
+                "Share of PyTorch's reserved GPU memory in inactive split blocks (obspack exporter). Red from "
+                f"{a.VLLMCUDAAllocatorFragmentationHigh.ratio:.0%}: large allocations can fail with CUDA OOM "
+                "while nvidia-smi shows free memory. Set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True."
+            ),
+            thresholds=p.above(None, a.VLLMCUDAAllocatorFragmentationHigh.ratio),
+            background=True,
+            decimals=1,
+            links=[runbook_link(cfg, "vllm-cuda-allocator-fragmentation-high", "CUDA allocator fragmentation")],
+        ),
+        p.stat(
+            "Restarts in range",
+            p.target(f"sum({q.restarts(cfg, '$__range')})", "restarts", instant=True),
+            unit=p.NONE,
+            description=(
+                "Container restarts of this pod in the dashboard's time range. Any restart: read the termination "
+                "reason below. OOMKilled is host RAM (raise the memory limit); Error with 'CUDA out of memory' in "
+                "the previous log is GPU VRAM."
+            ),
+            thresholds=p.steps("green", (1, "red")),
+            background=True,
+            decimals=0,
+            links=[
+                runbook_link(cfg, "vllm-container-oom-killed", "container OOM-killed"),
+                runbook_link(cfg, "vllm-container-restarted", "container restarted"),
+            ],
+        ),
+    ]
+
+
+def dashboard_for(cfg: ObspackConfig) -> Dashboard:
+    a = cfg.alerts
+    host_ratio = a.VLLMHostMemoryNearLimit.ratio
+    gpu_ratio = a.VLLMGPUMemoryNearFull.ratio
+    kv_high, kv_critical = a.VLLMKVCacheUsageHigh.ratio, a.VLLMKVCacheUsageCritical.ratio
+    panels = [
+        *_stats(cfg),
+        p.section("Host memory (RAM)"),
+        p.timeseries(
+            "Container memory: working set, request, limit",
+            p.target(q.max_by(cfg, c.MEMORY_WORKING_SET, *CONTAINER, variables=q.POD), "{{container}} working set"),
+            p.target(q.max_by(cfg, c.MEMORY_REQUEST, *CONTAINER, variables=q.POD), "{{container}} request"),
+            p.target(q.max_by(cfg, c.MEMORY_LIMIT, *CONTAINER, variables=q.POD), "{{container}} limit"),
+            unit=p.BYTES,
+            description=(
+                "cAdvisor working set of each vLLM container against its kube-state-metrics request and limit "
+                "(dashed). The kernel OOM-kills the container when the working set reaches the limit. If it "
+                "climbs steadily, look for CPU KV offload, --swap-space, or a leak; raise the limit or restart "
+                "before it gets there."
+            ),
+            overrides=[_dashed("/request|limit/")],
+            links=[runbook_link(cfg, "vllm-host-memory-near-limit", "host memory near limit")],
+        ),
+        p.timeseries(
+            "Container memory: working set / limit",
+            p.target(q.max_by(cfg, c.MEMORY_LIMIT_RATIO, *CONTAINER, variables=q.POD), "{{container}}"),
+            unit=p.PERCENT_UNIT,
+            description=(
+                f"Working set over the memory limit. The dashed line is VLLMHostMemoryNearLimit ({host_ratio:.0%}); "
+                "at 100% the container is OOM-killed. Empty when the container has no memory limit."
+            ),
+            thresholds=p.above(None, host_ratio),
+            draw_thresholds=True,
+            soft_max=1,
+            links=[runbook_link(cfg, "vllm-host-memory-near-limit", "host memory near limit")],
+        ),
+        p.timeseries(
+            "Restarts and last termination reason",
+            p.target(q.restarts(cfg), "{{container}} restarts"),
+            p.target(q.last_termination(cfg), "{{container}} last terminated: {{reason}}"),
+            unit=p.SHORT,
+            description=(
+                "Bars: restarts per interval. The line names the last termination reason while kube-state-metrics "
+                "reports one. OOMKilled = host RAM over the limit (raise it); Error = the process crashed, often "
+                "CUDA out of memory (GPU plane: see below and the previous container's log)."
+            ),
+            bars=True,
+            w=24,
+            h=6,
+            links=[
+                runbook_link(cfg, "vllm-container-oom-killed", "container OOM-killed"),
+                runbook_link(cfg, "vllm-container-restarted", "container restarted"),
+            ],
+        ),
+        p.section("GPU memory (VRAM)"),
+        p.timeseries(
+            "GPU framebuffer per GPU: used, free, total",
+            p.target(q.gpu_record(cfg, c.GPU_FB_USED), f"{GPU_LEGEND} used"),
+            p.target(q.gpu_record(cfg, c.GPU_FB_FREE), f"{GPU_LEGEND} free"),
+            p.target(q.gpu_total(cfg), f"{GPU_LEGEND} total"),
+            unit=p.BYTES,
+            description=(
+                "DCGM framebuffer of each GPU the pod holds (either DCGM label mode). vLLM takes "
+                "--gpu-memory-utilization of each GPU at start and keeps it; a rise after start is PyTorch or "
+                "NCCL allocating outside the KV cache. If free memory nears zero, lower --gpu-memory-utilization "
+                "or max_num_seqs."
+            ),
+            overrides=[_dashed("/total/")],
+            links=[runbook_link(cfg, "vllm-gpu-memory-near-full", "GPU memory near full")],
+        ),
+        p.timeseries(
+            "GPU framebuffer used / total",
+            p.target(q.gpu_record(cfg, c.GPU_FB_RATIO), GPU_LEGEND),
+            unit=p.PERCENT_UNIT,
+            description=(
+                f"Framebuffer used per GPU. The dashed line is VLLMGPUMemoryNearFull ({gpu_ratio:.0%}). Around the "
+                "configured --gpu-memory-utilization is normal; above the line, CUDA out-of-memory errors follow."
+            ),
+            thresholds=p.above(None, gpu_ratio),
+            draw_thresholds=True,
+            soft_max=1,
+            links=[runbook_link(cfg, "vllm-gpu-memory-near-full", "GPU memory near full")],
+        ),
+        p.timeseries(
+            "CUDA allocator: reserved, allocated, inactive split",
+            p.target(f"max by (device, pid) ({q.exporter(cfg, 'obspack_cuda_allocator_reserved_bytes', q.POD)})",
+                     f"{CUDA_LEGEND} reserved"),
+            p.target(f"max by (device, pid) ({q.exporter(cfg, 'obspack_cuda_allocator_allocated_bytes', q.POD)})",
+                     f"{CUDA_LEGEND} allocated"),
+            p.target(
+                f"max by (device, pid) ({q.exporter(cfg, 'obspack_cuda_allocator_inactive_split_bytes', q.POD)})",
+                f"{CUDA_LEGEND} inactive split",
+            ),
+            unit=p.BYTES,
+            description=(
+                "PyTorch's caching allocator per process and device (obspack probe). Reserved minus allocated is "
+                "cached memory; inactive split is fragmented memory only small tensors fit. A growing gap with "
+                "retries below means the next large allocation may fail: set expandable_segments."
+            ),
+            overrides=[_dashed("/reserved/")],
+        ),
+        p.timeseries(
+            "CUDA allocator: fragmentation, retries, OOMs",
+            p.target(f"max by (device, pid) ({q.exporter(cfg, 'obspack_cuda_allocator_fragmentation_ratio', q.POD)})",
+                     f"{CUDA_LEGEND} fragmentation"),
+            p.target(
+                f"sum by (device) (increase({q.exporter(cfg, 'obspack_cuda_alloc_retries_total', q.POD)}"
+                "[$__rate_interval]))",
+                "device {{device}} alloc retries",
+            ),
+            p.target(
+                f"sum by (device) (increase({q.exporter(cfg, 'obspack_cuda_ooms_total', q.POD)}[$__rate_interval]))",
+                "device {{device}} CUDA OOMs",
+            ),
+            unit=p.PERCENT_UNIT,
+            description=(
+                "Fragmentation ratio (dashed line: VLLMCUDAAllocatorFragmentationHigh at "
+                f"{a.VLLMCUDAAllocatorFragmentationHigh.ratio:.0%}), with allocator retries and CUDA OOMs per "
+                "interval (right axis, counts). Retries mean the allocator flushed its cache to satisfy a request; "
+                "OOMs mean it failed. Either: restart with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True."
+            ),
+            thresholds=p.above(None, a.VLLMCUDAAllocatorFragmentationHigh.ratio),
+            draw_thresholds=True,
+            overrides=[{
+                "matcher": {"id": "byRegexp", "options": "/retries|OOMs/"},
+                "properties": [
+                    {"id": "unit", "value": p.SHORT},
+                    {"id": "custom.axisPlacement", "value": "right"},
+                    {"id": "custom.drawStyle", "value": "bars"},
+                ],
+            }],
+            links=[runbook_link(cfg, "vllm-cuda-allocator-fragmentation-high", "CUDA allocator fragmentation")],
+        ),
+        p.section("KV cache and queue"),
+        p.timeseries(
+            "KV cache usage",
+            p.target(q.max_by(cfg, c.KV_USAGE, "model_name"), "{{model_name}}"),
+            unit=p.PERCENT_UNIT,
+            description=(
+                f"Share of KV blocks in use. Dashed lines: VLLMKVCacheUsageHigh ({kv_high:.0%}) and "
+                f"VLLMKVCacheUsageCritical ({kv_critical:.0%}). When full, requests wait and running ones are "
+                "preempted: lower max_num_seqs or max_model_len, or scale out."
+            ),
+            thresholds=p.above(kv_high, kv_critical),
+            draw_thresholds=True,
+            soft_max=1,
+            w=8,
+            links=[runbook_link(cfg, "vllm-kv-cache-usage-high", "KV cache usage high")],
+        ),
+        p.timeseries(
+            "Requests running and waiting",
+            p.target(q.sum_by(cfg, c.RUNNING, "model_name"), "running {{model_name}}"),
+            p.target(q.sum_by(cfg, c.WAITING, "model_name"), "waiting {{model_name}}"),
+            unit=p.SHORT,
+            description=(
+                "Requests in the batch and in the queue. Waiting while KV usage is high: the cache is the limit. "
+                "Waiting while KV usage is low: the batch (max_num_seqs) or the engine is the limit; zero running "
+                "with waiting requests is a stuck engine."
+            ),
+            w=8,
+            links=[runbook_link(cfg, "vllm-request-queue-backlog", "request queue backlog")],
+        ),
+        p.timeseries(
+            "Preemptions per second",
+            p.target(q.sum_by(cfg, c.PREEMPTION_RATE, "model_name"), "{{model_name}}"),
+            unit=p.PER_SECOND,
+            description=(
+                "Requests preempted per second to free KV blocks. Sustained preemption wastes compute on "
+                "recomputation: the KV cache is too small for this load."
+            ),
+            thresholds=p.above(None, max(a.VLLMRequestPreemptions.rate, 1e-9)),
+            w=8,
+            links=[runbook_link(cfg, "vllm-request-preemptions", "request preemptions")],
+        ),
+        p.section("Latency and throughput (this pod)"),
+        p.timeseries(
+            "Time to first token and inter-token latency",
+            p.target(q.pod_latency_quantile(cfg, "time_to_first_token", 0.5), "TTFT p50"),
+            p.target(q.pod_latency_quantile(cfg, "time_to_first_token", 0.99), "TTFT p99"),
+            p.target(q.pod_latency_quantile(cfg, "inter_token_latency", 0.5), "ITL p50"),
+            p.target(q.pod_latency_quantile(cfg, "inter_token_latency", 0.99), "ITL p99"),
+            unit=p.SECONDS,
+            description=(
+                "This pod's latency from its own histograms. TTFT rising with the queue means admission waits "
+                "for KV cache; ITL rising means a bigger batch or preemptions. Compare with the fleet dashboard "
+                "to tell a bad pod from a busy model."
+            ),
+        ),
+        p.timeseries(
+            "Tokens per second",
+            p.target(q.sum_by(cfg, c.PROMPT_RATE, "model_name"), "prompt {{model_name}}"),
+            p.target(q.sum_by(cfg, c.GENERATION_RATE, "model_name"), "generation {{model_name}}"),
+            unit=p.TOKENS_PER_SECOND,
+            description=(
+                "Prompt and generated tokens per second. Generation at zero with requests running is a stuck "
+                "engine (VLLMZeroThroughput): save the logs and restart the pod."
+            ),
+            links=[runbook_link(cfg, "vllm-zero-throughput", "zero throughput")],
+        ),
+    ]
+    return dashboard(
+        cfg,
+        NAME,
+        description=(
+            "Triage one vLLM pod: host RAM, GPU VRAM, KV cache and queue on one time axis. The top row says "
+            "which plane is closest to its limit."
+        ),
+        variables=variables.single_pod(cfg),
+        panels=panels,
+    )

@@ -1,0 +1,212 @@
+"""Named dashboard queries, functions of the config and kept apart from layout (kubernetes-mixin style).
+
+Queries read the recording rules of obspack/rules/recording wherever one exists: those already merge
+vLLM's renamed metrics, drop production-stack router copies and deduplicate kube-state-metrics and
+cAdvisor. Raw series are read only where no record exists (per-pod latency histograms, restarts,
+exporter and DCGM series), always with the configured source matchers.
+
+Each query binds labels to the dashboard variables with `=~"$var"`, so single-value, multi-value and
+All (`.*`) selections all work. The `cluster` variable filters `cfg.cluster_label`.
+"""
+
+from __future__ import annotations
+
+from obspack import conventions as c
+from obspack.config import ObspackConfig
+from obspack.rules.alerts import all_alerts
+from obspack.rules.recording.dcgm import normalised
+
+MIB = 1024 * 1024
+ALL = ("cluster", "namespace", "model", "pod")
+POD = ("cluster", "namespace", "pod")  # for series without model_name
+MODEL = ("cluster", "namespace", "model")  # for per-model records without pod
+HAS_MODEL = 'model_name!=""'
+GPU = ("namespace", "pod", "gpu", "UUID", "Hostname")
+QUANTILES = (0.5, 0.9, 0.99)
+
+
+def label(cfg: ObspackConfig, variable: str) -> str:
+    """The series label a dashboard variable filters."""
+    return {"cluster": cfg.cluster_label, "model": "model_name"}.get(variable, variable)
+
+
+def scope(cfg: ObspackConfig, *variables: str) -> str:
+    """Matchers that bind labels to variables, e.g. `cluster=~"$cluster", pod=~"$pod"`."""
+    return ", ".join(f'{label(cfg, v)}=~"${v}"' for v in variables)
+
+
+def rec(cfg: ObspackConfig, record: str, variables: tuple[str, ...] = ALL) -> str:
+    """A recording rule filtered by the dashboard variables."""
+    return record + c.selector(scope(cfg, *variables))
+
+
+def raw(cfg: ObspackConfig, metric: str, source: str, variables: tuple[str, ...], *extra: str) -> str:
+    """A raw series with its source's configured matchers and the variables."""
+    return metric + c.selector(source, scope(cfg, *variables), *extra)
+
+
+def vllm(cfg: ObspackConfig, metric: str, variables: tuple[str, ...] = ALL) -> str:
+    """A raw vLLM engine series (router copies have no model_name and are left out)."""
+    return raw(cfg, metric, cfg.selectors.vllm, variables, HAS_MODEL)
+
+
+def exporter(cfg: ObspackConfig, metric: str, variables: tuple[str, ...] = ALL, *extra: str) -> str:
+    """A series of the obspack exporter sidecar."""
+    return raw(cfg, metric, cfg.selectors.exporter, variables, *extra)
+
+
+def ksm(cfg: ObspackConfig, metric: str, *extra: str) -> str:
+    return raw(cfg, metric, cfg.selectors.kube_state_metrics, POD, *extra)
+
+
+def pod_model(cfg: ObspackConfig) -> str:
+    """One series per vLLM pod carrying its model_name, for `group_left (model_name)` joins.
+
+    topk makes each pod unique on the join labels even if it ever reported two model names."""
+    pod = c.by(cfg, "namespace", "pod")
+    return (
+        f"topk by ({pod}) (1, group by ({pod}, model_name) ({rec(cfg, c.RUNNING)}))"
+    )
+
+
+def with_model(cfg: ObspackConfig, expr: str) -> str:
+    """Label a per-pod expression with the pod's model (and keep only pods of the selected models)."""
+    return f"{expr}\n* on ({c.by(cfg, 'namespace', 'pod')}) group_left (model_name)\n{pod_model(cfg)}"
+
+
+def rate(cfg: ObspackConfig, metrics: tuple[str, ...], variables: tuple[str, ...] = ALL) -> str:
+    """Per-series rate over `$__rate_interval` of a counter vLLM renamed: the first name present wins."""
+    return "\n  or\n  ".join(f"rate({vllm(cfg, m, variables)}[$__rate_interval])" for m in metrics)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Engine plane (records from obspack/rules/recording/vllm.py)
+
+
+def sum_by(cfg: ObspackConfig, record: str, *labels: str, variables: tuple[str, ...] = ALL) -> str:
+    return f"sum by ({c.by(cfg, *labels)}) ({rec(cfg, record, variables)})"
+
+
+def max_by(cfg: ObspackConfig, record: str, *labels: str, variables: tuple[str, ...] = ALL) -> str:
+    return f"max by ({c.by(cfg, *labels)}) ({rec(cfg, record, variables)})"
+
+
+def total(cfg: ObspackConfig, record: str, agg: str = "sum", variables: tuple[str, ...] = ALL) -> str:
+    """The whole selection in one number (for stats)."""
+    return f"{agg}({rec(cfg, record, variables)})"
+
+
+def pods_serving(cfg: ObspackConfig) -> str:
+    return f"count({rec(cfg, c.RUNNING)})"
+
+
+def latency_quantile(cfg: ObspackConfig, family: str, q: float) -> str:
+    """Fleet percentile per model from the per-model bucket records (no pod label there)."""
+    record = rec(cfg, c.latency_bucket_record(family), MODEL)
+    return f"histogram_quantile({q}, sum by ({c.by(cfg, 'namespace', 'model_name', 'le')}) ({record}))"
+
+
+POD_LATENCY_SOURCES = {
+    "time_to_first_token": ("vllm:time_to_first_token_seconds_bucket",),
+    "inter_token_latency": ("vllm:inter_token_latency_seconds_bucket", "vllm:time_per_output_token_seconds_bucket"),
+    "e2e_request_latency": ("vllm:e2e_request_latency_seconds_bucket",),
+}
+
+
+def pod_latency_quantile(cfg: ObspackConfig, family: str, q: float) -> str:
+    """A percentile of one pod from its raw histogram: cheap when filtered to a pod."""
+    rates = rate(cfg, POD_LATENCY_SOURCES[family], POD)
+    return f"histogram_quantile({q}, sum by ({c.by(cfg, 'le')}) (\n  {rates}\n))"
+
+
+def request_rate_by_reason(cfg: ObspackConfig) -> str:
+    return sum_by(cfg, c.REQUEST_RATE, "model_name", "finished_reason", variables=MODEL)
+
+
+PREFIX_HITS = ("vllm:prefix_cache_hits_total", "vllm:gpu_prefix_cache_hits_total")
+PREFIX_QUERIES = ("vllm:prefix_cache_queries_total", "vllm:gpu_prefix_cache_queries_total")
+
+
+def prefix_tokens_rate(cfg: ObspackConfig, which: tuple[str, ...], *labels: str) -> str:
+    return f"sum by ({c.by(cfg, *labels)}) (\n  {rate(cfg, which)}\n)"
+
+
+def prefix_hit_ratio_total(cfg: ObspackConfig) -> str:
+    """Hits / queries over the whole selection (tokens), from the counters of either vLLM generation."""
+    return f"sum({rate(cfg, PREFIX_HITS)})\n/\n(sum({rate(cfg, PREFIX_QUERIES)}) > 0)"
+
+
+def cache_config(cfg: ObspackConfig) -> str:
+    """vllm:cache_config_info per pod and engine (it has no model_name: joined from the pod)."""
+    keep = c.by(cfg, "namespace", "pod", "engine", "block_size", "num_gpu_blocks", "gpu_memory_utilization",
+                "enable_prefix_caching", "cache_dtype")
+    info = raw(cfg, "vllm:cache_config_info", cfg.selectors.vllm, POD)
+    return with_model(cfg, f"max by ({keep}) ({info})")
+
+
+# ---------------------------------------------------------------------------------------------------
+# Host memory plane (records from obspack/rules/recording/kubernetes.py) and restarts
+
+
+def restarts(cfg: ObspackConfig, window: str = "$__rate_interval") -> str:
+    metric = ksm(cfg, "kube_pod_container_status_restarts_total")
+    return f"max by ({c.by(cfg, 'namespace', 'pod', 'container')}) (increase({metric}[{window}]))"
+
+
+def last_termination(cfg: ObspackConfig) -> str:
+    """The sticky last termination reason (OOMKilled vs Error) per container; absent until one happened."""
+    metric = ksm(cfg, "kube_pod_container_status_last_terminated_reason")
+    return f"max by ({c.by(cfg, 'namespace', 'pod', 'container', 'reason')}) ({metric})"
+
+
+# ---------------------------------------------------------------------------------------------------
+# GPU plane: per-pod records, and raw DCGM for the GPU page (both label modes normalised)
+
+
+def gpu_record(cfg: ObspackConfig, record: str) -> str:
+    return f"max by ({c.by(cfg, *GPU)}) ({rec(cfg, record, POD)})"
+
+
+def gpu_total(cfg: ObspackConfig) -> str:
+    return f"{gpu_record(cfg, c.GPU_FB_USED)}\n+ on ({c.by(cfg, *GPU)})\n{gpu_record(cfg, c.GPU_FB_FREE)}"
+
+
+def dcgm(cfg: ObspackConfig, metric: str, scale: float = 1) -> str:
+    """A DCGM field per GPU, attributed to the vLLM pod holding it, labelled with that pod's model.
+
+    The cluster matcher goes on the raw series (cheap); namespace, pod and model filter through the
+    join, after the label modes (pod= or exported_pod=) have been normalised."""
+    dcgm_matchers = ", ".join(m for m in (cfg.selectors.dcgm, scope(cfg, "cluster")) if m)
+    scoped = cfg.model_copy(update={"selectors": cfg.selectors.model_copy(update={"dcgm": dcgm_matchers})})
+    factor = f"{scale:g} * " if scale != 1 else ""
+    per_gpu = f"{factor}max by ({c.by(cfg, *GPU, 'modelName')}) (\n{normalised(scoped, metric)}\n)"
+    return with_model(cfg, per_gpu)
+
+
+def dcgm_first(cfg: ObspackConfig, *metrics: str) -> str:
+    """The first DCGM field present per GPU (e.g. SM activity where profiling is on, else engine activity)."""
+    return "\nor\n".join(f"({dcgm(cfg, m)})" for m in metrics)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Alerts
+
+
+def obspack_alert_names(cfg: ObspackConfig) -> str:
+    return "|".join(sorted(a.alert for a in all_alerts(cfg)))
+
+
+def firing_alerts(cfg: ObspackConfig) -> str:
+    names = obspack_alert_names(cfg)
+    sel = c.selector('alertstate="firing"', f'alertname=~"{names}"', scope(cfg, "cluster", "namespace"))
+    return f"ALERTS{sel}"
+
+
+def firing_alert_table(cfg: ObspackConfig) -> str:
+    keep = c.by(cfg, "alertname", "severity", "namespace", "pod", "model_name")
+    return f"max by ({keep}) ({firing_alerts(cfg)})"
+
+
+def firing_alert_count(cfg: ObspackConfig) -> str:
+    """Zero, not "No data", when nothing fires."""
+    return f"count({firing_alerts(cfg)}) or vector(0)"

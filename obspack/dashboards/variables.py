@@ -1,0 +1,86 @@
+"""Template variables: datasource, cluster, namespace, model and pod, chained in that order.
+
+The names are a contract: alerts and runbooks link to the triage dashboard with
+`?var-cluster=..&var-namespace=..&var-pod=..`. Each variable's values come from a recording rule
+filtered by the variables before it, so picking a namespace narrows the models, and a model the pods.
+Values are refreshed when the time range changes, so pods that died an hour ago can still be picked.
+"""
+
+from __future__ import annotations
+
+from grafanalib.core import REFRESH_ON_TIME_RANGE_CHANGE, SHOW, SORT_ALPHA_ASC, Template
+
+from obspack import conventions as c
+from obspack.config import ObspackConfig
+from obspack.dashboards import queries as q
+from obspack.dashboards.panels import DATASOURCE
+
+ALL_VALUE = ".*"
+
+
+def datasource(cfg: ObspackConfig) -> Template:
+    """Any Prometheus datasource; the default is picked by name, so no uid is hard-coded."""
+    return Template(
+        name="datasource",
+        label="Data source",
+        type="datasource",
+        query="prometheus",
+        default=cfg.grafana.datasource,
+        regex="",
+        hide=SHOW,
+    )
+
+
+def _label_values(
+    cfg: ObspackConfig,
+    name: str,
+    title: str,
+    record: str,
+    parents: tuple[str, ...],
+    *,
+    multi: bool,
+    hide: int = SHOW,
+) -> Template:
+    selector = q.rec(cfg, record, parents) if parents else record
+    return Template(
+        name=name,
+        label=title,
+        type="query",
+        dataSource=DATASOURCE,
+        query=f"label_values({selector}, {q.label(cfg, name)})",
+        refresh=REFRESH_ON_TIME_RANGE_CHANGE,
+        sort=SORT_ALPHA_ASC,
+        multi=multi,
+        includeAll=multi,
+        allValue=ALL_VALUE if multi else None,
+        default="All" if multi else None,
+        regex="",
+        hide=hide,
+    )
+
+
+def cluster(cfg: ObspackConfig, *, multi: bool) -> Template:
+    return _label_values(cfg, "cluster", "Cluster", c.VLLM_POD, (), multi=multi)
+
+
+def namespace(cfg: ObspackConfig, *, multi: bool) -> Template:
+    return _label_values(cfg, "namespace", "Namespace", c.VLLM_POD, ("cluster",), multi=multi)
+
+
+def model(cfg: ObspackConfig) -> Template:
+    """Always multi-value with All: a triage link names no model, so All must be the default."""
+    return _label_values(cfg, "model", "Model", c.RUNNING, ("cluster", "namespace"), multi=True)
+
+
+def pod(cfg: ObspackConfig, *, multi: bool) -> Template:
+    return _label_values(cfg, "pod", "Pod", c.RUNNING, ("cluster", "namespace", "model"), multi=multi)
+
+
+def fleet(cfg: ObspackConfig) -> list[Template]:
+    """For pages that compare many pods: every filter takes several values or All."""
+    return [datasource(cfg), cluster(cfg, multi=True), namespace(cfg, multi=True), model(cfg), pod(cfg, multi=True)]
+
+
+def single_pod(cfg: ObspackConfig) -> list[Template]:
+    """For the triage page: exactly one cluster, namespace and pod."""
+    return [datasource(cfg), cluster(cfg, multi=False), namespace(cfg, multi=False), model(cfg), pod(cfg, multi=False)]

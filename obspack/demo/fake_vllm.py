@@ -1,0 +1,348 @@
+"""A fake vLLM OpenAI server: `/metrics` in the vLLM 0.33 (V1 engine) shape, with a load you can steer.
+
+`Engine` simulates what the metrics describe. Its `Load` says how many requests run and wait, how full
+the KV cache is and how fast requests finish; counters and histograms integrate that load over wall
+time, so Prometheus sees rates that follow the scenario. Change the load at any time with `set()`.
+
+`FakeVLLM` serves an engine over HTTP on 127.0.0.1 (a free port unless given one). `down = True` makes
+it answer 503 to everything, like a vLLM whose engine died behind a still-listening socket.
+
+The exposition follows vLLM 0.33 with one API server: every engine series has the labels `engine` and
+`model_name` (sorted), counters end in `_total` and come with a `_created` gauge, histograms have vLLM's
+bucket bounds, and `vllm:cache_config_info` carries the cache settings as labels. Families that only
+exist with extra flags (spec decode, LoRA, KV connectors) and the `python_*`, `process_*` and `http_*`
+families are left out: obspack reads none of them.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from prometheus_client.utils import floatToGoString
+
+DEFAULT_MODEL = "meta-llama/Llama-3.1-8B-Instruct"
+ENGINE = "0"
+NUM_GPU_BLOCKS = 9150
+BLOCK_SIZE = 16
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+
+@dataclass(frozen=True)
+class Load:
+    """What the engine does right now. Latencies are medians; rates are per second."""
+
+    running: int
+    waiting: int
+    kv_usage: float  # 0-1, vllm:kv_cache_usage_perc
+    requests_per_s: float  # finished requests; 0 with requests in flight means the engine is stuck
+    prompt_tokens_per_request: float = 1100.0
+    generation_tokens_per_request: float = 300.0
+    prefix_hit_ratio: float = 0.4  # share of prompt tokens served from the prefix cache
+    preemptions_per_s: float = 0.0
+    ttft_s: float = 0.15
+    itl_s: float = 0.03
+    queue_s: float = 0.05
+
+
+NORMAL = Load(running=24, waiting=2, kv_usage=0.35, requests_per_s=2.5)
+IDLE = Load(running=0, waiting=0, kv_usage=0.0, requests_per_s=0.0)
+KV_HIGH = Load(running=40, waiting=4, kv_usage=0.93, requests_per_s=3.0, ttft_s=0.6, itl_s=0.05, queue_s=0.4)
+KV_FULL = Load(running=46, waiting=9, kv_usage=0.985, requests_per_s=3.0, ttft_s=1.5, itl_s=0.06, queue_s=1.2)
+QUEUE_BACKLOG = Load(
+    running=8, waiting=40, kv_usage=0.85, requests_per_s=0.8, prompt_tokens_per_request=6000.0, ttft_s=6.0, queue_s=5.0
+)
+STALLED = Load(running=16, waiting=11, kv_usage=0.5, requests_per_s=0.0)
+
+SCENARIOS: dict[str, Load] = {
+    "normal": NORMAL,
+    "idle": IDLE,
+    "kv-high": KV_HIGH,
+    "kv-full": KV_FULL,
+    "queue-backlog": QUEUE_BACKLOG,
+    "stalled": STALLED,
+}
+
+# Bucket upper bounds of vLLM 0.33's histograms (the +Inf bucket is added when writing).
+_LATENCY = (0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0,
+            960.0, 1920.0, 7680.0)  # fmt: skip
+_TTFT = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0,
+         80.0, 160.0, 640.0, 2560.0)  # fmt: skip
+_TOKEN_LATENCY = (0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0,
+                  40.0, 80.0)  # fmt: skip
+_REQUEST_TOKENS = (1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1000.0, 2000.0, 5000.0)
+_STEP_TOKENS = (1.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0, 2048.0, 4096.0, 8192.0, 16384.0)
+_SPREAD = 0.6  # sigma of the log-normal spread of each observation around its median
+
+FINISHED_REASONS = (("stop", 0.9), ("length", 0.095), ("abort", 0.005), ("error", 0.0), ("repetition", 0.0))
+
+
+class _Histogram:
+    """Cumulative bucket counts that only grow; observations are spread log-normally around a median."""
+
+    def __init__(self, bounds: tuple[float, ...]) -> None:
+        self.bounds = bounds
+        self.buckets = [0.0] * len(bounds)
+        self.count = 0.0
+        self.sum = 0.0
+
+    def observe_many(self, n: float, median: float) -> None:
+        if n <= 0 or median <= 0:
+            return
+        for i, le in enumerate(self.bounds):
+            z = (math.log(le) - math.log(median)) / (_SPREAD * math.sqrt(2))
+            self.buckets[i] += n * 0.5 * (1 + math.erf(z))
+        self.count += n
+        self.sum += n * median * math.exp(_SPREAD**2 / 2)
+
+
+@dataclass(frozen=True)
+class _Family:
+    name: str  # exposed name without _total
+    kind: str  # counter, gauge or histogram
+    help: str
+
+
+_HISTOGRAMS = {
+    "vllm:time_to_first_token_seconds": ("Seconds from arrival to the first generated token.", _TTFT),
+    "vllm:inter_token_latency_seconds": ("Seconds between two streamed outputs.", _TOKEN_LATENCY),
+    "vllm:request_time_per_output_token_seconds": ("Per-request seconds per generated token.", _TOKEN_LATENCY),
+    "vllm:e2e_request_latency_seconds": ("Seconds from arrival to the last generated token.", _LATENCY),
+    "vllm:request_queue_time_seconds": ("Seconds a request spent waiting.", _LATENCY),
+    "vllm:request_prompt_tokens": ("Prompt tokens per finished request.", _REQUEST_TOKENS),
+    "vllm:request_generation_tokens": ("Generated tokens per finished request.", _REQUEST_TOKENS),
+    "vllm:iteration_tokens_total": ("Tokens per engine step.", _STEP_TOKENS),
+}
+
+
+class Engine:
+    """The simulated engine. Thread-safe; `clock` returns seconds (monotonic is fine)."""
+
+    def __init__(
+        self,
+        load: Load = NORMAL,
+        *,
+        model_name: str = DEFAULT_MODEL,
+        clock: Callable[[], float] = time.monotonic,
+        history_s: float = 7200.0,
+    ) -> None:
+        self.model_name = model_name
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._created = round(time.time() - history_s, 3)
+        self._counters: dict[str, float] = {
+            "prompt_tokens": 0.0,
+            "generation_tokens": 0.0,
+            "prefix_queries": 0.0,
+            "prefix_hits": 0.0,
+            "preemptions": 0.0,
+            **{f"success_{reason}": 0.0 for reason, _ in FINISHED_REASONS},
+        }
+        self._histograms = {name: _Histogram(bounds) for name, (_, bounds) in _HISTOGRAMS.items()}
+        # A server that has been up a while: counters start from `history_s` seconds of normal load.
+        self._advance(NORMAL, history_s)
+        self._load = load
+        self._last = clock()
+
+    @property
+    def load(self) -> Load:
+        return self._load
+
+    def set(self, load: Load) -> None:
+        """Switch to a new load; what happened until now is counted with the previous one."""
+        with self._lock:
+            self._catch_up()
+            self._load = load
+
+    def update(self, **changes: float) -> None:
+        """Change some fields of the current load, e.g. `update(kv_usage=0.97)`."""
+        with self._lock:
+            self._catch_up()
+            self._load = replace(self._load, **changes)
+
+    def exposition(self) -> bytes:
+        """The /metrics text as of now."""
+        with self._lock:
+            self._catch_up()
+            return "".join(self._lines()).encode()
+
+    def _catch_up(self) -> None:
+        now = self._clock()
+        self._advance(self._load, max(0.0, now - self._last))
+        self._last = now
+
+    def _advance(self, load: Load, dt: float) -> None:
+        finished = load.requests_per_s * dt
+        prompt = finished * load.prompt_tokens_per_request
+        generated = finished * load.generation_tokens_per_request
+        c = self._counters
+        c["prompt_tokens"] += prompt
+        c["generation_tokens"] += generated
+        c["prefix_queries"] += prompt
+        c["prefix_hits"] += prompt * load.prefix_hit_ratio
+        c["preemptions"] += load.preemptions_per_s * dt
+        for reason, share in FINISHED_REASONS:
+            c[f"success_{reason}"] += finished * share
+        h = self._histograms
+        decode_s = load.generation_tokens_per_request * load.itl_s
+        h["vllm:time_to_first_token_seconds"].observe_many(finished, load.ttft_s)
+        h["vllm:inter_token_latency_seconds"].observe_many(generated - finished, load.itl_s)
+        h["vllm:request_time_per_output_token_seconds"].observe_many(finished, load.itl_s)
+        h["vllm:e2e_request_latency_seconds"].observe_many(finished, load.queue_s + load.ttft_s + decode_s)
+        h["vllm:request_queue_time_seconds"].observe_many(finished, load.queue_s)
+        h["vllm:request_prompt_tokens"].observe_many(finished, load.prompt_tokens_per_request)
+        h["vllm:request_generation_tokens"].observe_many(finished, load.generation_tokens_per_request)
+        if load.running and finished:
+            steps = dt / load.itl_s
+            h["vllm:iteration_tokens_total"].observe_many(steps, (prompt + generated) / steps)
+
+    # --- writing ---------------------------------------------------------------------------------------
+
+    def _labels(self, **extra: str) -> str:
+        labels = {"engine": ENGINE, "model_name": self.model_name, **extra}
+        return ",".join(f'{k}="{_escape(v)}"' for k, v in sorted(labels.items()))
+
+    def _gauge(self, name: str, help_text: str, samples: list[tuple[str, float]]) -> Iterator[str]:
+        yield f"# HELP {name} {help_text}\n# TYPE {name} gauge\n"
+        for labels, value in samples:
+            yield f"{name}{{{labels}}} {floatToGoString(value)}\n"
+
+    def _counter(self, name: str, help_text: str, samples: list[tuple[str, float]]) -> Iterator[str]:
+        yield f"# HELP {name}_total {help_text}\n# TYPE {name}_total counter\n"
+        for labels, value in samples:
+            yield f"{name}_total{{{labels}}} {floatToGoString(math.floor(value))}\n"
+        yield f"# HELP {name}_created {help_text}\n# TYPE {name}_created gauge\n"
+        for labels, _ in samples:
+            yield f"{name}_created{{{labels}}} {floatToGoString(self._created)}\n"
+
+    def _histogram(self, name: str, help_text: str, h: _Histogram) -> Iterator[str]:
+        base = self._labels()
+        yield f"# HELP {name} {help_text}\n# TYPE {name} histogram\n"
+        count = floatToGoString(math.floor(h.count))
+        for le, value in zip(h.bounds, h.buckets):
+            yield f'{name}_bucket{{{self._labels(le=floatToGoString(le))}}} {floatToGoString(math.floor(value))}\n'
+        yield f'{name}_bucket{{{self._labels(le="+Inf")}}} {count}\n'
+        yield f"{name}_count{{{base}}} {count}\n"
+        yield f"{name}_sum{{{base}}} {floatToGoString(h.sum)}\n"
+        yield f"# HELP {name}_created {help_text}\n# TYPE {name}_created gauge\n"
+        yield f"{name}_created{{{base}}} {floatToGoString(self._created)}\n"
+
+    def _lines(self) -> Iterator[str]:
+        load, c, one = self._load, self._counters, self._labels()
+        yield from self._gauge("vllm:num_requests_running", "Requests in the running batch.", [(one, load.running)])
+        yield from self._gauge("vllm:num_requests_waiting", "Requests waiting in the queue.", [(one, load.waiting)])
+        yield from self._gauge(
+            "vllm:num_requests_waiting_by_reason",
+            "Waiting requests by reason; the reasons add up to vllm:num_requests_waiting.",
+            [(self._labels(reason="capacity"), load.waiting), (self._labels(reason="deferred"), 0)],
+        )
+        yield from self._gauge(
+            "vllm:engine_sleep_state",
+            "1 for the engine's current sleep state.",
+            [(self._labels(sleep_state=s), float(s == "awake")) for s in ("awake", "weights_offloaded", "discard_all")],
+        )
+        yield from self._gauge("vllm:kv_cache_usage_perc", "KV cache usage, 1 is full.", [(one, load.kv_usage)])
+        yield from self._counter("vllm:prefix_cache_queries", "Prompt tokens looked up in the prefix cache.",
+                                 [(one, c["prefix_queries"])])  # fmt: skip
+        yield from self._counter("vllm:prefix_cache_hits", "Prompt tokens found in the prefix cache.",
+                                 [(one, c["prefix_hits"])])  # fmt: skip
+        yield from self._counter("vllm:num_preemptions", "Preempted requests.", [(one, c["preemptions"])])
+        yield from self._counter("vllm:prompt_tokens", "Prompt tokens prefilled.", [(one, c["prompt_tokens"])])
+        yield from self._counter("vllm:generation_tokens", "Tokens generated.", [(one, c["generation_tokens"])])
+        yield from self._counter(
+            "vllm:request_success",
+            "Finished requests by finish reason.",
+            [(self._labels(finished_reason=r), c[f"success_{r}"]) for r, _ in FINISHED_REASONS],
+        )
+        for name, (help_text, _) in _HISTOGRAMS.items():
+            yield from self._histogram(name, help_text, self._histograms[name])
+        info = {
+            "block_size": str(BLOCK_SIZE),
+            "cache_dtype": "auto",
+            "enable_prefix_caching": "True",
+            "engine": ENGINE,
+            "gpu_memory_utilization": "0.9",
+            "num_cpu_blocks": "None",
+            "num_gpu_blocks": str(NUM_GPU_BLOCKS),
+            "prefix_caching_hash_algo": "sha256",
+            "sliding_window": "None",
+        }
+        labels = ",".join(f'{k}="{v}"' for k, v in sorted(info.items()))
+        yield "# HELP vllm:cache_config_info Cache settings of the engine.\n# TYPE vllm:cache_config_info gauge\n"
+        yield f"vllm:cache_config_info{{{labels}}} 1.0\n"
+
+
+def _escape(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+class FakeVLLM:
+    """An `Engine` served over HTTP on 127.0.0.1: `/metrics`, `/health`. Stop it with `stop()` (or `with`)."""
+
+    def __init__(self, load: Load = NORMAL, *, model_name: str = DEFAULT_MODEL, port: int = 0) -> None:
+        self.engine = Engine(load, model_name=model_name)
+        self.down = False
+        self.scrapes = 0
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+                fake._answer(self)
+
+            def log_message(self, format: str, *args: object) -> None:  # noqa: A002 (base class name)
+                pass
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(target=self._httpd.serve_forever, name="fake-vllm", daemon=True)
+        self._thread.start()
+
+    @property
+    def address(self) -> str:
+        """HOST:PORT, as a Prometheus target."""
+        host, port = self._httpd.server_address[:2]
+        return f"{host}:{port}"
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.address}/metrics"
+
+    def set(self, load: Load) -> None:
+        self.engine.set(load)
+
+    def update(self, **changes: float) -> None:
+        self.engine.update(**changes)
+
+    def stop(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join(5)
+
+    def __enter__(self) -> FakeVLLM:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _answer(self, handler: BaseHTTPRequestHandler) -> None:
+        if self.down:
+            status, body, content_type = 503, b"engine is not running\n", "text/plain; charset=utf-8"
+        elif handler.path.split("?")[0] == "/metrics":
+            self.scrapes += 1
+            status, body, content_type = 200, self.engine.exposition(), CONTENT_TYPE
+        elif handler.path == "/health":
+            status, body, content_type = 200, b"", "text/plain; charset=utf-8"
+        else:
+            status, body, content_type = 404, b"not found\n", "text/plain; charset=utf-8"
+        handler.send_response(status)
+        handler.send_header("Content-Type", content_type)
+        handler.send_header("Content-Length", str(len(body)))
+        handler.end_headers()
+        try:
+            handler.wfile.write(body)
+        except OSError:
+            pass  # the client gave up first

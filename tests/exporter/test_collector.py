@@ -1,0 +1,356 @@
+"""Tests of obspack.exporter.collector: fresh families per scrape, robustness, concurrency, memory bounds."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from prometheus_client import CollectorRegistry, generate_latest
+
+from obspack import __version__
+from obspack.exporter import collector as collector_module
+from obspack.exporter import derive
+from obspack.exporter.collector import ExporterCollector
+from obspack.exporter.scrape import ScrapeError
+from obspack.probe import Probe
+
+from .conftest import free_port, payload
+from .fake_vllm import FakeVLLM
+
+V1 = {"engine": "0", "model_name": "acme/llm-7b"}
+
+
+class Clock:
+    """A monotonic clock the test moves by hand."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def counters_payload(hits: float, queries: float) -> bytes:
+    """v1_single.prom with the prefix-cache counters replaced."""
+    series = b'{engine="0",model_name="acme/llm-7b"}'
+    text = payload("v1_single.prom")
+    text = text.replace(
+        b"vllm:prefix_cache_hits_total" + series + b" 250.0",
+        b"vllm:prefix_cache_hits_total" + series + b" %r" % hits,
+    )
+    return text.replace(
+        b"vllm:prefix_cache_queries_total" + series + b" 1000.0",
+        b"vllm:prefix_cache_queries_total" + series + b" %r" % queries,
+    )
+
+
+def make(
+    targets: dict[str, bytes | Exception | Callable[[], bytes]], clock: Clock | None = None, **kwargs: object
+) -> tuple[ExporterCollector, CollectorRegistry]:
+    """A collector on a fresh registry whose fetch answers from ``targets``."""
+
+    def fetch(url: str, timeout_s: float, max_bytes: int) -> bytes:
+        answer = targets[url]
+        if isinstance(answer, Exception):
+            raise answer
+        return answer() if callable(answer) else answer
+
+    registry = CollectorRegistry()
+    collector = ExporterCollector(
+        list(targets), fetch=fetch, clock=clock or Clock(), registry=registry, **kwargs
+    )
+    return collector, registry
+
+
+Snapshot = dict[tuple[str, frozenset], float]
+
+
+def snapshot(collector: ExporterCollector) -> Callable[..., float | None]:
+    """Scrape once; return a lookup ``get(sample_name, labels) -> value or None`` over that one answer."""
+    samples: Snapshot = {
+        (s.name, frozenset(s.labels.items())): s.value
+        for family in collector.collect()
+        for s in family.samples
+    }
+    return lambda name, labels: samples.get((name, frozenset(labels.items())))
+
+
+@pytest.fixture
+def closing() -> Iterator[list[ExporterCollector]]:
+    """Collect collectors here to have their thread pools shut down after the test."""
+    made: list[ExporterCollector] = []
+    yield made
+    for c in made:
+        c.close()
+
+
+def test_single_target_series_carry_no_target_label(closing: list[ExporterCollector]) -> None:
+    collector, _registry = make({"http://t/metrics": payload("v1_single.prom")})
+    closing.append(collector)
+    get = snapshot(collector)
+    assert get(derive.KV_CACHE_BLOCKS, {**V1, "state": "used"}) == 250.0
+    assert get(derive.KV_CACHE_BLOCKS, {**V1, "state": "free"}) == 750.0
+    assert get(derive.KV_CACHE_BLOCK_SIZE, V1) == 16.0
+    assert get(derive.KV_CACHE_FRAGMENTATION, V1) == pytest.approx(0.01875)
+    assert get(derive.KV_CACHE_HEADROOM, V1) == 30.0
+    assert get(derive.PREFIX_CACHE_HIT_RATIO_LIFETIME, V1) == 0.25
+    assert get(derive.PREFIX_CACHE_HIT_RATIO, V1) is None  # needs two scrapes
+    assert get("obspack_target_up", {"target": "http://t/metrics"}) == 1.0
+    assert get("obspack_target_scrape_errors_total", {"target": "http://t/metrics", "reason": "parse"}) == 0.0
+    assert get("obspack_exporter_build_info", {"version": __version__}) == 1.0
+
+
+def test_several_targets_add_the_target_label(closing: list[ExporterCollector]) -> None:
+    collector, _registry = make(
+        {"http://a/metrics": payload("v1_single.prom"), "http://b/metrics": payload("v0.prom")}
+    )
+    closing.append(collector)
+    get = snapshot(collector)
+    assert get(derive.KV_CACHE_HEADROOM, {**V1, "target": "http://a/metrics"}) == 30.0
+    assert (
+        get(derive.KV_CACHE_HEADROOM, {"model_name": "facebook/opt-125m", "target": "http://b/metrics"})
+        == 36.0
+    )
+    assert get(derive.KV_CACHE_HEADROOM, V1) is None
+
+
+def test_windowed_ratio_from_counter_deltas_and_reset(closing: list[ExporterCollector]) -> None:
+    clock = Clock()
+    state = {"hits": 1000.0, "queries": 4000.0}
+    collector, _registry = make(
+        {"http://t/metrics": lambda: counters_payload(state["hits"], state["queries"])},
+        clock=clock,
+        window_s=60,
+    )
+    closing.append(collector)
+    assert snapshot(collector)(derive.PREFIX_CACHE_HIT_RATIO, V1) is None
+    clock.now += 10
+    state.update(hits=1060.0, queries=4100.0)
+    get = snapshot(collector)
+    assert get(derive.PREFIX_CACHE_HIT_RATIO, V1) == pytest.approx(0.6)
+    assert get(derive.PREFIX_CACHE_HIT_RATIO_LIFETIME, V1) == pytest.approx(1060 / 4100)
+    clock.now += 10
+    state.update(hits=20.0, queries=100.0)  # vLLM restarted: +20 / +100 since the restart
+    get = snapshot(collector)
+    assert get(derive.PREFIX_CACHE_HIT_RATIO, V1) == pytest.approx((60 + 20) / (100 + 100))
+    assert get(derive.PREFIX_CACHE_HIT_RATIO_LIFETIME, V1) == pytest.approx(0.2)
+    clock.now += 100  # every earlier sample left the 60 s window, and no new queries
+    assert snapshot(collector)(derive.PREFIX_CACHE_HIT_RATIO, V1) is None
+
+
+@pytest.mark.parametrize(
+    ("answer", "reason"),
+    [
+        (ScrapeError("timeout", "slow"), "timeout"),
+        (ScrapeError("connection", "refused"), "connection"),
+        (ScrapeError("http_status", "HTTP 500"), "http_status"),
+        (ScrapeError("too_large", "big"), "too_large"),
+        (b"<html>oops</html>\n", "parse"),
+        (b'vllm:num_requests_running{model_name="m"} 3\nvllm:kv_cache_usage_per', "parse"),
+        (RuntimeError("a bug in a custom fetch"), "connection"),
+    ],
+    ids=["timeout", "connection", "http_status", "too_large", "garbage", "truncated", "unexpected"],
+)
+def test_failed_target_is_down_and_counted(
+    answer: object, reason: str, closing: list[ExporterCollector]
+) -> None:
+    collector, registry = make(
+        {"http://bad/metrics": answer, "http://good/metrics": payload("v1_single.prom")}
+    )
+    closing.append(collector)
+    for scrape in (1, 2):
+        text = generate_latest(registry).decode()
+        assert 'obspack_target_up{target="http://bad/metrics"} 0.0' in text
+        assert 'obspack_target_up{target="http://good/metrics"} 1.0' in text
+        assert (
+            f'obspack_target_scrape_errors_total{{reason="{reason}",target="http://bad/metrics"}} {scrape}.0'
+            in text
+        )
+        assert (
+            f'obspack_target_scrape_errors_total{{reason="{reason}",target="http://good/metrics"}} 0.0'
+            in text
+        )
+        assert (
+            'obspack_vllm_kv_cache_admission_headroom_requests{engine="0",model_name="acme/llm-7b",'
+            'target="http://good/metrics"} 30.0' in text
+        )
+        derived = [line for line in text.splitlines() if line.startswith("obspack_vllm_")]
+        assert derived and not [line for line in derived if "http://bad/metrics" in line]
+
+
+def test_malformed_needed_line_skips_the_sample_and_counts_parse(closing: list[ExporterCollector]) -> None:
+    text = payload("v1_single.prom").replace(
+        b'vllm:num_requests_running{engine="0",model_name="acme/llm-7b"} 10.0',
+        b'vllm:num_requests_running{engine="0",model_name="acme/llm-7b"} ten',
+    )
+    collector, _registry = make({"http://t/metrics": text})
+    closing.append(collector)
+    get = snapshot(collector)
+    assert get("obspack_target_up", {"target": "http://t/metrics"}) == 1.0
+    assert get("obspack_target_scrape_errors_total", {"target": "http://t/metrics", "reason": "parse"}) == 1.0
+    assert get(derive.KV_CACHE_BLOCKS, {**V1, "state": "used"}) == 250.0
+    assert get(derive.KV_CACHE_HEADROOM, V1) is None  # needs the skipped running gauge
+
+
+def test_router_payload_is_up_with_nothing_derived(closing: list[ExporterCollector]) -> None:
+    collector, registry = make({"http://router/metrics": payload("router.prom")})
+    closing.append(collector)
+    text = generate_latest(registry).decode()
+    assert 'obspack_target_up{target="http://router/metrics"} 1.0' in text
+    assert not [line for line in text.splitlines() if line.startswith("obspack_vllm_")]
+
+
+def test_error_inside_derive_marks_the_target_down(
+    monkeypatch: pytest.MonkeyPatch, closing: list[ExporterCollector]
+) -> None:
+    def broken(families: object) -> None:
+        raise ZeroDivisionError("bug")
+
+    monkeypatch.setattr(derive, "engine_inputs", broken)
+    collector, _registry = make({"http://t/metrics": payload("v1_single.prom")})
+    closing.append(collector)
+    get = snapshot(collector)
+    assert get("obspack_target_up", {"target": "http://t/metrics"}) == 0.0
+    assert get("obspack_target_scrape_errors_total", {"target": "http://t/metrics", "reason": "parse"}) == 1.0
+
+
+def test_collect_never_raises(monkeypatch: pytest.MonkeyPatch, closing: list[ExporterCollector]) -> None:
+    def broken(*args: object, **kwargs: object) -> None:
+        raise MemoryError("pretend")
+
+    collector, registry = make({"http://t/metrics": payload("v1_single.prom")})
+    closing.append(collector)
+    monkeypatch.setattr(collector_module, "build_families", broken)
+    families = collector.collect()
+    assert [f.name for f in families] == ["obspack_exporter_build_info"]
+    assert registry.get_sample_value("obspack_exporter_build_info", {"version": __version__}) == 1.0
+
+
+def test_probe_files_become_cuda_series(tmp_path: Path, closing: list[ExporterCollector]) -> None:
+    gib = 1 << 30
+    stats = {
+        0: {
+            "reserved_bytes.all.current": 8 * gib,
+            "allocated_bytes.all.current": 6 * gib,
+            "inactive_split_bytes.all.current": 2 * gib,
+            "num_alloc_retries": 3,
+            "num_ooms": 1,
+        }
+    }
+    probe = Probe(tmp_path, interval_s=5, source=lambda: stats)
+    assert probe.write_once()
+    collector, _registry = make({"http://t/metrics": payload("v1_single.prom")}, probe_dir=tmp_path)
+    closing.append(collector)
+    labels = {"pid": str(probe.pid), "device": "0"}
+    get = snapshot(collector)
+    assert get("obspack_cuda_allocator_reserved_bytes", labels) == 8 * gib
+    assert get("obspack_cuda_allocator_allocated_bytes", labels) == 6 * gib
+    assert get("obspack_cuda_allocator_inactive_split_bytes", labels) == 2 * gib
+    assert get("obspack_cuda_allocator_fragmentation_ratio", labels) == 0.25
+    assert get("obspack_cuda_alloc_retries_total", labels) == 3.0
+    assert get("obspack_cuda_ooms_total", labels) == 1.0
+    probe.stop()
+    assert (
+        snapshot(collector)("obspack_cuda_allocator_reserved_bytes", labels) is None
+    )  # the file went with the process
+
+
+def test_probe_dir_that_is_a_file_is_harmless(tmp_path: Path, closing: list[ExporterCollector]) -> None:
+    not_a_dir = tmp_path / "file"
+    not_a_dir.write_text("x")
+    collector, registry = make({"http://t/metrics": payload("v1_single.prom")}, probe_dir=not_a_dir)
+    closing.append(collector)
+    assert registry.get_sample_value("obspack_target_up", {"target": "http://t/metrics"}) == 1.0
+
+
+def test_duplicate_targets_are_scraped_once(closing: list[ExporterCollector]) -> None:
+    registry = CollectorRegistry()
+    calls: list[str] = []
+
+    def fetch(url: str, timeout_s: float, max_bytes: int) -> bytes:
+        calls.append(url)
+        return payload("v1_single.prom")
+
+    collector = ExporterCollector(["http://t/metrics", "http://t/metrics"], fetch=fetch, registry=registry)
+    closing.append(collector)
+    assert registry.get_sample_value(derive.KV_CACHE_HEADROOM, V1) == 30.0  # one target: no target label
+    assert calls == ["http://t/metrics"]
+
+
+# ---------------------------------------------------------------------------------------------------
+# Over real HTTP
+
+
+def test_real_targets_down_slow_and_healthy_side_by_side(fake_vllm: FakeVLLM) -> None:
+    slow = FakeVLLM(payload("v1_single.prom"))
+    slow.delay_s = 2.0
+    refused = f"http://127.0.0.1:{free_port()}/metrics"
+    registry = CollectorRegistry()
+    collector = ExporterCollector([fake_vllm.url, slow.url, refused], timeout_s=0.3, registry=registry)
+    try:
+        get = snapshot(collector)
+        assert get("obspack_target_up", {"target": fake_vllm.url}) == 1.0
+        assert get("obspack_target_up", {"target": slow.url}) == 0.0
+        assert get("obspack_target_scrape_errors_total", {"target": slow.url, "reason": "timeout"}) == 1.0
+        assert get("obspack_target_scrape_errors_total", {"target": refused, "reason": "connection"}) == 1.0
+        assert get(derive.KV_CACHE_HEADROOM, {**V1, "target": fake_vllm.url}) == 30.0
+        duration = get("obspack_target_scrape_duration_seconds", {"target": slow.url})
+        assert 0.25 < duration < 1.5
+    finally:
+        collector.close()
+        slow.stop()
+
+
+def test_concurrent_scrapes_share_fetches_and_agree(fake_vllm: FakeVLLM) -> None:
+    fake_vllm.delay_s = 0.2  # long enough for the scrapes to overlap
+    registry = CollectorRegistry()
+    collector = ExporterCollector([fake_vllm.url], timeout_s=2.0, registry=registry)
+    answers: list[str] = []
+    errors: list[BaseException] = []
+
+    def scrape() -> None:
+        try:
+            answers.append(generate_latest(registry).decode())
+        except BaseException as e:  # noqa: BLE001 (handed to the main thread)
+            errors.append(e)
+
+    try:
+        threads = [threading.Thread(target=scrape) for _ in range(16)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(10)
+        assert errors == []
+        assert len(answers) == 16
+        for text in answers:
+            assert (
+                'obspack_vllm_kv_cache_admission_headroom_requests{engine="0",model_name="acme/llm-7b"} 30.0'
+                in text
+            )
+            assert (
+                "obspack_target_up" in text and f'obspack_target_up{{target="{fake_vllm.url}"}} 1.0' in text
+            )
+        assert fake_vllm.requests < 16  # overlapping scrapes shared in-flight fetches
+    finally:
+        collector.close()
+
+
+def test_memory_stays_bounded_over_many_scrapes(closing: list[ExporterCollector]) -> None:
+    clock = Clock()
+    state = {"n": 0}
+
+    def moving() -> bytes:
+        state["n"] += 1
+        return counters_payload(state["n"] * 3, state["n"] * 10)
+
+    collector, _registry = make({"http://t/metrics": moving}, clock=clock, window_s=300)
+    closing.append(collector)
+    for _ in range(3000):
+        clock.now += 0.5
+        families = collector.collect()
+    assert len(collector.window) == 1
+    assert collector.window.samples(("http://t/metrics", derive.EngineKey("acme/llm-7b", "0"))) <= 258
+    ratio = [s.value for f in families if f.name == derive.PREFIX_CACHE_HIT_RATIO for s in f.samples]
+    assert ratio == [pytest.approx(0.3)]

@@ -1,0 +1,226 @@
+"""Tests of ``obspack exporter``: option checking through the real CLI app, and the installed command."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import urllib.request
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from obspack.cli import app
+from obspack.exporter import command
+from obspack.exporter.command import OptionError, parse_duration, parse_size
+
+from .conftest import exporter_command, free_port, wait_for_http
+from .fake_vllm import FakeVLLM
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def captured(monkeypatch: pytest.MonkeyPatch) -> dict:
+    """Replace the serving loop; the dict receives the settings it was called with."""
+    seen: dict = {}
+    monkeypatch.setattr(command, "_run", lambda **settings: seen.update(settings))
+    monkeypatch.delenv("OBSPACK_PROBE_DIR", raising=False)
+    return seen
+
+
+def test_defaults(captured: dict) -> None:
+    result = runner.invoke(app, ["exporter", "--target", "http://127.0.0.1:8000/metrics"])
+    assert result.exit_code == 0, result.output
+    assert captured == {
+        "targets": ["http://127.0.0.1:8000/metrics"],
+        "host": "0.0.0.0",
+        "port": 9400,
+        "window_s": 300.0,
+        "timeout_s": 2.0,
+        "probe_dir": None,
+        "max_bytes": 32 * 1024 * 1024,
+    }
+
+
+def test_every_option(captured: dict, tmp_path: Path) -> None:
+    args = [
+        "exporter",
+        "--target", "http://10.0.0.1:8000/metrics",
+        "--target", "https://vllm.example:8443",
+        "--listen", "127.0.0.1:19400",
+        "--window", "1h30m",
+        "--timeout", "500ms",
+        "--probe-dir", str(tmp_path),
+        "--max-bytes", "8MiB",
+    ]  # fmt: skip
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert captured == {
+        "targets": ["http://10.0.0.1:8000/metrics", "https://vllm.example:8443/metrics"],
+        "host": "127.0.0.1",
+        "port": 19400,
+        "window_s": 5400.0,
+        "timeout_s": 0.5,
+        "probe_dir": tmp_path,
+        "max_bytes": 8 * 1024 * 1024,
+    }
+
+
+def test_probe_dir_defaults_to_the_env(captured: dict, tmp_path: Path) -> None:
+    result = runner.invoke(
+        app, ["exporter", "--target", "http://t:1/metrics"], env={"OBSPACK_PROBE_DIR": str(tmp_path)}
+    )
+    assert result.exit_code == 0, result.output
+    assert captured["probe_dir"] == tmp_path
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            [],
+            "error: --target is required: give the vLLM metrics URL, e.g. --target http://127.0.0.1:8000/metrics",
+        ),
+        (
+            ["--target", "127.0.0.1:8000/metrics"],
+            "error: --target '127.0.0.1:8000/metrics': give an http(s) URL",
+        ),
+        (
+            ["--target", "http://h:99999/metrics"],
+            "error: --target 'http://h:99999/metrics': the port is not a number",
+        ),
+        (["--target", "http://t/m", "--listen", "9400"], "error: --listen must be HOST:PORT"),
+        (
+            ["--target", "http://t/m", "--window", "5 minutes"],
+            "error: --window: '5 minutes' is not a Prometheus duration",
+        ),
+        (["--target", "http://t/m", "--timeout", "0s"], "error: --timeout '0s': must be longer than zero"),
+        (
+            ["--target", "http://t/m", "--max-bytes", "lots"],
+            "error: --max-bytes 'lots': give a positive size",
+        ),
+        (
+            ["--target", "http://t/m", "--probe-dir", "/no/such/dir"],
+            "error: --probe-dir /no/such/dir: no such directory",
+        ),
+    ],
+    ids=["no-target", "no-scheme", "bad-port", "listen", "window", "zero-timeout", "max-bytes", "probe-dir"],
+)
+def test_bad_values_give_one_red_line_and_exit_2(captured: dict, args: list[str], message: str) -> None:
+    result = runner.invoke(app, ["exporter", *args], color=True)
+    assert result.exit_code == 2, result.output
+    assert captured == {}
+    assert result.stdout == ""
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith("\x1b[31m" + message)
+    assert "Traceback" not in result.output
+
+
+def test_help_lists_every_option() -> None:
+    result = runner.invoke(app, ["exporter", "--help"], env={"COLUMNS": "200", "TERMINAL_WIDTH": "200"})
+    assert result.exit_code == 0
+    for option in (
+        "--target",
+        "--listen",
+        "--window",
+        "--timeout",
+        "--probe-dir",
+        "--max-bytes",
+        "OBSPACK_PROBE_DIR",
+    ):
+        assert option in result.output
+    assert "Serve derived vLLM KV-cache, prefix-cache and CUDA allocator series" in result.output
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("5m", 300), ("2s", 2), ("500ms", 0.5), ("1h30m", 5400), ("1d", 86400), ("1w2d", 777600)],
+)
+def test_parse_duration(text: str, seconds: float) -> None:
+    assert parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["", "5", "m", "1s5m", "1m1m", "5M", "-5s", "5 m", "1.5m"])
+def test_parse_duration_rejects(text: str) -> None:
+    with pytest.raises(ValueError):
+        parse_duration(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "size"),
+    [("33554432", 1 << 25), ("32MiB", 1 << 25), ("512KiB", 1 << 19), ("1GB", 10**9), ("2 mib", 2 << 20)],
+)
+def test_parse_size(text: str, size: int) -> None:
+    assert parse_size(text) == size
+
+
+@pytest.mark.parametrize("text", ["0", "-1", "1.5MiB", "MiB", "1TiB"])
+def test_parse_size_rejects(text: str) -> None:
+    with pytest.raises(OptionError):
+        parse_size(text)
+
+
+# ---------------------------------------------------------------------------------------------------
+# The installed command, as a process
+
+
+def test_installed_command_serves_and_stops_on_sigterm(fake_vllm: FakeVLLM) -> None:
+    port = free_port()
+    process = subprocess.Popen(
+        [*exporter_command(), "--target", fake_vllm.url, "--listen", f"127.0.0.1:{port}", "--timeout", "1s"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        wait_for_http(f"http://127.0.0.1:{port}/healthz", process)
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
+            body = response.read().decode()
+        assert (
+            'obspack_vllm_kv_cache_admission_headroom_requests{engine="0",model_name="acme/llm-7b"} 30.0'
+            in body
+        )
+        assert f'obspack_target_up{{target="{fake_vllm.url}"}} 1.0' in body
+        assert "process_resident_memory_bytes" in body
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=10) == 0
+        assert f"listening on http://127.0.0.1:{port}/metrics" in process.stderr.read()
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+def test_installed_command_rejects_a_bad_option() -> None:
+    result = subprocess.run(
+        [*exporter_command(), "--target", "http://t/metrics", "--window", "soon"],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        "error: --window: 'soon' is not a Prometheus duration (like 500ms, 30s, 5m, 1h30m)"
+    ]
+
+
+def test_busy_port_is_one_line_and_exit_1(fake_vllm: FakeVLLM) -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        result = subprocess.run(
+            [*exporter_command(), "--target", fake_vllm.url, "--listen", f"127.0.0.1:{port}"],
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert result.returncode == 1
+    assert result.stderr.strip().startswith(f"error: cannot listen on 127.0.0.1:{port}:")
+    assert len(result.stderr.strip().splitlines()) == 1

@@ -1,0 +1,162 @@
+"""Tests of obspack.exporter.parse: picking the needed families out of raw payloads."""
+
+from __future__ import annotations
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from obspack.exporter import parse as p
+from obspack.exporter.parse import PayloadError, Sample, check_payload, parse_labels, parse_needed
+
+from .conftest import FIXTURES, payload
+
+
+def test_reads_the_needed_families_of_a_v1_payload() -> None:
+    parsed = parse_needed(payload("v1_single.prom"))
+    engine = {"engine": "0", "model_name": "acme/llm-7b"}
+    assert parsed.skipped == 0
+    assert parsed.families[p.NUM_REQUESTS_RUNNING] == [Sample(engine, 10.0)]
+    assert parsed.families[p.KV_CACHE_USAGE] == [Sample(engine, 0.25)]
+    assert parsed.families[p.PREFIX_CACHE_HITS] == [Sample(engine, 250.0)]
+    assert parsed.families[p.PREFIX_CACHE_QUERIES] == [Sample(engine, 1000.0)]
+    (config,) = parsed.families[p.CACHE_CONFIG_INFO]
+    assert config.labels["num_gpu_blocks"] == "1000"
+    assert config.labels["block_size"] == "16"
+    assert config.labels["kv_cache_dtype_skip_layers"] == "[]"
+    assert set(parsed.families) == {
+        p.NUM_REQUESTS_RUNNING,
+        p.KV_CACHE_USAGE,
+        p.PREFIX_CACHE_HITS,
+        p.PREFIX_CACHE_QUERIES,
+        p.CACHE_CONFIG_INFO,
+    }
+
+
+def test_created_series_and_look_alike_names_are_not_picked_up() -> None:
+    text = (
+        b'vllm:prefix_cache_hits_created{engine="0",model_name="m"} 1.7e9\n'
+        b'vllm:prefix_cache_hits_total_extra{engine="0",model_name="m"} 7\n'
+        b'vllm:gpu_prefix_cache_hits_total{engine="0",model_name="m"} 3\n'
+        b'xvllm:prefix_cache_hits_total{engine="0",model_name="m"} 5\n'
+        b"# HELP vllm:prefix_cache_hits_total mentions vllm:prefix_cache_hits_total 9\n"
+        b'vllm:prefix_cache_hits_total{engine="0",model_name="m"} 4\n'
+    )
+    parsed = parse_needed(text)
+    assert parsed.skipped == 0
+    assert parsed.families[p.PREFIX_CACHE_HITS] == [Sample({"engine": "0", "model_name": "m"}, 4.0)]
+    assert parsed.families[p.GPU_PREFIX_CACHE_HITS] == [Sample({"engine": "0", "model_name": "m"}, 3.0)]
+
+
+def test_first_line_without_labels_and_with_timestamp() -> None:
+    parsed = parse_needed(b"vllm:num_requests_running 3 1700000000000\nvllm:kv_cache_usage_perc\t0.5\n")
+    assert parsed.families[p.NUM_REQUESTS_RUNNING] == [Sample({}, 3.0)]
+    assert parsed.families[p.KV_CACHE_USAGE] == [Sample({}, 0.5)]
+
+
+def test_last_line_without_newline_is_still_read() -> None:
+    parsed = parse_needed(b'# x\nvllm:num_requests_running{model_name="m"} 7')
+    assert parsed.families[p.NUM_REQUESTS_RUNNING] == [Sample({"model_name": "m"}, 7.0)]
+
+
+def test_escaped_quotes_commas_backslashes_in_labels() -> None:
+    parsed = parse_needed(payload("escaped_labels.prom"))
+    (running,) = parsed.families[p.NUM_REQUESTS_RUNNING]
+    assert running.labels == {"engine": "0", "model_name": 'my "fast", model\\v2}'}
+    (config,) = parsed.families[p.CACHE_CONFIG_INFO]
+    assert config.labels["kv_cache_dtype_skip_layers"] == '["a", "b"]'
+    assert config.labels["num_gpu_blocks"] == "100"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('{a="1"}', {"a": "1"}),
+        ('{ a = "1" , b="2", }', {"a": "1", "b": "2"}),
+        ('{a="x\\\\"}', {"a": "x\\"}),
+        ('{a="\\\\\\""}', {"a": '\\"'}),
+        ('{a="line\\nbreak"}', {"a": "line\nbreak"}),
+        ('{a="}{,="}', {"a": "}{,="}),
+        ("{}", {}),
+    ],
+)
+def test_parse_labels(text: str, expected: dict[str, str]) -> None:
+    labels, end = parse_labels(text, 1)
+    assert labels == expected
+    assert end == len(text)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        'vllm:num_requests_running{model_name="m} 3',  # quote never closed
+        "vllm:num_requests_running{model_name=m} 3",  # value not quoted
+        'vllm:num_requests_running{model_name="m" engine="0"} 3',  # no comma
+        'vllm:num_requests_running{1bad="m"} 3',  # bad label name
+        'vllm:num_requests_running{model_name="m"} three',  # bad value
+        'vllm:num_requests_running{model_name="m"}',  # no value
+        'vllm:num_requests_running{model_name="m"} 3 4 5',  # too many fields
+        'vllm:num_requests_running{model_name="m"',  # cut inside the labels
+    ],
+)
+def test_malformed_needed_lines_are_skipped_and_counted(line: str) -> None:
+    text = f'{line}\nvllm:kv_cache_usage_perc{{model_name="m"}} 0.5\n'.encode()
+    parsed = parse_needed(text)
+    assert parsed.skipped == 1
+    assert p.NUM_REQUESTS_RUNNING not in parsed.families
+    assert parsed.families[p.KV_CACHE_USAGE] == [Sample({"model_name": "m"}, 0.5)]
+
+
+def test_invalid_utf8_in_a_needed_line_is_skipped() -> None:
+    parsed = parse_needed(b'vllm:num_requests_running{model_name="\xff"} 3\n')
+    assert parsed.skipped == 1
+    assert parsed.families == {}
+
+
+def test_special_float_values_parse() -> None:
+    parsed = parse_needed(
+        b'vllm:kv_cache_usage_perc{model_name="a"} NaN\nvllm:kv_cache_usage_perc{model_name="b"} +Inf\n'
+    )
+    values = [s.value for s in parsed.families[p.KV_CACHE_USAGE]]
+    assert values[0] != values[0]  # NaN
+    assert values[1] == float("inf")
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"<html><body>502 Bad Gateway</body></html>\n",
+        b'{"error": "not found"}\n',
+        b"\x00\x01\x02\xff garbage",
+        b'vllm:num_requests_running{model_name="m"} 3\nvllm:kv_cache_usage_perc{model_na',
+        b"# HELP vllm:num_requests_running Number",
+    ],
+    ids=["html", "json", "binary", "truncated-in-labels", "truncated-in-help"],
+)
+def test_check_payload_rejects_garbage_and_truncation(body: bytes) -> None:
+    with pytest.raises(PayloadError):
+        check_payload(body)
+
+
+@pytest.mark.parametrize("body", [b"", b"\n", b"# only a comment\n", b"up 1\n", b"  \n# TYPE x gauge\nx 1\n"])
+def test_check_payload_accepts_expositions(body: bytes) -> None:
+    check_payload(body)
+
+
+@pytest.mark.parametrize("name", sorted(path.name for path in FIXTURES.glob("*.prom")))
+def test_fixture_values_match_the_reference_parser(name: str) -> None:
+    """Every sample found agrees with prometheus_client's parser on the same text."""
+    text = payload(name)
+    reference = {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(text.decode())
+        for s in family.samples
+        if s.name in p.NEEDED
+    }
+    parsed = parse_needed(text)
+    ours = {
+        (family, tuple(sorted(sample.labels.items()))): sample.value
+        for family, samples in parsed.families.items()
+        for sample in samples
+    }
+    assert parsed.skipped == 0
+    assert ours == reference

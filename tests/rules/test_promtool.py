@@ -1,0 +1,118 @@
+"""Rendered rules through the real promtool: check rules, and the rendered unit tests of every alert."""
+
+import subprocess
+from pathlib import Path
+
+import promql_parser
+import pytest
+import yaml
+
+from obspack.config import ObspackConfig, load_config
+from obspack.render.bundle import build
+from obspack.render.files import ALERTS_FILE, PROMETHEUS_RULE_FILE, RECORDING_FILE, pack_files
+from obspack.rules.alerts import all_alerts
+from obspack.rules.unit_tests import rule_tests
+from tests.support.tools import require_tool
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+CONFIGS = {"defaults": None, "custom": FIXTURES / "custom.yaml"}
+
+
+@pytest.fixture(params=sorted(CONFIGS))
+def rendered(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
+    cfg = load_config(CONFIGS[request.param])
+    for rel, text in pack_files(build(cfg)).items():
+        target = tmp_path / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+    return tmp_path
+
+
+def promtool(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([require_tool("promtool"), *args], capture_output=True, text=True, cwd=cwd)
+
+
+def test_rule_files_pass_promtool_check(rendered: Path) -> None:
+    done = promtool("check", "rules", str(rendered / RECORDING_FILE), str(rendered / ALERTS_FILE))
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_prometheusrule_spec_passes_promtool_and_the_crd_schema(rendered: Path) -> None:
+    from cloudcoil.models.prometheus_operator import v1
+
+    doc = yaml.safe_load((rendered / PROMETHEUS_RULE_FILE).read_text())
+    v1.PrometheusRule.model_validate(doc)
+    spec = rendered / "spec.yaml"
+    spec.write_text(yaml.safe_dump(doc["spec"]))
+    done = promtool("check", "rules", str(spec))
+    assert done.returncode == 0, done.stdout + done.stderr
+    plain = yaml.safe_load((rendered / RECORDING_FILE).read_text())["groups"] + yaml.safe_load(
+        (rendered / ALERTS_FILE).read_text()
+    )["groups"]
+    assert doc["spec"]["groups"] == plain, "the PrometheusRule carries exactly the plain rule files' groups"
+
+
+def test_rendered_unit_tests_pass(rendered: Path) -> None:
+    files = sorted((rendered / "tests").glob("*_test.yaml"))
+    assert [f.name for f in files] == ["exporter_test.yaml", "memory-planes_test.yaml", "vllm-engine_test.yaml"]
+    done = promtool("test", "rules", *[f.name for f in files], cwd=rendered / "tests")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.count("SUCCESS") == 3
+
+
+def test_unit_tests_fail_when_a_threshold_is_wrong(tmp_path: Path) -> None:
+    """The rendered tests can fail: loosen one alert's threshold and promtool must report it."""
+    files = pack_files(build(ObspackConfig()))
+    for rel, text in files.items():
+        if rel == ALERTS_FILE:
+            text = text.replace("namespace_pod_model:vllm_kv_cache_usage:max > 0.9\n", "namespace_pod_model:vllm_kv_cache_usage:max > 0.5\n")
+            assert "> 0.5" in text
+        target = tmp_path / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+    done = promtool("test", "rules", "vllm-engine_test.yaml", cwd=tmp_path / "tests")
+    assert done.returncode != 0
+    assert "VLLMKVCacheUsageHigh" in done.stdout + done.stderr
+
+
+def test_every_alert_has_a_firing_case_and_a_quiet_neighbour() -> None:
+    cfg = ObspackConfig()
+    tests = [t for f in rule_tests(cfg).values() for t in f["tests"]]  # type: ignore[union-attr]
+    for alert in all_alerts(cfg):
+        mine = [t for t in tests if any(c["alertname"] == alert.alert for c in t["alert_rule_test"])]
+        assert mine, f"{alert.alert} has no unit test"
+        firing = [c for t in mine for c in t["alert_rule_test"] if c["alertname"] == alert.alert and c.get("exp_alerts")]
+        assert firing, f"{alert.alert} has no firing case"
+        expected_pods = {a["exp_labels"]["pod"] for c in firing for a in c["exp_alerts"]}
+        input_pods = {s["series"].split('pod="')[1].split('"')[0] for t in mine for s in t["input_series"] if 'pod="' in s["series"]}
+        assert input_pods - expected_pods, f"{alert.alert} has no quiet neighbour in its incident"
+
+
+def test_disabled_alerts_have_no_tests_and_every_expression_parses() -> None:
+    cfg = load_config(CONFIGS["custom"])
+    names = {c["alertname"] for f in rule_tests(cfg).values() for t in f["tests"] for c in t["alert_rule_test"]}  # type: ignore[union-attr]
+    assert "VLLMTargetDown" not in names and "VLLMKVCacheUsageHigh" in names
+    pack = build(cfg)
+    for group in pack.recording_groups + pack.alert_groups:
+        for rule in group.rules:
+            promql_parser.parse(rule.expr)
+
+
+def test_alert_catalogue_contract() -> None:
+    """Names, severities and the labels each alert keeps (its outer `by`) are what users route on."""
+    expected = {
+        "VLLMHostMemoryNearLimit": "warning", "VLLMContainerOOMKilled": "critical", "VLLMGPUMemoryNearFull": "warning",
+        "VLLMKVCacheUsageHigh": "warning", "VLLMKVCacheUsageCritical": "critical", "VLLMRequestQueueBacklog": "warning",
+        "VLLMZeroThroughput": "critical", "VLLMTargetDown": "critical", "VLLMRequestPreemptions": "warning",
+        "VLLMPrefixCacheHitRateLow": "info", "VLLMKVCacheFragmentationHigh": "warning",
+        "VLLMCUDAAllocatorFragmentationHigh": "warning", "ObspackExporterTargetDown": "warning",
+        "VLLMContainerRestarted": "warning",
+    }
+    got = {a.alert: a.severity.value for a in all_alerts(ObspackConfig())}
+    assert got == expected
+    for alert in all_alerts(ObspackConfig()):
+        annotations = alert.to_dict()["annotations"]
+        assert alert.summary.endswith(".") and (alert.summary[0].isupper() or alert.summary.startswith("vLLM"))
+        assert "{{" not in alert.summary
+        assert "{{ $labels.pod }}" in alert.description
+        assert {"summary", "description", "runbook_url", "dashboard_url", "triage"} <= set(annotations)

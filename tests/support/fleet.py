@@ -1,0 +1,656 @@
+"""A synthetic, healthy vLLM-on-Kubernetes GPU fleet as OpenMetrics text, for backfilling a real Prometheus.
+
+What it holds, per cluster (every cluster has the same namespace and pod names):
+- vLLM engines of two generations: V1 (0.33 style: `engine` label, `kv_cache_usage_perc`,
+  `prefix_cache_*` counters, `inter_token_latency`, no `_created` series), some with two data-parallel
+  engines or tensor parallelism over two GPUs; and V0 (0.6 style: no `engine`, `gpu_cache_usage_perc`,
+  the lifetime `gpu_prefix_cache_hit_rate` gauge, `time_per_output_token`, the older latency buckets).
+- production-stack router copies of engine gauges (a `server` label, no `model_name`).
+- cAdvisor: the vLLM and exporter containers, the pod-level cgroup and the pause sandbox (containerd
+  style in one cluster, dockershim `container="POD"` in the next), plus kubelet /metrics/resource copies.
+- kube-state-metrics from two HA replicas (every series twice, differing in `instance`).
+- dcgm-exporter in both label modes, per node: workload in `pod=` (honorLabels: true) or in
+  `exported_pod=` with `pod=` naming the exporter pod; `Hostname` in one cluster, `hostname` in the
+  next; one idle GPU per node that no pod holds.
+- the obspack exporter sidecar (derived KV and prefix-cache series, CUDA allocator series).
+
+`write_openmetrics(spec, path)` streams the file family by family (all samples of one family
+together, each series in time order), which is what `promtool tsdb create-blocks-from openmetrics`
+needs. It is sized by `FleetSpec` (pods per cluster, clusters, duration, step) so benchmarks can reuse it
+for 10, 100 or 1000 pods.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import zlib
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import IO
+
+MIB = 1024 * 1024
+GIB = 1024 * MIB
+
+# (served model name, tensor-parallel size, GPU memory the weights take in MiB)
+MODELS = (
+    ("meta-llama/Llama-3.1-8B-Instruct", 1),
+    ("Qwen/Qwen2.5-32B-Instruct", 2),
+    ("mistralai/Mistral-7B-Instruct-v0.3", 1),
+)
+NAMESPACES = ("llm-serving", "llm-batch")
+GPU_MODEL = "NVIDIA H100 80GB HBM3"
+GPU_FB_MIB = 81559
+GPUS_PER_NODE = 8
+
+# Histogram buckets as vLLM serves them (0.8.4+ for V1, <= 0.6.3 for V0).
+TTFT_V1 = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0,
+           20.0, 40.0, 80.0, 160.0, 640.0, 2560.0)
+TTFT_V0 = TTFT_V1[:16]
+ITL_V1 = (0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0)
+ITL_V0 = ITL_V1[:13]
+PHASE_V1 = (0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0, 120.0, 240.0,
+            480.0, 960.0, 1920.0, 7680.0)
+E2E_V0 = (1.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0)
+
+Values = list[float]
+
+
+@dataclass(frozen=True)
+class FleetSpec:
+    """How big the fleet is and which time span it covers."""
+
+    pods: int = 6  # vLLM pods per cluster
+    clusters: tuple[str, ...] = ("gpu-east", "gpu-west")
+    duration_s: int = 3600
+    step_s: int = 30
+    end: int | None = None  # unix seconds of the last sample; default: a little before now
+    cluster_label: str = "cluster"
+
+    @cached_property
+    def last(self) -> int:
+        if self.end is not None:
+            return self.end
+        return (int(time.time()) - 60) // self.step_s * self.step_s
+
+    @property
+    def first(self) -> int:
+        return self.last - self.duration_s
+
+    @property
+    def steps(self) -> int:
+        return self.duration_s // self.step_s + 1
+
+
+@dataclass(frozen=True)
+class Pod:
+    """One vLLM pod and everything the fleet says about it."""
+
+    cluster: str
+    cluster_index: int
+    index: int
+    namespace: str
+    name: str
+    model: str
+    generation: str  # "v1" or "v0"
+    engines: tuple[str, ...]  # data-parallel engine ids ("" for V0: no engine label)
+    tp: int
+    node: str
+    node_index: int
+    gpus: tuple[int, ...]  # GPU indices on the node
+    dcgm_mode: str  # "pod" (honorLabels: true) or "exported" (honorLabels: false)
+    ip: str
+    uid: str
+    rps: float  # mean requests per second
+    phase: float
+
+    @property
+    def image(self) -> str:
+        return "docker.io/vllm/vllm-openai:" + ("v0.33.0" if self.generation == "v1" else "v0.6.3.post1")
+
+
+@dataclass(frozen=True)
+class FleetSummary:
+    spec: FleetSpec
+    pods: tuple[Pod, ...]
+    series: int
+    samples: int
+
+    @property
+    def start(self) -> int:
+        return self.spec.first
+
+    @property
+    def end(self) -> int:
+        return self.spec.last
+
+
+def _hash(*parts: object) -> int:
+    return zlib.crc32("/".join(map(str, parts)).encode())
+
+
+def _suffix(*parts: object) -> str:
+    alphabet = "bcdfghjklmnpqrstvwxz2456789"
+    n = _hash(*parts)
+    out = []
+    for _ in range(5):
+        n, r = divmod(n, len(alphabet))
+        out.append(alphabet[r])
+    return "".join(out)
+
+
+def fleet_pods(spec: FleetSpec) -> list[Pod]:
+    """The pods of every cluster: the same names everywhere, different label modes and versions."""
+    pods = []
+    for ci, cluster in enumerate(spec.clusters):
+        gpu_cursor: dict[int, int] = {}
+        node_index = 0
+        for i in range(spec.pods):
+            model, tp = MODELS[i % len(MODELS)]
+            generation = "v0" if i % 4 == 3 else "v1"
+            engines = ("0", "1") if generation == "v1" and i % 4 == 1 else ("0",) if generation == "v1" else ("",)
+            need = tp * len(engines)
+            if gpu_cursor.get(node_index, 0) + need > GPUS_PER_NODE - 1:  # keep one idle GPU per node
+                node_index += 1
+            first = gpu_cursor.get(node_index, 0)
+            gpu_cursor[node_index] = first + need
+            slug = model.split("/")[1].lower().replace("-instruct", "").replace(".", "-")
+            pods.append(
+                Pod(
+                    cluster=cluster,
+                    cluster_index=ci,
+                    index=i,
+                    namespace=NAMESPACES[i % len(NAMESPACES)],
+                    name=f"vllm-{slug}-{_suffix('rs', i)}-{_suffix('pod', i)}",
+                    model=model,
+                    generation=generation,
+                    engines=engines,
+                    tp=tp,
+                    node=f"gpu-node-{node_index:03d}",
+                    node_index=node_index,
+                    gpus=tuple(range(first, first + need)),
+                    dcgm_mode="pod" if (node_index + ci) % 2 == 0 else "exported",
+                    ip=f"10.{ci}.{i // 250}.{i % 250 + 2}",
+                    uid=f"{_hash('uid', ci, i):08x}-0000-4000-8000-{_hash('uid2', ci, i):012x}"[:36],
+                    rps=0.6 + (_hash("rps", i) % 100) / 40,
+                    phase=(_hash("phase", ci, i) % 628) / 100,
+                )
+            )
+    return pods
+
+
+# ---------------------------------------------------------------------------------------------------
+# Value profiles (deterministic, cheap: a few list comprehensions per pod)
+
+
+def _lognormal_cdf(x: float, median: float, sigma: float) -> float:
+    return 0.5 * (1 + math.erf((math.log(x) - math.log(median)) / (sigma * math.sqrt(2))))
+
+
+class Profile:
+    """Per-pod, per-engine time series that the families are built from."""
+
+    def __init__(self, pod: Pod, spec: FleetSpec):
+        n, step = spec.steps, spec.step_s
+        share = 1 / len(pod.engines)
+        self.rps = [pod.rps * share * (1 + 0.3 * math.sin(2 * math.pi * k * step / 1800 + pod.phase)) for k in range(n)]
+        self.e2e_median = 3.0 + (pod.index % 3)
+        self.running = [round(r * self.e2e_median * 1.2) for r in self.rps]
+        self.waiting = [1 if math.sin(k / 7 + pod.phase) > 0.97 else 0 for k in range(n)]
+        self.kv = [min(0.8, 0.2 + 0.04 * r) for r in self.running]
+        requests = 0.0
+        self.requests = []
+        for r in self.rps:
+            requests += r * step
+            self.requests.append(float(int(requests)))
+        self.prompt = [float(int(x * 612)) for x in self.requests]
+        self.generation = [float(int(x * 245)) for x in self.requests]
+        self.prefix_queries = self.prompt
+        self.prefix_hits = [float(int(x * 0.46)) for x in self.prompt]
+        self.num_gpu_blocks = 27000 if pod.tp == 1 else 61000
+        self.block_size = 16
+
+
+def _fmt(v: float) -> str:
+    return f"{v:.6g}" if v != int(v) or abs(v) >= 1e15 else str(int(v))
+
+
+def _hist(counts: Values, bounds: Iterable[float], median: float, sigma: float) -> Iterator[tuple[str, str, Values]]:
+    """Cumulative histogram series (suffix, le label, values) from a request count profile."""
+    for le in bounds:
+        p = _lognormal_cdf(le, median, sigma)
+        yield "_bucket", f'le="{le:g}"' if le != int(le) else f'le="{le:.1f}"', [float(int(c * p)) for c in counts]
+    yield "_bucket", 'le="+Inf"', counts
+    yield "_count", "", counts
+    mean = median * math.exp(sigma * sigma / 2)
+    yield "_sum", "", [c * mean for c in counts]
+
+
+# ---------------------------------------------------------------------------------------------------
+# Writing
+
+
+@dataclass
+class _Writer:
+    out: IO[str]
+    stamps: list[str]
+    series: int = 0
+    samples: int = 0
+    families: set[str] = field(default_factory=set)
+
+    def family(self, name: str, kind: str, help_text: str) -> None:
+        if name in self.families:
+            raise ValueError(f"family {name} written twice: OpenMetrics needs each family in one block")
+        self.families.add(name)
+        self.out.write(f"# HELP {name} {help_text}\n# TYPE {name} {kind}\n")
+
+    def series_(self, name: str, labels: str, values: Values | float) -> None:
+        if not isinstance(values, list):
+            values = [values] * len(self.stamps)
+        prefix = f"{name}{{{labels}}} "
+        self.out.write("".join(f"{prefix}{_fmt(v)} {t}\n" for v, t in zip(values, self.stamps)))
+        self.series += 1
+        self.samples += len(self.stamps)
+
+
+def _labels(**labels: str) -> str:
+    return ",".join(f'{k}="{v}"' for k, v in labels.items() if v is not None)
+
+
+class _Fleet:
+    def __init__(self, spec: FleetSpec):
+        self.spec = spec
+        self.pods = fleet_pods(spec)
+        self.profiles = {(p.cluster, p.name): Profile(p, spec) for p in self.pods}
+        self.cl = spec.cluster_label
+
+    def profile(self, pod: Pod) -> Profile:
+        return self.profiles[(pod.cluster, pod.name)]
+
+    # -- label sets ------------------------------------------------------------------------------
+
+    def target(self, pod: Pod, container: str, job: str, port: int) -> dict[str, str]:
+        return {
+            self.cl: pod.cluster,
+            "namespace": pod.namespace,
+            "pod": pod.name,
+            "container": container,
+            "endpoint": "http",
+            "instance": f"{pod.ip}:{port}",
+            "job": job,
+            "service": pod.name.rsplit("-", 2)[0],
+        }
+
+    def engine(self, pod: Pod, engine: str, **extra: str) -> str:
+        labels = self.target(pod, "vllm", "vllm", 8000)
+        if engine:
+            labels["engine"] = engine
+        labels["model_name"] = pod.model
+        labels.update(extra)
+        return _labels(**labels)
+
+    # -- vLLM ------------------------------------------------------------------------------------
+
+    def vllm_gauges(self, w: _Writer) -> None:
+        def gauge(name: str, help_text: str, values: Callable[[Profile, Pod], Values | float], gens: str = "v0 v1",
+                  router: bool = False) -> None:
+            w.family(name, "gauge", help_text)
+            for pod in self.pods:
+                if pod.generation in gens:
+                    for e in pod.engines:
+                        w.series_(name, self.engine(pod, e), values(self.profile(pod), pod))
+                if router:
+                    w.series_(name, self.router(pod), values(self.profile(pod), pod))
+
+        gauge("vllm:num_requests_running", "Number of requests in model execution batches.", lambda p, _: p.running,
+              router=True)
+        gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.", lambda p, _: p.waiting,
+              router=True)
+        gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", lambda p, _: p.kv, "v1",
+              router=True)
+        gauge("vllm:gpu_cache_usage_perc", "GPU KV-cache usage. 1 means 100 percent usage.", lambda p, _: p.kv, "v0")
+        gauge("vllm:cpu_cache_usage_perc", "CPU KV-cache usage.", lambda p, _: 0.0, "v0")
+        gauge("vllm:num_requests_swapped", "Number of requests swapped to CPU.", lambda p, _: 0.0, "v0")
+        gauge("vllm:gpu_prefix_cache_hit_rate", "GPU prefix cache block hit rate.", lambda p, _: 0.41, "v0")
+
+        w.family("vllm:cache_config_info", "gauge", "Information of the LLMEngine CacheConfig")
+        for pod in self.pods:
+            p = self.profile(pod)
+            for e in pod.engines:
+                labels = self.target(pod, "vllm", "vllm", 8000)
+                labels.update(
+                    block_size=str(p.block_size), cache_dtype="auto", enable_prefix_caching="True",
+                    gpu_memory_utilization="0.9", is_attention_free="False", num_cpu_blocks="2048",
+                    num_gpu_blocks=str(p.num_gpu_blocks), num_gpu_blocks_override="None", sliding_window="None",
+                )
+                if e:
+                    labels.update(engine=e, kv_cache_memory_bytes="None", prefix_caching_hash_algo="sha256")
+                w.series_("vllm:cache_config_info", _labels(**labels), 1.0)
+
+    def vllm_counters(self, w: _Writer) -> None:
+        def counter(name: str, help_text: str, values: Callable[[Profile], Values], gens: str = "v0 v1") -> None:
+            w.family(name, "counter", help_text)
+            for pod in self.pods:
+                if pod.generation in gens:
+                    for e in pod.engines:
+                        w.series_(f"{name}_total", self.engine(pod, e), values(self.profile(pod)))
+
+        zero = [0.0] * self.spec.steps
+        counter("vllm:prompt_tokens", "Number of prefill tokens processed.", lambda p: p.prompt)
+        counter("vllm:generation_tokens", "Number of generation tokens processed.", lambda p: p.generation)
+        counter("vllm:num_preemptions", "Cumulative number of preemption from the engine.", lambda p: zero)
+        counter("vllm:prefix_cache_queries", "Prefix cache queries, in terms of tokens.", lambda p: p.prefix_queries,
+                "v1")
+        counter("vllm:prefix_cache_hits", "Prefix cache hits, in terms of tokens.", lambda p: p.prefix_hits, "v1")
+
+        w.family("vllm:request_success", "counter", "Count of successfully processed requests.")
+        for pod in self.pods:
+            p = self.profile(pod)
+            reasons = {"stop": 0.9, "length": 0.1}
+            if pod.generation == "v1":  # V1 pre-creates every reason at zero
+                reasons.update(abort=0.0, error=0.0, repetition=0.0)
+            for e in pod.engines:
+                for reason, share in reasons.items():
+                    values = [float(int(x * share)) for x in p.requests]
+                    w.series_("vllm:request_success_total", self.engine(pod, e, finished_reason=reason), values)
+
+    def vllm_histograms(self, w: _Writer) -> None:
+        def histogram(name: str, help_text: str, shape: Callable[[Pod, Profile], tuple | None]) -> None:
+            w.family(name, "histogram", help_text)
+            for pod in self.pods:
+                p = self.profile(pod)
+                found = shape(pod, p)
+                if found is None:
+                    continue
+                bounds, median, sigma = found
+                for e in pod.engines:
+                    for suffix, le, values in _hist(p.requests, bounds, median, sigma):
+                        labels = self.engine(pod, e) + (f",{le}" if le else "")
+                        w.series_(name + suffix, labels, values)
+
+        v1 = lambda pod: pod.generation == "v1"  # noqa: E731
+        histogram("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.",
+                  lambda pod, p: (TTFT_V1 if v1(pod) else TTFT_V0, 0.18 + 0.05 * (pod.index % 3), 0.8))
+        histogram("vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.",
+                  lambda pod, p: (ITL_V1, 0.025, 0.5) if v1(pod) else None)
+        histogram("vllm:time_per_output_token_seconds", "Histogram of time per output token in seconds.",
+                  lambda pod, p: None if v1(pod) else (ITL_V0, 0.03, 0.5))
+        histogram("vllm:e2e_request_latency_seconds", "Histogram of end to end request latency in seconds.",
+                  lambda pod, p: (PHASE_V1 if v1(pod) else E2E_V0, p.e2e_median, 0.6))
+        histogram("vllm:request_queue_time_seconds", "Histogram of time spent in WAITING phase for request.",
+                  lambda pod, p: (PHASE_V1, 0.02, 1.0) if v1(pod) else None)
+
+    def router(self, pod: Pod) -> str:
+        """production-stack's router re-exports engine gauges under the same names: `server`, no model_name."""
+        return _labels(**{
+            self.cl: pod.cluster, "container": "router", "endpoint": "router", "instance": f"10.{pod.cluster_index}.200.2:8001",
+            "job": "vllm-router", "namespace": NAMESPACES[0], "pod": f"vllm-router-{_suffix('router', pod.cluster)}",
+            "server": f"http://{pod.ip}:8000", "service": "vllm-router",
+        })
+
+    # -- Kubernetes --------------------------------------------------------------------------------
+
+    def cadvisor(self, w: _Writer) -> None:
+        def kubelet(pod: Pod, path: str = "/metrics/cadvisor") -> dict[str, str]:
+            return {self.cl: pod.cluster, "endpoint": "https-metrics", "instance": f"{pod.node}:10250",
+                    "job": "kubelet", "metrics_path": path, "namespace": pod.namespace, "node": pod.node,
+                    "pod": pod.name, "service": "kubelet"}
+
+        def cgroups(pod: Pod) -> Iterator[tuple[dict[str, str], str]]:
+            base = f"/kubepods/burstable/pod{pod.uid}"
+            yield {"container": "vllm", "id": f"{base}/{_hash('c', pod.uid):08x}", "image": pod.image,
+                   "name": f"{_hash('c', pod.uid):08x}"}, "vllm"
+            yield {"container": "obspack-exporter", "id": f"{base}/{_hash('e', pod.uid):08x}",
+                   "image": "ghcr.io/obspack/obspack:0.1.0", "name": f"{_hash('e', pod.uid):08x}"}, "exporter"
+            yield {"container": "", "id": base, "image": "", "name": ""}, "pod"
+            if pod.cluster_index % 2 == 0:  # containerd: the sandbox has no container name
+                yield {"container": "", "id": f"{base}/{_hash('p', pod.uid):08x}",
+                       "image": "registry.k8s.io/pause:3.9", "name": f"{_hash('p', pod.uid):08x}"}, "pause"
+            else:  # dockershim
+                yield {"container": "POD", "id": f"{base}/{_hash('p', pod.uid):08x}",
+                       "image": "k8s.gcr.io/pause:3.5", "name": f"k8s_POD_{pod.name}"}, "pause"
+
+        def working_set(pod: Pod, role: str) -> Values:
+            p = self.profile(pod)
+            if role == "pause":
+                return [float(512 * 1024)] * self.spec.steps
+            exporter = [float(96 * MIB + (k % 10) * MIB) for k in range(self.spec.steps)]
+            vllm = [float(int((30 + 0.15 * r) * GIB)) for r in p.running]
+            if role == "exporter":
+                return exporter
+            if role == "vllm":
+                return vllm
+            return [a + b for a, b in zip(vllm, exporter)]
+
+        limits = {"vllm": 64.0 * GIB, "exporter": 256.0 * MIB, "pod": 64.0 * GIB + 256 * MIB, "pause": 0.0}
+        w.family("container_memory_working_set_bytes", "gauge", "Current working set of the container in bytes")
+        for pod in self.pods:
+            for extra, role in cgroups(pod):
+                w.series_("container_memory_working_set_bytes", _labels(**kubelet(pod), **extra), working_set(pod, role))
+            if pod.cluster_index % 2 == 0:  # kubelet /metrics/resource repeats it without image or id
+                w.series_("container_memory_working_set_bytes",
+                          _labels(**kubelet(pod, "/metrics/resource"), container="vllm"), working_set(pod, "vllm"))
+        w.family("container_spec_memory_limit_bytes", "gauge", "Memory limit for the container.")
+        for pod in self.pods:
+            for extra, role in cgroups(pod):
+                w.series_("container_spec_memory_limit_bytes", _labels(**kubelet(pod), **extra), limits[role])
+
+    def kube_state_metrics(self, w: _Writer) -> None:
+        replicas = ("10.96.0.20:8080", "10.96.0.21:8080")  # HA: every series twice
+
+        def ksm(pod: Pod, replica: str, **extra: str) -> str:
+            return _labels(**{self.cl: pod.cluster, "instance": replica, "job": "kube-state-metrics",
+                              "namespace": pod.namespace, "pod": pod.name, "uid": pod.uid}, **extra)
+
+        containers = {
+            "vllm": lambda pod: pod.image,
+            "obspack-exporter": lambda pod: "ghcr.io/obspack/obspack:0.1.0",
+        }
+        w.family("kube_pod_info", "gauge", "Information about pod.")
+        for pod in self.pods:
+            for r in replicas:
+                w.series_("kube_pod_info", ksm(pod, r, created_by_kind="ReplicaSet", host_ip=f"10.{pod.cluster_index}.9.{pod.node_index}",
+                                               node=pod.node, pod_ip=pod.ip, priority_class=""), 1.0)
+        w.family("kube_pod_status_phase", "gauge", "The pods current phase.")
+        for pod in self.pods:
+            for r in replicas:
+                for phase in ("Pending", "Running", "Succeeded", "Failed", "Unknown"):
+                    w.series_("kube_pod_status_phase", ksm(pod, r, phase=phase), 1.0 if phase == "Running" else 0.0)
+        w.family("kube_pod_container_info", "gauge", "Information about a container in a pod.")
+        for pod in self.pods:
+            for r in replicas:
+                for container, image in containers.items():
+                    w.series_("kube_pod_container_info",
+                              ksm(pod, r, container=container, container_id=f"containerd://{_hash(container, pod.uid):08x}",
+                                  image=image(pod), image_id=f"{image(pod)}@sha256:{_hash(image(pod)):08x}",
+                                  image_spec=image(pod)), 1.0)
+        resources = {
+            "kube_pod_container_resource_requests": {"vllm": {"memory": 48 * GIB, "cpu": 8.0},
+                                                     "obspack-exporter": {"memory": 128 * MIB, "cpu": 0.05}},
+            "kube_pod_container_resource_limits": {"vllm": {"memory": 64 * GIB},
+                                                   "obspack-exporter": {"memory": 256 * MIB}},
+        }
+        units = {"memory": "byte", "cpu": "core", "nvidia_com_gpu": "integer"}
+        for family, per_container in resources.items():
+            w.family(family, "gauge", "The number of requested/limit resource by a container.")
+            for pod in self.pods:
+                for r in replicas:
+                    for container, amounts in per_container.items():
+                        amounts = dict(amounts)
+                        if container == "vllm":
+                            amounts["nvidia_com_gpu"] = float(len(pod.gpus))
+                        for resource, value in amounts.items():
+                            w.series_(family, ksm(pod, r, container=container, node=pod.node, resource=resource,
+                                                  unit=units[resource]), float(value))
+        w.family("kube_pod_container_status_restarts", "counter", "The number of container restarts per container.")
+        for pod in self.pods:
+            for r in replicas:
+                for container in containers:
+                    w.series_("kube_pod_container_status_restarts_total", ksm(pod, r, container=container), 0.0)
+
+    # -- DCGM --------------------------------------------------------------------------------------
+
+    def gpus(self) -> Iterator[tuple[str, Pod | None, Pod, int]]:
+        """(labels, holder or None, a pod on the same node, gpu index) for every GPU, idle ones too."""
+        by_node: dict[tuple[str, int], list[Pod]] = {}
+        for pod in self.pods:
+            by_node.setdefault((pod.cluster, pod.node_index), []).append(pod)
+        for (cluster, _), pods in by_node.items():
+            used = {g: pod for pod in pods for g in pod.gpus}
+            idle = max(used) + 1
+            for g in [*sorted(used), idle]:
+                holder = used.get(g)
+                anchor = pods[0]
+                yield self.dcgm_labels(anchor, holder, g), holder, anchor, g
+
+    def dcgm_labels(self, anchor: Pod, holder: Pod | None, gpu: int) -> str:
+        exporter_pod = f"nvidia-dcgm-exporter-{_suffix('dcgm', anchor.cluster, anchor.node)}"
+        host_label = "Hostname" if anchor.cluster_index % 2 == 0 else "hostname"
+        labels = {
+            self.cl: anchor.cluster,
+            "DCGM_FI_DRIVER_VERSION": "550.127.05",
+            "UUID": f"GPU-{_hash('uuid', anchor.cluster, anchor.node, gpu):08x}-7d2c-4b1e-9f3a-{_hash(anchor.node, gpu):012x}",
+            host_label: anchor.node,
+            "device": f"nvidia{gpu}",
+            "endpoint": "gpu-metrics",
+            "gpu": str(gpu),
+            "instance": f"10.{anchor.cluster_index}.9.{anchor.node_index}:9400",
+            "job": "nvidia-dcgm-exporter",
+            "modelName": GPU_MODEL,
+            "pci_bus_id": f"00000000:{0x18 + gpu * 0x10:02X}:00.0",
+            "service": "nvidia-dcgm-exporter",
+            # honorLabels: false keeps the target's own pod labels; true keeps them only where the
+            # exporter set none (idle GPUs).
+            "namespace": "gpu-operator",
+            "pod": exporter_pod,
+            "container": "nvidia-dcgm-exporter",
+        }
+        if holder is not None:
+            workload = {"namespace": holder.namespace, "pod": holder.name, "container": "vllm"}
+            if anchor.dcgm_mode == "pod":
+                labels.update(workload)
+            else:
+                labels.update({f"exported_{k}": v for k, v in workload.items()})
+        return _labels(**labels)
+
+    def dcgm(self, w: _Writer) -> None:
+        n = self.spec.steps
+        gpus = list(self.gpus())
+
+        def field_(name: str, help_text: str, value: Callable[[Pod | None, int], Values | float],
+                   where: Callable[[Pod], bool] = lambda pod: True) -> None:
+            w.family(name, "gauge", help_text)
+            for labels, holder, anchor, g in gpus:
+                if where(anchor):
+                    w.series_(name, labels, value(holder, g))
+
+        def busy(holder: Pod | None) -> Values:
+            if holder is None:
+                return [0.0] * n
+            return [min(1.0, 0.25 + 0.05 * r) for r in self.profile(holder).running]
+
+        def fb_used(holder: Pod | None, g: int) -> Values:
+            if holder is None:
+                return [0.0] * n
+            return [float(int(GPU_FB_MIB * 0.9 + 600 + (k + g) % 5 * 10)) for k in range(n)]
+
+        field_("DCGM_FI_DEV_FB_USED", "Framebuffer memory used (in MiB).", fb_used)
+        field_("DCGM_FI_DEV_FB_FREE", "Framebuffer memory free (in MiB).",
+               lambda h, g: [GPU_FB_MIB - u for u in fb_used(h, g)])
+        field_("DCGM_FI_DEV_GPU_UTIL", "GPU utilization (in %).", lambda h, g: [round(100 * b) for b in busy(h)])
+        field_("DCGM_FI_PROF_GR_ENGINE_ACTIVE", "Ratio of time the graphics engine is active.", lambda h, g: busy(h))
+        field_("DCGM_FI_PROF_SM_ACTIVE", "The ratio of cycles an SM has at least 1 warp assigned.",
+               lambda h, g: [0.8 * b for b in busy(h)], where=lambda pod: pod.cluster_index % 2 == 0)
+        field_("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "Ratio of cycles the tensor (HMMA) pipe is active.",
+               lambda h, g: [0.4 * b for b in busy(h)])
+        field_("DCGM_FI_DEV_GPU_TEMP", "GPU temperature (in C).", lambda h, g: [float(round(38 + 30 * b)) for b in busy(h)])
+        field_("DCGM_FI_DEV_POWER_USAGE", "Power draw (in W).", lambda h, g: [round(70 + 500 * b, 3) for b in busy(h)])
+        field_("DCGM_FI_DEV_SM_CLOCK", "SM clock frequency (in MHz).", lambda h, g: 1980.0)
+        field_("DCGM_FI_DEV_XID_ERRORS", "Value of the last XID error encountered.", lambda h, g: 0.0)
+
+    # -- obspack exporter ------------------------------------------------------------------------
+
+    def exporter_labels(self, pod: Pod, **extra: str) -> str:
+        labels = self.target(pod, "obspack-exporter", "obspack-exporter", 9835)
+        labels["endpoint"] = "obspack"
+        labels.update(extra)
+        return _labels(**labels)
+
+    def exporter(self, w: _Writer) -> None:
+        def engine_labels(pod: Pod, e: str, **extra: str) -> str:
+            return self.exporter_labels(pod, **({"engine": e} if e else {}), model_name=pod.model, **extra)
+
+        def per_engine(name: str, help_text: str, value: Callable[[Pod, Profile], Values | None]) -> None:
+            w.family(name, "gauge", help_text)
+            for pod in self.pods:
+                p = self.profile(pod)
+                values = value(pod, p)
+                if values is not None:
+                    for e in pod.engines:
+                        w.series_(name, engine_labels(pod, e), values)
+
+        def used(p: Profile) -> list[int]:
+            return [round(kv * p.num_gpu_blocks) for kv in p.kv]
+
+        per_engine("obspack_vllm_prefix_cache_hit_ratio", "Prefix cache hits / queries over the window.",
+                   lambda pod, p: [0.46] * self.spec.steps if pod.generation == "v1" else None)
+        per_engine("obspack_vllm_prefix_cache_hit_ratio_lifetime", "Prefix cache hits / queries since start.",
+                   lambda pod, p: [0.46 if pod.generation == "v1" else 0.41] * self.spec.steps)
+        w.family("obspack_vllm_kv_cache_blocks", "gauge", "KV cache blocks by state (used, free).")
+        for pod in self.pods:
+            p = self.profile(pod)
+            for e in pod.engines:
+                u = used(p)
+                w.series_("obspack_vllm_kv_cache_blocks", engine_labels(pod, e, state="used"), [float(x) for x in u])
+                w.series_("obspack_vllm_kv_cache_blocks", engine_labels(pod, e, state="free"),
+                          [float(p.num_gpu_blocks - x) for x in u])
+        per_engine("obspack_vllm_kv_cache_block_size_tokens", "Tokens per KV cache block.",
+                   lambda pod, p: [float(p.block_size)] * self.spec.steps)
+        per_engine("obspack_vllm_kv_cache_fragmentation_ratio", "Estimated internal fragmentation of used KV blocks.",
+                   lambda pod, p: [r * (p.block_size - 1) / 2 / max(u * p.block_size, 1) for r, u in zip(p.running, used(p))])
+        per_engine("obspack_vllm_kv_cache_admission_headroom_requests", "More requests of average KV size that fit.",
+                   lambda pod, p: [(p.num_gpu_blocks - u) / (u / r) if r > 0 and u > 0 else 0.0
+                                   for r, u in zip(p.running, used(p))])
+        w.family("obspack_target_up", "gauge", "1 if the last scrape of the target succeeded.")
+        for pod in self.pods:
+            w.series_("obspack_target_up", self.exporter_labels(pod, target="http://127.0.0.1:8000/metrics"), 1.0)
+
+        def per_device(name: str, kind: str, help_text: str, value: Callable[[Pod, int], Values | float]) -> None:
+            w.family(name.removesuffix("_total"), kind, help_text)
+            for pod in self.pods:
+                for device in range(len(pod.gpus)):
+                    labels = self.exporter_labels(pod, device=str(device), pid=str(100 + device))
+                    w.series_(name, labels, value(pod, device))
+
+        reserved = 0.88 * GPU_FB_MIB * MIB
+        per_device("obspack_cuda_allocator_reserved_bytes", "gauge", "Bytes reserved by the CUDA caching allocator.",
+                   lambda pod, d: reserved)
+        per_device("obspack_cuda_allocator_allocated_bytes", "gauge", "Bytes allocated to live tensors.",
+                   lambda pod, d: reserved * 0.93)
+        per_device("obspack_cuda_allocator_inactive_split_bytes", "gauge", "Reserved bytes in inactive split blocks.",
+                   lambda pod, d: reserved * 0.03)
+        per_device("obspack_cuda_allocator_fragmentation_ratio", "gauge", "Inactive split bytes / reserved bytes.",
+                   lambda pod, d: 0.03)
+        per_device("obspack_cuda_alloc_retries_total", "counter", "cudaMalloc retries after a cache flush.",
+                   lambda pod, d: 0.0)
+        per_device("obspack_cuda_ooms_total", "counter", "CUDA out-of-memory errors seen by the allocator.",
+                   lambda pod, d: 0.0)
+
+
+def write_openmetrics(spec: FleetSpec, path: Path) -> FleetSummary:
+    """Stream the whole fleet into `path` as OpenMetrics text and say what it holds."""
+    fleet = _Fleet(spec)
+    stamps = [str(spec.first + k * spec.step_s) for k in range(spec.steps)]
+    with path.open("w", encoding="utf-8", buffering=1 << 20) as out:
+        w = _Writer(out, stamps)
+        fleet.vllm_gauges(w)
+        fleet.vllm_counters(w)
+        fleet.vllm_histograms(w)
+        fleet.cadvisor(w)
+        fleet.kube_state_metrics(w)
+        fleet.dcgm(w)
+        fleet.exporter(w)
+        out.write("# EOF\n")
+    return FleetSummary(spec=spec, pods=tuple(fleet.pods), series=w.series, samples=w.samples)

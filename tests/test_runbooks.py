@@ -1,0 +1,373 @@
+"""Runbooks: every alert has a page, every page renders cleanly, its PromQL parses and its links resolve."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections import Counter
+from dataclasses import dataclass
+
+import promql_parser
+import pytest
+
+from obspack import runbooks
+from obspack.config import ObspackConfig
+from obspack.errors import RenderError
+from obspack.render.bundle import build
+from obspack.render.files import pack_files
+from obspack.rules.alerts import all_alerts
+from obspack.rules.model import tidy
+from obspack.runbooks import render_runbooks
+from obspack.templating import templates_dir
+
+CUSTOM = ObspackConfig.model_validate(
+    {
+        "cluster_label": "k8s_cluster",
+        "runbook_base_url": "https://runbooks.example.com/vllm/",
+        "selectors": {
+            "vllm": 'job="vllm-engine"',
+            "cadvisor": 'job="kubelet", metrics_path="/metrics/cadvisor"',
+            "kube_state_metrics": 'job="kube-state-metrics"',
+            "dcgm": 'job="dcgm-exporter"',
+            "exporter": 'job="obspack-exporter"',
+        },
+        "alerts": {
+            "VLLMHostMemoryNearLimit": {"ratio": 0.85},
+            "VLLMContainerOOMKilled": {"window": "30m"},
+            "VLLMGPUMemoryNearFull": {"ratio": 0.95, "for": "10m"},
+            "VLLMKVCacheUsageHigh": {"ratio": 0.8, "for": "10m"},
+            "VLLMKVCacheUsageCritical": {"ratio": 0.98},
+            "VLLMRequestQueueBacklog": {"min_waiting": 10, "waiting_to_running": 2},
+            "VLLMRequestPreemptions": {"rate": 0.05},
+            "VLLMPrefixCacheHitRateLow": {"ratio": 0.2, "window": "1h", "enabled": False},
+        },
+        "grafana": {"url": "https://grafana.example.com"},
+    }
+)
+CONFIGS = {"default": ObspackConfig(), "custom": CUSTOM}
+
+# Everything a reader is asked to fill in. A new placeholder must be added here on purpose.
+KNOWN_PLACEHOLDERS = {
+    "cluster", "namespace", "pod", "container", "model", "node", "uuid", "gpu", "reason", "deployment",
+    "new-limit", "replicas", "port", "pid", "grafana-url",
+}  # fmt: skip
+PLACEHOLDER = re.compile(r"<([a-z][a-z0-9-]*)>")
+ALERT_NAME = re.compile(r"\b(?:VLLM|Obspack)[A-Z][A-Za-z0-9]*\b")
+LINK = re.compile(r"\[[^\]\n]*\]\(([^)\s]+)\)")
+HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
+FENCE = re.compile(r"^(\s*)```(\S*)\s*$")
+# Go templates that Prometheus/Alertmanager fill in; allowed inside fenced code only.
+PROMETHEUS_TEMPLATE = re.compile(r"\{\{-?\s*(\$|\.|with\b|end\b|if\b|else\b|range\b|humanize)")
+SECTIONS = (
+    "What it means",
+    "Impact on users",
+    "First: did it crash, and which memory ran out?",
+    "Confirm",
+    "Likely causes, most likely first",
+    "Fix, in this order",
+    "Verify the fix",
+    "Escalate",
+    "Related",
+)
+
+
+@dataclass(frozen=True)
+class Block:
+    lang: str
+    code: str
+
+
+@dataclass(frozen=True)
+class Page:
+    prose: str  # everything outside fenced code
+    blocks: tuple[Block, ...]
+    headings: tuple[str, ...]
+
+
+def parse_markdown(text: str) -> Page:
+    """Split a page into prose and fenced blocks (dedented by the fence's indentation); fences must close."""
+    prose: list[str] = []
+    blocks: list[Block] = []
+    headings: list[str] = []
+    fence: tuple[str, str] | None = None  # (indent, lang)
+    code: list[str] = []
+    for n, line in enumerate(text.splitlines(), 1):
+        m = FENCE.match(line)
+        if fence is None:
+            if m:
+                fence = (m.group(1), m.group(2))
+                code = []
+                continue
+            prose.append(line)
+            h = HEADING.match(line)
+            if h:
+                headings.append(h.group(2))
+        elif m and not m.group(2):
+            blocks.append(Block(fence[1], "\n".join(code)))
+            fence = None
+        else:
+            assert line.startswith(fence[0]) or not line.strip(), f"line {n} is outdented inside a fence: {line!r}"
+            code.append(line[len(fence[0]) :])
+    assert fence is None, "a fenced code block is never closed"
+    return Page("\n".join(prose), tuple(blocks), tuple(headings))
+
+
+def anchors(headings: tuple[str, ...]) -> set[str]:
+    """The fragment ids a git web UI (GitHub's rules) gives these headings."""
+    seen: Counter[str] = Counter()
+    out = set()
+    for heading in headings:
+        slug = re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+        out.add(slug if not seen[slug] else f"{slug}-{seen[slug]}")
+        seen[slug] += 1
+    return out
+
+
+def fill_placeholders(code: str) -> str:
+    return PLACEHOLDER.sub("x", code)
+
+
+@pytest.fixture(scope="module", params=sorted(CONFIGS))
+def rendered(request: pytest.FixtureRequest) -> tuple[ObspackConfig, dict[str, str]]:
+    cfg = CONFIGS[request.param]
+    return cfg, render_runbooks(cfg)
+
+
+@pytest.fixture(scope="module")
+def default_pages() -> dict[str, str]:
+    return render_runbooks(ObspackConfig())
+
+
+@pytest.fixture(scope="module")
+def custom_pages() -> dict[str, str]:
+    return render_runbooks(CUSTOM)
+
+
+# ------------------------------------------------------------------------------------------------------
+# Catalogue: one page per alert, one alert per page
+
+
+def test_every_alert_has_exactly_one_runbook(rendered: tuple[ObspackConfig, dict[str, str]]) -> None:
+    cfg, pages = rendered
+    alerts = all_alerts(cfg)
+    assert sorted(pages) == sorted(a.runbook for a in alerts)
+    for a in alerts:
+        assert pages[a.runbook].startswith(f"# {a.alert}\n"), a.runbook
+
+
+def test_every_template_belongs_to_an_alert() -> None:
+    """A page template whose alert was renamed or removed is an error; partials start with '_'."""
+    folder = templates_dir() / "runbooks"
+    slugs = {p.name.removesuffix(".md.j2") for p in folder.glob("*.md.j2") if not p.name.startswith("_")}
+    assert slugs == {a.runbook for a in all_alerts(ObspackConfig())}
+    assert not (folder / "generic.md.j2").exists()
+
+
+def test_runbooks_name_only_alerts_that_exist(rendered: tuple[ObspackConfig, dict[str, str]]) -> None:
+    cfg, pages = rendered
+    known = {a.alert for a in all_alerts(cfg)}
+    for slug, text in pages.items():
+        unknown = set(ALERT_NAME.findall(text)) - known
+        assert not unknown, f"{slug} names alerts that do not exist: {sorted(unknown)}"
+
+
+def test_disabled_alerts_keep_their_runbook(custom_pages: dict[str, str]) -> None:
+    assert not CUSTOM.alerts.VLLMPrefixCacheHitRateLow.enabled
+    assert "vllm-prefix-cache-hit-rate-low" in custom_pages
+
+
+def test_a_missing_template_is_a_render_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    cfg = ObspackConfig()
+    alerts = all_alerts(cfg)
+    renamed = [dataclasses.replace(alerts[0], runbook="no-such-runbook"), *alerts[1:]]
+    monkeypatch.setattr(runbooks, "all_alerts", lambda _cfg: renamed)
+    with pytest.raises(RenderError, match=r"VLLMHostMemoryNearLimit.*templates/runbooks/no-such-runbook\.md\.j2"):
+        render_runbooks(cfg)
+
+
+def test_linking_an_unknown_alert_is_a_render_error() -> None:
+    cfg = ObspackConfig()
+    alerts = all_alerts(cfg)
+    page = runbooks._Page(cfg, alerts[0], {a.alert: a for a in alerts})
+    with pytest.raises(RenderError, match="VLLMNoSuchAlert"):
+        page.link("VLLMNoSuchAlert")
+
+
+def test_runbook_urls_land_on_rendered_pages() -> None:
+    """Default config: runbook_url is a path inside the pack, and the pack has that file."""
+    cfg = ObspackConfig()
+    files = pack_files(build(cfg))
+    for a in all_alerts(cfg):
+        url = dict(a.annotations)["runbook_url"]
+        assert url == f"runbooks/{a.runbook}.md"
+        assert url in files, url
+
+
+def test_runbook_urls_use_the_configured_base(custom_pages: dict[str, str]) -> None:
+    for a in all_alerts(CUSTOM):
+        url = dict(a.annotations)["runbook_url"]
+        assert url == f"https://runbooks.example.com/vllm/{a.runbook}.md"
+        assert a.runbook in custom_pages
+
+
+# ------------------------------------------------------------------------------------------------------
+# Rendering: no template syntax left, placeholders from a known set, fences closed, sections present
+
+
+def test_no_template_syntax_is_left(rendered: tuple[ObspackConfig, dict[str, str]]) -> None:
+    _, pages = rendered
+    for slug, text in pages.items():
+        page = parse_markdown(text)
+        for token in ("{{", "}}", "{%", "%}", "{#", "#}"):
+            assert token not in page.prose, f"{slug}: {token!r} outside fenced code"
+        for block in page.blocks:
+            assert "{%" not in block.code and "{#" not in block.code, f"{slug}: Jinja syntax in a code block"
+            for m in re.finditer(r"\{\{", block.code):
+                rest = block.code[m.start() :]
+                assert PROMETHEUS_TEMPLATE.match(rest), f"{slug}: unrendered template in code: {rest[:40]!r}"
+        assert "Undefined" not in text
+
+
+def test_placeholders_come_from_the_known_set(rendered: tuple[ObspackConfig, dict[str, str]]) -> None:
+    _, pages = rendered
+    for slug, text in pages.items():
+        unknown = set(PLACEHOLDER.findall(text)) - KNOWN_PLACEHOLDERS
+        assert not unknown, f"{slug}: unknown placeholders {sorted(unknown)}"
+
+
+def test_every_runbook_has_the_sections_an_on_call_engineer_needs(default_pages: dict[str, str]) -> None:
+    for slug, text in default_pages.items():
+        headings = parse_markdown(text).headings
+        level2 = [h for h in headings if text.count(f"\n## {h}\n")]
+        assert level2 == list(SECTIONS), f"{slug}: sections {level2}"
+
+
+def test_every_runbook_starts_with_the_memory_plane_branch(default_pages: dict[str, str]) -> None:
+    """Host RAM (OOMKilled, 137, kernel message) vs GPU VRAM (CUDA out of memory, reason Error) on every page."""
+    for slug, text in default_pages.items():
+        for needle in ("OOMKilled", "137", "Memory cgroup out of memory", "CUDA out of memory", "reason=Error"):
+            assert needle in text, f"{slug}: the first branch lacks {needle!r}"
+
+
+def test_first_command_is_the_alert_triage_with_placeholders(rendered: tuple[ObspackConfig, dict[str, str]]) -> None:
+    cfg, pages = rendered
+    for a in all_alerts(cfg):
+        assert a.triage.startswith("kubectl ") and "\n" not in a.triage, f"{a.alert}: triage must be one command"
+        assert "&&" not in a.triage and ";" not in a.triage.replace("';'", ""), a.alert
+        shown = runbooks.with_placeholders(cfg, a.triage)
+        assert "{{" not in shown
+        sh = [b.code for b in parse_markdown(pages[a.runbook]).blocks if b.lang == "sh"]
+        assert sh and sh[0] == shown, a.alert
+
+
+def test_rendering_is_deterministic() -> None:
+    assert render_runbooks(CUSTOM) == render_runbooks(CUSTOM)
+
+
+# ------------------------------------------------------------------------------------------------------
+# PromQL: every snippet parses; the alert's own expression is on its page
+
+
+def test_promql_snippets_parse(rendered: tuple[ObspackConfig, dict[str, str]]) -> None:
+    _, pages = rendered
+    for slug, text in pages.items():
+        blocks = [b.code for b in parse_markdown(text).blocks if b.lang == "promql"]
+        assert len(blocks) >= 3, f"{slug}: expected the alert's expression and confirm queries"
+        for code in blocks:
+            try:
+                promql_parser.parse(fill_placeholders(code))
+            except ValueError as e:
+                pytest.fail(f"{slug}: PromQL does not parse ({e}):\n{code}")
+
+
+def test_each_runbook_shows_its_alert_expression(rendered: tuple[ObspackConfig, dict[str, str]]) -> None:
+    cfg, pages = rendered
+    for a in all_alerts(cfg):
+        blocks = [b.code for b in parse_markdown(pages[a.runbook]).blocks if b.lang == "promql"]
+        assert tidy(a.expr) in blocks, a.alert
+
+
+def test_queries_use_the_configured_cluster_label_and_selectors(custom_pages: dict[str, str]) -> None:
+    for slug, text in custom_pages.items():
+        promql = "\n".join(b.code for b in parse_markdown(text).blocks if b.lang == "promql")
+        assert 'k8s_cluster="<cluster>"' in promql, slug
+        assert not re.search(r"\bcluster\b", PLACEHOLDER.sub("", promql)), f"{slug}: the default cluster label"
+    host = custom_pages["vllm-host-memory-near-limit"]
+    assert 'container_memory_rss{job="kubelet", metrics_path="/metrics/cadvisor", k8s_cluster="<cluster>"' in host
+    assert 'vllm:cache_config_info{job="vllm-engine", k8s_cluster="<cluster>"' in custom_pages["vllm-kv-cache-usage-high"]
+    assert 'obspack_cuda_allocator_fragmentation_ratio{job="obspack-exporter"' in custom_pages[
+        "vllm-cuda-allocator-fragmentation-high"
+    ]
+    assert 'DCGM_FI_DEV_XID_ERRORS{job="dcgm-exporter"' in custom_pages["vllm-zero-throughput"]
+
+
+@pytest.mark.parametrize(
+    ("slug", "needles"),
+    [
+        ("vllm-host-memory-near-limit", ["above 85% of its memory limit", "ratio_limit > 0.85"]),
+        ("vllm-container-oom-killed", ["within the last 30m", "[30m]", "below the 85% of the limit"]),
+        ("vllm-gpu-memory-near-full", ["more than 95% of a GPU's framebuffer", "for 10m", "ratio > 0.95"]),
+        ("vllm-kv-cache-usage-high", ["above 80% for 10m", "usage:max > 0.8", "Above 98%"]),
+        ("vllm-kv-cache-usage-critical", ["above 98%", "usage:max > 0.98"]),
+        ("vllm-request-queue-backlog", ["at least 10 requests wait", "more than 2 times", "below 10 at peak"]),
+        ("vllm-request-preemptions", ["more than 0.05 preemptions per second", "rate5m > 0.05"]),
+        ("vllm-prefix-cache-hit-rate-low", ["fewer than 20%", "last 1h", ":rate1h", "< 0.2"]),
+        ("vllm-kv-cache-usage-critical", ["https://grafana.example.com/d/obspack-vllm-pod-memory-planes/"]),
+    ],
+)
+def test_thresholds_and_windows_come_from_the_config(custom_pages: dict[str, str], slug: str, needles: list[str]) -> None:
+    for needle in needles:
+        assert needle in custom_pages[slug], f"{slug} lacks {needle!r}"
+
+
+def test_default_thresholds_show_up(default_pages: dict[str, str]) -> None:
+    assert "above 90% of its memory limit for 5m" in default_pages["vllm-host-memory-near-limit"]
+    assert "any preemption at all" in default_pages["vllm-request-preemptions"]
+    assert "(fires at once)" in default_pages["vllm-container-oom-killed"]
+    assert "<grafana-url>/d/obspack-vllm-pod-memory-planes/" in default_pages["vllm-zero-throughput"]
+
+
+# ------------------------------------------------------------------------------------------------------
+# Links: relative links go to sibling runbooks (and their headings) that exist
+
+
+def test_links_resolve(rendered: tuple[ObspackConfig, dict[str, str]]) -> None:
+    _, pages = rendered
+    parsed = {slug: parse_markdown(text) for slug, text in pages.items()}
+    page_anchors = {slug: anchors(p.headings) for slug, p in parsed.items()}
+    for slug, page in parsed.items():
+        for target in LINK.findall(page.prose):
+            if target.startswith("https://"):
+                continue
+            path, _, fragment = target.partition("#")
+            if path:
+                m = re.fullmatch(r"\./([a-z0-9-]+)\.md", path)
+                assert m, f"{slug}: relative link {target!r} is not a sibling runbook"
+                other = m.group(1)
+                assert other in pages, f"{slug}: link to missing runbook {target!r}"
+                assert other != slug, f"{slug}: links to itself by file name"
+            else:
+                other = slug
+            if fragment:
+                assert fragment in page_anchors[other], f"{slug}: {target!r} has no such heading"
+
+
+def test_related_alerts_are_linked(default_pages: dict[str, str]) -> None:
+    for slug, text in default_pages.items():
+        related = text.split("\n## Related\n", 1)[1]
+        siblings = re.findall(r"^- \[(\w+)\]\(\./([a-z0-9-]+)\.md\)", related, flags=re.M)
+        assert len(siblings) >= 3, f"{slug}: too few related alerts"
+        for name, target in siblings:
+            assert target == next(a.runbook for a in all_alerts(ObspackConfig()) if a.alert == name)
+
+
+def test_markdown_parser_catches_problems() -> None:
+    """The helpers above must fail on what they are meant to catch."""
+    with pytest.raises(AssertionError):
+        parse_markdown("text\n```sh\nnever closed\n")
+    page = parse_markdown("# A: b, c?\n\n```promql\n  up{pod=\"<pod>\"}\n```\n{{ x }}\n")
+    assert page.blocks == (Block("promql", '  up{pod="<pod>"}'),)
+    assert "{{ x }}" in page.prose
+    assert anchors(page.headings) == {"a-b-c"}
+    with pytest.raises(ValueError):
+        promql_parser.parse(fill_placeholders('rate(up{pod="<pod>"}[5m]'))
