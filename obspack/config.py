@@ -175,7 +175,7 @@ class KVCacheUsageCritical(AlertSettings):
 
 class RequestQueueBacklog(AlertSettings):
     waiting_to_running: float = Field(3.0, gt=0, description="waiting requests above this multiple of running")
-    min_waiting: float = Field(5, ge=1, description="and at least this many requests waiting")
+    min_waiting: float = Field(5.0, ge=1, description="and at least this many requests waiting")
 
 
 class ZeroThroughput(AlertSettings):
@@ -240,6 +240,8 @@ class Alerts(_Model):
 
 
 class PrometheusRuleOutput(_Model):
+    """The PrometheusRule manifest (kubernetes/prometheusrule.yaml)."""
+
     name: K8sName = Field("obspack", description="metadata.name of the PrometheusRule")
     namespace: K8sName = Field("monitoring", description="metadata.namespace of the PrometheusRule")
     labels: dict[str, str] = Field(
@@ -249,6 +251,8 @@ class PrometheusRuleOutput(_Model):
 
 
 class GrafanaOutput(_Model):
+    """Dashboards: the sidecar ConfigMaps, the datasource variable and links."""
+
     namespace: K8sName = Field("monitoring", description="namespace of the dashboard ConfigMaps")
     folder: str = Field("vLLM", min_length=1, description="Grafana folder the dashboards go to")
     folder_annotation: str = Field(
@@ -263,6 +267,7 @@ class GrafanaOutput(_Model):
     url: str = Field("", description="Grafana base URL for links from alerts, e.g. https://grafana.example.com")
     tags: list[str] = Field(default_factory=lambda: ["obspack", "vllm"], description="tags on every dashboard")
     refresh: str = Field("30s", description="dashboard auto-refresh")
+    multi_cluster: bool = Field(False, description="show the cluster picker (hidden for a single-cluster fleet)")
 
 
 class ObspackConfig(_Model):

@@ -102,7 +102,9 @@ class _Page:
         target = self.catalogue.get(name)
         if target is None:
             known = ", ".join(sorted(self.catalogue))
-            raise RenderError(f"runbook {self.alert.runbook}: links to unknown alert {name!r} (known: {known})")
+            raise RenderError(
+                f"runbook {self.alert.runbook}: links to unknown alert {name!r} (known: {known})"
+            )
         label = text or name
         if name == self.alert.alert:
             return f"[{label}](#{anchor})" if anchor else f"{label} (this page)"
@@ -159,7 +161,9 @@ def render_runbook(cfg: ObspackConfig, alert: AlertRule, catalogue: dict[str, Al
             f"alert {alert.alert} has no runbook: add templates/{name} (template not found: {e.name})"
         ) from None
     except jinja2.TemplateSyntaxError as e:
-        raise RenderError(f"runbook of {alert.alert}: templates/{e.name or name}:{e.lineno}: {e.message}") from None
+        raise RenderError(
+            f"runbook of {alert.alert}: templates/{e.name or name}:{e.lineno}: {e.message}"
+        ) from None
     except jinja2.TemplateError as e:
         raise RenderError(f"runbook of {alert.alert} (templates/{name}): {e}") from None
     return text.rstrip("\n") + "\n"
@@ -172,6 +176,8 @@ def render_runbooks(cfg: ObspackConfig) -> dict[str, str]:
     pages: dict[str, str] = {}
     for alert in alerts:
         if alert.runbook in pages:
-            raise RenderError(f"two alerts share the runbook slug {alert.runbook!r}: give {alert.alert} its own")
+            raise RenderError(
+                f"two alerts share the runbook slug {alert.runbook!r}: give {alert.alert} its own"
+            )
         pages[alert.runbook] = render_runbook(cfg, alert, catalogue)
     return pages

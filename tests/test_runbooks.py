@@ -106,7 +106,9 @@ def parse_markdown(text: str) -> Page:
             blocks.append(Block(fence[1], "\n".join(code)))
             fence = None
         else:
-            assert line.startswith(fence[0]) or not line.strip(), f"line {n} is outdented inside a fence: {line!r}"
+            assert line.startswith(fence[0]) or not line.strip(), (
+                f"line {n} is outdented inside a fence: {line!r}"
+            )
             code.append(line[len(fence[0]) :])
     assert fence is None, "a fenced code block is never closed"
     return Page("\n".join(prose), tuple(blocks), tuple(headings))
@@ -181,7 +183,9 @@ def test_a_missing_template_is_a_render_error(monkeypatch: pytest.MonkeyPatch) -
     alerts = all_alerts(cfg)
     renamed = [dataclasses.replace(alerts[0], runbook="no-such-runbook"), *alerts[1:]]
     monkeypatch.setattr(runbooks, "all_alerts", lambda _cfg: renamed)
-    with pytest.raises(RenderError, match=r"VLLMHostMemoryNearLimit.*templates/runbooks/no-such-runbook\.md\.j2"):
+    with pytest.raises(
+        RenderError, match=r"VLLMHostMemoryNearLimit.*templates/runbooks/no-such-runbook\.md\.j2"
+    ):
         render_runbooks(cfg)
 
 
@@ -245,14 +249,24 @@ def test_every_runbook_has_the_sections_an_on_call_engineer_needs(default_pages:
 def test_every_runbook_starts_with_the_memory_plane_branch(default_pages: dict[str, str]) -> None:
     """Host RAM (OOMKilled, 137, kernel message) vs GPU VRAM (CUDA out of memory, reason Error) on every page."""
     for slug, text in default_pages.items():
-        for needle in ("OOMKilled", "137", "Memory cgroup out of memory", "CUDA out of memory", "reason=Error"):
+        for needle in (
+            "OOMKilled",
+            "137",
+            "Memory cgroup out of memory",
+            "CUDA out of memory",
+            "reason=Error",
+        ):
             assert needle in text, f"{slug}: the first branch lacks {needle!r}"
 
 
-def test_first_command_is_the_alert_triage_with_placeholders(rendered: tuple[ObspackConfig, dict[str, str]]) -> None:
+def test_first_command_is_the_alert_triage_with_placeholders(
+    rendered: tuple[ObspackConfig, dict[str, str]],
+) -> None:
     cfg, pages = rendered
     for a in all_alerts(cfg):
-        assert a.triage.startswith("kubectl ") and "\n" not in a.triage, f"{a.alert}: triage must be one command"
+        assert a.triage.startswith("kubectl ") and "\n" not in a.triage, (
+            f"{a.alert}: triage must be one command"
+        )
         assert "&&" not in a.triage and ";" not in a.triage.replace("';'", ""), a.alert
         shown = runbooks.with_placeholders(cfg, a.triage)
         assert "{{" not in shown
@@ -291,13 +305,22 @@ def test_queries_use_the_configured_cluster_label_and_selectors(custom_pages: di
     for slug, text in custom_pages.items():
         promql = "\n".join(b.code for b in parse_markdown(text).blocks if b.lang == "promql")
         assert 'k8s_cluster="<cluster>"' in promql, slug
-        assert not re.search(r"\bcluster\b", PLACEHOLDER.sub("", promql)), f"{slug}: the default cluster label"
+        assert not re.search(r"\bcluster\b", PLACEHOLDER.sub("", promql)), (
+            f"{slug}: the default cluster label"
+        )
     host = custom_pages["vllm-host-memory-near-limit"]
-    assert 'container_memory_rss{job="kubelet", metrics_path="/metrics/cadvisor", k8s_cluster="<cluster>"' in host
-    assert 'vllm:cache_config_info{job="vllm-engine", k8s_cluster="<cluster>"' in custom_pages["vllm-kv-cache-usage-high"]
-    assert 'obspack_cuda_allocator_fragmentation_ratio{job="obspack-exporter"' in custom_pages[
-        "vllm-cuda-allocator-fragmentation-high"
-    ]
+    assert (
+        'container_memory_rss{job="kubelet", metrics_path="/metrics/cadvisor", k8s_cluster="<cluster>"'
+        in host
+    )
+    assert (
+        'vllm:cache_config_info{job="vllm-engine", k8s_cluster="<cluster>"'
+        in custom_pages["vllm-kv-cache-usage-high"]
+    )
+    assert (
+        'obspack_cuda_allocator_fragmentation_ratio{job="obspack-exporter"'
+        in custom_pages["vllm-cuda-allocator-fragmentation-high"]
+    )
     assert 'DCGM_FI_DEV_XID_ERRORS{job="dcgm-exporter"' in custom_pages["vllm-zero-throughput"]
 
 
@@ -309,13 +332,18 @@ def test_queries_use_the_configured_cluster_label_and_selectors(custom_pages: di
         ("vllm-gpu-memory-near-full", ["more than 95% of a GPU's framebuffer", "for 10m", "ratio > 0.95"]),
         ("vllm-kv-cache-usage-high", ["above 80% for 10m", "usage:max > 0.8", "Above 98%"]),
         ("vllm-kv-cache-usage-critical", ["above 98%", "usage:max > 0.98"]),
-        ("vllm-request-queue-backlog", ["at least 10 requests wait", "more than 2 times", "below 10 at peak"]),
+        (
+            "vllm-request-queue-backlog",
+            ["at least 10 requests wait", "more than 2 times", "below 10 at peak"],
+        ),
         ("vllm-request-preemptions", ["more than 0.05 preemptions per second", "rate5m > 0.05"]),
         ("vllm-prefix-cache-hit-rate-low", ["fewer than 20%", "last 1h", ":rate1h", "< 0.2"]),
         ("vllm-kv-cache-usage-critical", ["https://grafana.example.com/d/obspack-vllm-pod-memory-planes/"]),
     ],
 )
-def test_thresholds_and_windows_come_from_the_config(custom_pages: dict[str, str], slug: str, needles: list[str]) -> None:
+def test_thresholds_and_windows_come_from_the_config(
+    custom_pages: dict[str, str], slug: str, needles: list[str]
+) -> None:
     for needle in needles:
         assert needle in custom_pages[slug], f"{slug} lacks {needle!r}"
 
@@ -355,7 +383,7 @@ def test_links_resolve(rendered: tuple[ObspackConfig, dict[str, str]]) -> None:
 def test_related_alerts_are_linked(default_pages: dict[str, str]) -> None:
     for slug, text in default_pages.items():
         related = text.split("\n## Related\n", 1)[1]
-        siblings = re.findall(r"^- \[(\w+)\]\(\./([a-z0-9-]+)\.md\)", related, flags=re.M)
+        siblings = re.findall(r"^- \[(\w+)\]\(\./([a-z0-9-]+)\.md\)", related, flags=re.MULTILINE)
         assert len(siblings) >= 3, f"{slug}: too few related alerts"
         for name, target in siblings:
             assert target == next(a.runbook for a in all_alerts(ObspackConfig()) if a.alert == name)
@@ -365,7 +393,7 @@ def test_markdown_parser_catches_problems() -> None:
     """The helpers above must fail on what they are meant to catch."""
     with pytest.raises(AssertionError):
         parse_markdown("text\n```sh\nnever closed\n")
-    page = parse_markdown("# A: b, c?\n\n```promql\n  up{pod=\"<pod>\"}\n```\n{{ x }}\n")
+    page = parse_markdown('# A: b, c?\n\n```promql\n  up{pod="<pod>"}\n```\n{{ x }}\n')
     assert page.blocks == (Block("promql", '  up{pod="<pod>"}'),)
     assert "{{ x }}" in page.prose
     assert anchors(page.headings) == {"a-b-c"}

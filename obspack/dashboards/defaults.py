@@ -11,11 +11,19 @@ import json
 from collections.abc import Sequence
 
 from grafanalib._gen import DashboardEncoder
-from grafanalib.core import GRAPH_TOOLTIP_MODE_SHARED_CROSSHAIR, Dashboard, DashboardLink, Panel, Template, Templating, Time
+from grafanalib.core import (
+    GRAPH_TOOLTIP_MODE_SHARED_CROSSHAIR,
+    Dashboard,
+    DashboardLink,
+    Panel,
+    Template,
+    Templating,
+    Time,
+)
 
 from obspack import conventions as c
 from obspack.config import ObspackConfig
-from obspack.dashboards.panels import layout
+from obspack.dashboards.panels import layout, link
 from obspack.rules.alerts import runbook_url
 
 # Grafana 10.4's schema version: 10.x, 11.x and 12.x load it without running old panel migrations.
@@ -33,7 +41,9 @@ def _triage_url(cfg: ObspackConfig, value: str) -> str:
     """The triage page for one pod; `value` formats a label into the Grafana field reference."""
     pairs = (("cluster", cfg.cluster_label), ("namespace", "namespace"), ("pod", "pod"))
     fields = "&".join(f"var-{var}={value.format(label)}" for var, label in pairs)
-    return f"{dashboard_path(c.TRIAGE_DASHBOARD)}?var-datasource=${{datasource}}&{fields}&${{__url_time_range}}"
+    return (
+        f"{dashboard_path(c.TRIAGE_DASHBOARD)}?var-datasource=${{datasource}}&{fields}&${{__url_time_range}}"
+    )
 
 
 def triage_from_row(cfg: ObspackConfig) -> dict[str, object]:
@@ -97,4 +107,4 @@ def to_model(d: Dashboard) -> dict[str, object]:
 
 def runbook_link(cfg: ObspackConfig, slug: str, title: str) -> dict[str, object]:
     """A panel link to an alert's runbook (the same URL the alert's runbook_url annotation carries)."""
-    return {"title": f"Runbook: {title}", "url": runbook_url(cfg, slug), "targetBlank": True}
+    return link(f"Runbook: {title}", runbook_url(cfg, slug))

@@ -122,7 +122,9 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
         p.timeseries(
             "Tokens per second",
             p.target(q.sum_by(cfg, c.PROMPT_RATE, "namespace", "model_name"), f"prompt {MODEL_LEGEND}"),
-            p.target(q.sum_by(cfg, c.GENERATION_RATE, "namespace", "model_name"), f"generation {MODEL_LEGEND}"),
+            p.target(
+                q.sum_by(cfg, c.GENERATION_RATE, "namespace", "model_name"), f"generation {MODEL_LEGEND}"
+            ),
             unit=p.TOKENS_PER_SECOND,
             description=(
                 "Prompt and generated tokens per second, per model (5m rates). Generation falling to zero while "
@@ -165,7 +167,9 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
         ),
         p.timeseries(
             "Preemptions per second",
-            p.target(q.sum_by(cfg, c.PREEMPTION_RATE, "namespace", "pod", "model_name"), "{{namespace}}/{{pod}}"),
+            p.target(
+                q.sum_by(cfg, c.PREEMPTION_RATE, "namespace", "pod", "model_name"), "{{namespace}}/{{pod}}"
+            ),
             unit=p.PER_SECOND,
             description=(
                 "Requests preempted per second per pod (their KV blocks freed and recomputed later). Any "
@@ -181,9 +185,13 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
             "Pods: load, KV cache and memory planes",
             p.target(q.sum_by(cfg, c.RUNNING, "namespace", "pod", "model_name"), instant=True, table=True),
             p.target(q.sum_by(cfg, c.WAITING, "namespace", "pod", "model_name"), instant=True, table=True),
-            p.target(q.sum_by(cfg, c.GENERATION_RATE, "namespace", "pod", "model_name"), instant=True, table=True),
+            p.target(
+                q.sum_by(cfg, c.GENERATION_RATE, "namespace", "pod", "model_name"), instant=True, table=True
+            ),
             p.target(q.max_by(cfg, c.KV_USAGE, "namespace", "pod", "model_name"), instant=True, table=True),
-            p.target(q.sum_by(cfg, c.PREEMPTION_RATE, "namespace", "pod", "model_name"), instant=True, table=True),
+            p.target(
+                q.sum_by(cfg, c.PREEMPTION_RATE, "namespace", "pod", "model_name"), instant=True, table=True
+            ),
             p.target(
                 q.with_model(cfg, q.max_by(cfg, c.MEMORY_LIMIT_RATIO, "namespace", "pod", variables=q.POD)),
                 instant=True,
@@ -211,14 +219,19 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
                     p.PERCENT_UNIT,
                     p.above(None, cfg.alerts.VLLMHostMemoryNearLimit.ratio),
                 ),
-                p.column("G", "GPU VRAM used", p.PERCENT_UNIT, p.above(None, cfg.alerts.VLLMGPUMemoryNearFull.ratio)),
+                p.column(
+                    "G",
+                    "GPU VRAM used",
+                    p.PERCENT_UNIT,
+                    p.above(None, cfg.alerts.VLLMGPUMemoryNearFull.ratio),
+                ),
             ],
             row_links=[triage_from_row(cfg)],
             h=10,
         ),
         p.section("Alerts"),
         p.table(
-            "Firing obspack alerts",
+            "Alerts firing now",
             p.target(q.firing_alert_table(cfg), instant=True, table=True),
             description=(
                 "obspack alerts firing now. Empty is good. Each alert's runbook_url annotation says what to do; "

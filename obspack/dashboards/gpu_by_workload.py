@@ -152,10 +152,12 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
                 "DCGM framebuffer used per GPU against its size (used + free). vLLM reserves its share at start; "
                 "used rising later is memory outside the KV cache (CUDA graphs, NCCL, PyTorch): watch for CUDA OOM."
             ),
-            overrides=[{
-                "matcher": {"id": "byRegexp", "options": "/total/"},
-                "properties": [{"id": "custom.lineStyle", "value": {"fill": "dash", "dash": [10, 10]}}],
-            }],
+            overrides=[
+                {
+                    "matcher": {"id": "byRegexp", "options": "/total/"},
+                    "properties": [{"id": "custom.lineStyle", "value": {"fill": "dash", "dash": [10, 10]}}],
+                }
+            ],
             links=vram_runbook,
             data_links=series_links,
         ),

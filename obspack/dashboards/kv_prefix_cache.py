@@ -112,7 +112,9 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
                 "Requests queued for admission over the selection. A queue with a full KV cache means the cache "
                 "is the bottleneck: scale out or lower max_model_len."
             ),
-            thresholds=p.above(a.VLLMRequestQueueBacklog.min_waiting, a.VLLMRequestQueueBacklog.min_waiting * 4),
+            thresholds=p.above(
+                a.VLLMRequestQueueBacklog.min_waiting, a.VLLMRequestQueueBacklog.min_waiting * 4
+            ),
         ),
         p.section("KV cache"),
         p.timeseries(
@@ -183,18 +185,18 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
                 "prefix caching. Capacity in tokens is blocks x block size; if a pod has far fewer blocks than its "
                 "peers, it was started with different flags or on a smaller GPU."
             ),
-            columns=[
-                p.column("A", "Info", p.NONE),
-                p.column("B", "Block size (tokens, exporter)", p.NONE),
-            ],
+            columns=[p.column("B", "Block size (tokens, exporter)", p.NONE)],
+            hide=["Value #A"],  # the info series' value is always 1; its labels are the columns
             h=7,
         ),
         p.section("Prefix cache"),
         p.timeseries(
             "Prefix cache hit rate per pod",
             p.target(q.max_by(cfg, c.PREFIX_HIT_RATIO, *POD_MODEL), f"{POD_LEGEND} 5m"),
-            p.target(_exporter_max(cfg, "obspack_vllm_prefix_cache_hit_ratio_lifetime"),
-                     f"{ENGINE_LEGEND} since start"),
+            p.target(
+                _exporter_max(cfg, "obspack_vllm_prefix_cache_hit_ratio_lifetime"),
+                f"{ENGINE_LEGEND} since start",
+            ),
             unit=p.PERCENT_UNIT,
             description=(
                 "Hits / queried prompt tokens per pod: over 5 minutes (recording rule) and since the engine "
@@ -210,10 +212,14 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
         ),
         p.timeseries(
             "Prefix cache tokens: queried and hit",
-            p.target(q.prefix_tokens_rate(cfg, q.PREFIX_QUERIES, "namespace", "model_name"),
-                     "queried {{namespace}} {{model_name}}"),
-            p.target(q.prefix_tokens_rate(cfg, q.PREFIX_HITS, "namespace", "model_name"),
-                     "hit {{namespace}} {{model_name}}"),
+            p.target(
+                q.prefix_tokens_rate(cfg, q.PREFIX_QUERIES, "namespace", "model_name"),
+                "queried {{namespace}} {{model_name}}",
+            ),
+            p.target(
+                q.prefix_tokens_rate(cfg, q.PREFIX_HITS, "namespace", "model_name"),
+                "hit {{namespace}} {{model_name}}",
+            ),
             unit=p.TOKENS_PER_SECOND,
             description=(
                 "Prompt tokens per second looked up in the prefix cache and found there, per model. A falling hit "
@@ -243,7 +249,9 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
                 "Requests queued for admission per pod. A queue together with high KV usage means the KV cache "
                 "is the limit; a queue with low KV usage points at max_num_seqs or a stuck engine."
             ),
-            thresholds=p.above(a.VLLMRequestQueueBacklog.min_waiting, a.VLLMRequestQueueBacklog.min_waiting * 4),
+            thresholds=p.above(
+                a.VLLMRequestQueueBacklog.min_waiting, a.VLLMRequestQueueBacklog.min_waiting * 4
+            ),
             draw_thresholds=True,
             links=[runbook_link(cfg, "vllm-request-queue-backlog", "request queue backlog")],
             data_links=pod_links,

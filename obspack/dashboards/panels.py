@@ -26,8 +26,8 @@ SECONDS = "s"
 SHORT = "short"
 NONE = "none"
 REQUESTS = "reqps"
-TOKENS_PER_SECOND = "short"  # Grafana has no token unit; titles say "tokens/s"
-PER_SECOND = "short"
+TOKENS_PER_SECOND = "suffix: tok/s"  # a custom unit: Grafana has no token unit
+PER_SECOND = "suffix: /s"
 CELSIUS = "celsius"
 WATT = "watt"
 
@@ -198,7 +198,12 @@ def table(
     overrides = list(columns)
     if row_links:
         # Any cell links to the row's pod: put the link on every field.
-        overrides.append({"matcher": {"id": "byRegexp", "options": ".*"}, "properties": [{"id": "links", "value": list(row_links)}]})
+        overrides.append(
+            {
+                "matcher": {"id": "byRegexp", "options": ".*"},
+                "properties": [{"id": "links", "value": list(row_links)}],
+            }
+        )
     return Table(
         title=title,
         description=description,

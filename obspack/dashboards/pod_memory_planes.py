@@ -59,7 +59,7 @@ def _stats(cfg: ObspackConfig) -> list[p.Panel]:
             links=[runbook_link(cfg, "vllm-gpu-memory-near-full", "GPU memory near full")],
         ),
         p.stat(
-            "KV cache usage",
+            "KV cache: usage",
             p.target(q.total(cfg, c.KV_USAGE, "max"), "KV cache"),
             unit=p.PERCENT_UNIT,
             description=(
@@ -81,13 +81,17 @@ def _stats(cfg: ObspackConfig) -> list[p.Panel]:
                 f"{a.VLLMRequestQueueBacklog.min_waiting:g} (the backlog alert's floor): the KV cache or the batch "
                 "is full. Look at KV usage next to it; scale out if both are high."
             ),
-            thresholds=p.above(a.VLLMRequestQueueBacklog.min_waiting, a.VLLMRequestQueueBacklog.min_waiting * 4),
+            thresholds=p.above(
+                a.VLLMRequestQueueBacklog.min_waiting, a.VLLMRequestQueueBacklog.min_waiting * 4
+            ),
             background=True,
             links=[runbook_link(cfg, "vllm-request-queue-backlog", "request queue backlog")],
         ),
         p.stat(
             "CUDA allocator fragmentation",
-            p.target(q.total(cfg, "obspack_cuda_allocator_fragmentation_ratio", "max", q.POD), "fragmentation"),
+            p.target(
+                q.total(cfg, "obspack_cuda_allocator_fragmentation_ratio", "max", q.POD), "fragmentation"
+            ),
             unit=p.PERCENT_UNIT,
             description=(
                 "Share of PyTorch's reserved GPU memory in inactive split blocks (obspack exporter). Red from "
@@ -97,7 +101,9 @@ def _stats(cfg: ObspackConfig) -> list[p.Panel]:
             thresholds=p.above(None, a.VLLMCUDAAllocatorFragmentationHigh.ratio),
             background=True,
             decimals=1,
-            links=[runbook_link(cfg, "vllm-cuda-allocator-fragmentation-high", "CUDA allocator fragmentation")],
+            links=[
+                runbook_link(cfg, "vllm-cuda-allocator-fragmentation-high", "CUDA allocator fragmentation")
+            ],
         ),
         p.stat(
             "Restarts in range",
@@ -129,7 +135,9 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
         p.section("Host memory (RAM)"),
         p.timeseries(
             "Container memory: working set, request, limit",
-            p.target(q.max_by(cfg, c.MEMORY_WORKING_SET, *CONTAINER, variables=q.POD), "{{container}} working set"),
+            p.target(
+                q.max_by(cfg, c.MEMORY_WORKING_SET, *CONTAINER, variables=q.POD), "{{container}} working set"
+            ),
             p.target(q.max_by(cfg, c.MEMORY_REQUEST, *CONTAINER, variables=q.POD), "{{container}} request"),
             p.target(q.max_by(cfg, c.MEMORY_LIMIT, *CONTAINER, variables=q.POD), "{{container}} limit"),
             unit=p.BYTES,
@@ -204,10 +212,14 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
         ),
         p.timeseries(
             "CUDA allocator: reserved, allocated, inactive split",
-            p.target(f"max by (device, pid) ({q.exporter(cfg, 'obspack_cuda_allocator_reserved_bytes', q.POD)})",
-                     f"{CUDA_LEGEND} reserved"),
-            p.target(f"max by (device, pid) ({q.exporter(cfg, 'obspack_cuda_allocator_allocated_bytes', q.POD)})",
-                     f"{CUDA_LEGEND} allocated"),
+            p.target(
+                f"max by (device, pid) ({q.exporter(cfg, 'obspack_cuda_allocator_reserved_bytes', q.POD)})",
+                f"{CUDA_LEGEND} reserved",
+            ),
+            p.target(
+                f"max by (device, pid) ({q.exporter(cfg, 'obspack_cuda_allocator_allocated_bytes', q.POD)})",
+                f"{CUDA_LEGEND} allocated",
+            ),
             p.target(
                 f"max by (device, pid) ({q.exporter(cfg, 'obspack_cuda_allocator_inactive_split_bytes', q.POD)})",
                 f"{CUDA_LEGEND} inactive split",
@@ -222,8 +234,10 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
         ),
         p.timeseries(
             "CUDA allocator: fragmentation, retries, OOMs",
-            p.target(f"max by (device, pid) ({q.exporter(cfg, 'obspack_cuda_allocator_fragmentation_ratio', q.POD)})",
-                     f"{CUDA_LEGEND} fragmentation"),
+            p.target(
+                f"max by (device, pid) ({q.exporter(cfg, 'obspack_cuda_allocator_fragmentation_ratio', q.POD)})",
+                f"{CUDA_LEGEND} fragmentation",
+            ),
             p.target(
                 f"sum by (device) (increase({q.exporter(cfg, 'obspack_cuda_alloc_retries_total', q.POD)}"
                 "[$__rate_interval]))",
@@ -242,15 +256,19 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
             ),
             thresholds=p.above(None, a.VLLMCUDAAllocatorFragmentationHigh.ratio),
             draw_thresholds=True,
-            overrides=[{
-                "matcher": {"id": "byRegexp", "options": "/retries|OOMs/"},
-                "properties": [
-                    {"id": "unit", "value": p.SHORT},
-                    {"id": "custom.axisPlacement", "value": "right"},
-                    {"id": "custom.drawStyle", "value": "bars"},
-                ],
-            }],
-            links=[runbook_link(cfg, "vllm-cuda-allocator-fragmentation-high", "CUDA allocator fragmentation")],
+            overrides=[
+                {
+                    "matcher": {"id": "byRegexp", "options": "/retries|OOMs/"},
+                    "properties": [
+                        {"id": "unit", "value": p.SHORT},
+                        {"id": "custom.axisPlacement", "value": "right"},
+                        {"id": "custom.drawStyle", "value": "bars"},
+                    ],
+                }
+            ],
+            links=[
+                runbook_link(cfg, "vllm-cuda-allocator-fragmentation-high", "CUDA allocator fragmentation")
+            ],
         ),
         p.section("KV cache and queue"),
         p.timeseries(

@@ -64,9 +64,7 @@ def pod_model(cfg: ObspackConfig) -> str:
 
     topk makes each pod unique on the join labels even if it ever reported two model names."""
     pod = c.by(cfg, "namespace", "pod")
-    return (
-        f"topk by ({pod}) (1, group by ({pod}, model_name) ({rec(cfg, c.RUNNING)}))"
-    )
+    return f"topk by ({pod}) (1, group by ({pod}, model_name) ({rec(cfg, c.RUNNING)}))"
 
 
 def with_model(cfg: ObspackConfig, expr: str) -> str:
@@ -108,7 +106,10 @@ def latency_quantile(cfg: ObspackConfig, family: str, q: float) -> str:
 
 POD_LATENCY_SOURCES = {
     "time_to_first_token": ("vllm:time_to_first_token_seconds_bucket",),
-    "inter_token_latency": ("vllm:inter_token_latency_seconds_bucket", "vllm:time_per_output_token_seconds_bucket"),
+    "inter_token_latency": (
+        "vllm:inter_token_latency_seconds_bucket",
+        "vllm:time_per_output_token_seconds_bucket",
+    ),
     "e2e_request_latency": ("vllm:e2e_request_latency_seconds_bucket",),
 }
 
@@ -138,8 +139,17 @@ def prefix_hit_ratio_total(cfg: ObspackConfig) -> str:
 
 def cache_config(cfg: ObspackConfig) -> str:
     """vllm:cache_config_info per pod and engine (it has no model_name: joined from the pod)."""
-    keep = c.by(cfg, "namespace", "pod", "engine", "block_size", "num_gpu_blocks", "gpu_memory_utilization",
-                "enable_prefix_caching", "cache_dtype")
+    keep = c.by(
+        cfg,
+        "namespace",
+        "pod",
+        "engine",
+        "block_size",
+        "num_gpu_blocks",
+        "gpu_memory_utilization",
+        "enable_prefix_caching",
+        "cache_dtype",
+    )
     info = raw(cfg, "vllm:cache_config_info", cfg.selectors.vllm, POD)
     return with_model(cfg, f"max by ({keep}) ({info})")
 
@@ -178,7 +188,7 @@ def dcgm(cfg: ObspackConfig, metric: str, scale: float = 1) -> str:
     join, after the label modes (pod= or exported_pod=) have been normalised."""
     dcgm_matchers = ", ".join(m for m in (cfg.selectors.dcgm, scope(cfg, "cluster")) if m)
     scoped = cfg.model_copy(update={"selectors": cfg.selectors.model_copy(update={"dcgm": dcgm_matchers})})
-    factor = f"{scale:g} * " if scale != 1 else ""
+    factor = f"{scale:.15g} * " if scale != 1 else ""
     per_gpu = f"{factor}max by ({c.by(cfg, *GPU, 'modelName')}) (\n{normalised(scoped, metric)}\n)"
     return with_model(cfg, per_gpu)
 

@@ -8,7 +8,7 @@ Values are refreshed when the time range changes, so pods that died an hour ago 
 
 from __future__ import annotations
 
-from grafanalib.core import REFRESH_ON_TIME_RANGE_CHANGE, SHOW, SORT_ALPHA_ASC, Template
+from grafanalib.core import HIDE_VARIABLE, REFRESH_ON_TIME_RANGE_CHANGE, SHOW, SORT_ALPHA_ASC, Template
 
 from obspack import conventions as c
 from obspack.config import ObspackConfig
@@ -53,14 +53,16 @@ def _label_values(
         multi=multi,
         includeAll=multi,
         allValue=ALL_VALUE if multi else None,
-        default="All" if multi else None,
+        default="$__all" if multi else None,
         regex="",
         hide=hide,
     )
 
 
 def cluster(cfg: ObspackConfig, *, multi: bool) -> Template:
-    return _label_values(cfg, "cluster", "Cluster", c.VLLM_POD, (), multi=multi)
+    """Hidden unless the fleet spans clusters (grafana.multi_cluster); links still set it."""
+    hide = SHOW if cfg.grafana.multi_cluster else HIDE_VARIABLE
+    return _label_values(cfg, "cluster", "Cluster", c.VLLM_POD, (), multi=multi, hide=hide)
 
 
 def namespace(cfg: ObspackConfig, *, multi: bool) -> Template:
@@ -78,9 +80,21 @@ def pod(cfg: ObspackConfig, *, multi: bool) -> Template:
 
 def fleet(cfg: ObspackConfig) -> list[Template]:
     """For pages that compare many pods: every filter takes several values or All."""
-    return [datasource(cfg), cluster(cfg, multi=True), namespace(cfg, multi=True), model(cfg), pod(cfg, multi=True)]
+    return [
+        datasource(cfg),
+        cluster(cfg, multi=True),
+        namespace(cfg, multi=True),
+        model(cfg),
+        pod(cfg, multi=True),
+    ]
 
 
 def single_pod(cfg: ObspackConfig) -> list[Template]:
     """For the triage page: exactly one cluster, namespace and pod."""
-    return [datasource(cfg), cluster(cfg, multi=False), namespace(cfg, multi=False), model(cfg), pod(cfg, multi=False)]
+    return [
+        datasource(cfg),
+        cluster(cfg, multi=False),
+        namespace(cfg, multi=False),
+        model(cfg),
+        pod(cfg, multi=False),
+    ]

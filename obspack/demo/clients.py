@@ -77,6 +77,11 @@ class Prometheus:
         query = urllib.parse.urlencode({"query": expr})
         return list(get_json(f"{self.url}/api/v1/query?{query}")["data"]["result"])
 
+    def rules(self) -> list[dict[str, Any]]:
+        """Every loaded rule (recording and alerting) with its group, `health` and `lastError`."""
+        groups = get_json(f"{self.url}/api/v1/rules")["data"]["groups"]
+        return [{**rule, "group": g["name"]} for g in groups for rule in g["rules"]]
+
     def targets_up(self) -> dict[str, float]:
         """`up` per target address, for the targets scraped at least once."""
         return {r["metric"]["instance"]: float(r["value"][1]) for r in self.query("up")}

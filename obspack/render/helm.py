@@ -7,7 +7,7 @@
     values.schema.json                       types, ranges and allowed keys of every value, from the same table
     templates/generated/_rules.tpl           the helpers the generated rule template calls
     templates/generated/prometheusrule.yaml  recording rules and alerts, with Helm values in place
-    files/dashboards/<name>.json             the dashboards, as `obspack render` writes them to grafana/
+    files/dashboards/<name>.json             the dashboards' JSON, as in `obspack render`'s grafana/ folder
     examples/sidecar-patch.yaml              adds the exporter as a sidecar to a vLLM Deployment
 
 The hand-written templates (dashboard ConfigMaps, exporter Deployment, Service, monitors) sit beside them.
@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 import re
+import textwrap
 import typing
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,9 +41,9 @@ from pydantic.fields import FieldInfo
 
 from obspack import __version__
 from obspack.config import _DURATION, _LABEL_NAME, Alerts, Duration, LabelMap, ObspackConfig, Severity
+from obspack.dashboards import all_dashboards
 from obspack.errors import RenderError
 from obspack.render import yamlfmt
-from obspack.dashboards import all_dashboards
 from obspack.render.bundle import Dashboard, Pack
 from obspack.render.files import MARKER, dashboard_json
 from obspack.rules.alerts import alert_groups, all_alerts, runbook_url
@@ -63,7 +64,10 @@ SIDECAR_PORT_NAME = "obspack-metrics"  # port names are at most 15 characters
 SIDECAR_POD_LABEL = {"obspack-exporter": "sidecar"}  # the patch adds it; the PodMonitor selects it
 PROBE_DIR = "/var/run/obspack-probe"
 RUN_AS = 65532  # the conventional "nonroot" uid/gid of distroless images
-EXPORTER_RESOURCES = {"requests": {"cpu": "20m", "memory": "96Mi"}, "limits": {"cpu": "500m", "memory": "256Mi"}}
+EXPORTER_RESOURCES = {
+    "requests": {"cpu": "20m", "memory": "96Mi"},
+    "limits": {"cpu": "500m", "memory": "256Mi"},
+}
 EXPORTER_POD_SECURITY = {
     "runAsNonRoot": True,
     "runAsUser": RUN_AS,
@@ -85,13 +89,12 @@ EXPORTER_SECURITY = {
 
 def chart_files(cfg: ObspackConfig) -> dict[str, str]:
     """Every generated file of the chart, keyed by its POSIX path relative to the chart root, sorted."""
-    templates = _checked_templates(cfg)
     files = {
         "Chart.yaml": chart_yaml(),
         "values.yaml": values_yaml(cfg),
-        "values.schema.json": json.dumps(values_schema(cfg), indent=2, sort_keys=False) + "\n",
+        "values.schema.json": json.dumps(values_schema(cfg), indent=2) + "\n",
         HELPERS_TEMPLATE: _helpers_tpl(),
-        RULE_TEMPLATE: templates[RULE_TEMPLATE],
+        RULE_TEMPLATE: _checked_rule_template(cfg),
         SIDECAR_PATCH: sidecar_patch(),
     }
     pack = chart_pack(cfg)
@@ -108,7 +111,9 @@ def config_from_values(values: dict[str, Any], base: ObspackConfig | None = None
     """
     data = (base or ObspackConfig()).model_dump(by_alias=True, mode="json")
     dashboards = values["dashboards"]
-    alerts = {name: {**settings, **values["alerts"].get(name, {})} for name, settings in data["alerts"].items()}
+    alerts = {
+        name: {**settings, **values["alerts"].get(name, {})} for name, settings in data["alerts"].items()
+    }
     data.update(
         alerts=alerts,
         common_labels=values["commonLabels"],
@@ -151,31 +156,40 @@ def _is(info: FieldInfo, alias: Any) -> bool:
     return info.annotation is base and list(info.metadata) == metadata
 
 
-def _kind(info: FieldInfo) -> str:
-    if info.annotation is bool:
+def _kind(name: str, info: FieldInfo) -> str:
+    # enabled, severity and labels are templated structurally (see _alert_block); a new setting of one of
+    # those types would need templating of its own, so it is fixed, like regexes and other text.
+    if name == "enabled" and info.annotation is bool:
         return "bool"
-    if info.annotation is Severity:
+    if name == "severity" and info.annotation is Severity:
         return "severity"
-    if _is(info, LabelMap):
+    if name == "labels" and _is(info, LabelMap):
         return "labels"
     if _is(info, Duration):
         return "duration"
     if info.annotation is float:
         return "float"
-    return "fixed"  # regexes and other text: baked into the chart from the config it is rendered from
+    return "fixed"  # baked into the chart from the config it is rendered from
 
 
 def _settings() -> list[_Setting]:
     out = []
     for alert, alert_field in Alerts.model_fields.items():
         for name, info in alert_field.annotation.model_fields.items():  # type: ignore[union-attr]
-            out.append(_Setting(alert, name, info.alias or name, _kind(info), info))
+            out.append(_Setting(alert, name, info.alias or name, _kind(name, info), info))
     return out
 
 
 def _zero_durations() -> tuple[str, ...]:
     """The `for` values obspack leaves out of a rule, asked of the rule model itself."""
-    probe = {"alert": "A", "expr": "1", "severity": Severity.INFO, "summary": "", "description": "", "runbook": ""}
+    probe = {
+        "alert": "A",
+        "expr": "1",
+        "severity": Severity.INFO,
+        "summary": "",
+        "description": "",
+        "runbook": "",
+    }
     candidates = ("0ms", "0s", "0m", "0h", "0d", "0w", "0y")
     return tuple(d for d in candidates if "for" not in AlertRule(**probe, for_=d).to_dict())
 
@@ -261,8 +275,8 @@ def _escape(text: str) -> str:
     return text.replace("{{", '{{ "{{" }}')
 
 
-_FOR_LINE = re.compile(r"^(?P<pad> *)for: (?P<value>\S+)$", re.M)
-_LABELS_LINE = re.compile(r"^(?P<pad> *)labels: __OBSPACK_LABELS_(?P<alert>\w+)__$", re.M)
+_FOR_LINE = re.compile(r"^(?P<pad> *)for: (?P<value>\S+)$", re.MULTILINE)
+_LABELS_LINE = re.compile(r"^(?P<pad> *)labels: __OBSPACK_LABELS_(?P<alert>\w+)__$", re.MULTILINE)
 
 
 def _indent(text: str, pad: str) -> list[str]:
@@ -288,7 +302,9 @@ def _alert_block(rule: AlertRule, s: _Sentinels, pad: str) -> list[str]:
         width = len(m["pad"]) + 2
         return f'{m["pad"]}labels:{{{{ include "obspack.alertLabels" (list $ "{m["alert"]}") | nindent {width} }}}}'
 
-    text = _FOR_LINE.sub(for_line, text, count=1)
+    text, found = _FOR_LINE.subn(for_line, text, count=1)
+    if not found:
+        raise RenderError(f"{rule.alert}: its `for` does not come from alerts.{rule.alert}.for")
     return _LABELS_LINE.sub(labels_line, text).splitlines()
 
 
@@ -299,11 +315,19 @@ def _groups_lines(pack: Pack, s: _Sentinels, pad: str) -> list[str]:
     for group in pack.recording_groups + pack.alert_groups:
         alerts = [r.alert for r in group.rules if isinstance(r, AlertRule)]
         if alerts:
-            lines.append(pad + "{{- if or " + " ".join(f"$.Values.alerts.{a}.enabled" for a in alerts) + " }}")
+            lines.append(
+                pad + "{{- if or " + " ".join(f"$.Values.alerts.{a}.enabled" for a in alerts) + " }}"
+            )
         lines += _indent(_escape(yamlfmt.dump([{"name": group.name}])), pad)
         if group.interval != s.interval:
-            raise RenderError(f"rule group {group.name}: its interval does not come from the config's rule_interval")
-        lines += [f"{inner}{{{{- with $.Values.ruleInterval }}}}", f"{inner}interval: {{{{ . }}}}", f"{inner}{{{{- end }}}}"]
+            raise RenderError(
+                f"rule group {group.name}: its interval does not come from the config's rule_interval"
+            )
+        lines += [
+            f"{inner}{{{{- with $.Values.ruleInterval }}}}",
+            f"{inner}interval: {{{{ . }}}}",
+            f"{inner}{{{{- end }}}}",
+        ]
         lines.append(f"{inner}rules:")
         for rule in group.rules:
             if isinstance(rule, AlertRule):
@@ -318,15 +342,15 @@ def _groups_lines(pack: Pack, s: _Sentinels, pad: str) -> list[str]:
 
 
 _URL_VARIABLES = (
-    "{{- $runbookBase := ternary %s (printf \"%%s/\" (regexReplaceAll \"/+$\" .Values.runbookBaseURL \"\"))"
-    " (eq .Values.runbookBaseURL \"\") }}\n"
-    "{{- $grafanaURL := regexReplaceAll \"/+$\" .Values.grafanaURL \"\" }}"
+    '{{- $runbookBase := ternary %s (printf "%%s/" (regexReplaceAll "/+$" .Values.runbookBaseURL ""))'
+    ' (eq .Values.runbookBaseURL "") }}\n'
+    '{{- $grafanaURL := regexReplaceAll "/+$" .Values.grafanaURL "" }}'
 )
 
 
 def _url_variables() -> str:
     # The prefix of runbook URLs without a base URL, as obspack itself makes it (runbooks/<slug>.md).
-    relative = runbook_url(ObspackConfig(), "SLUG").removesuffix("SLUG.md")
+    relative = runbook_url(ObspackConfig(runbook_base_url=""), "SLUG").removesuffix("SLUG.md")
     return _URL_VARIABLES % json.dumps(relative)
 
 
@@ -351,7 +375,7 @@ def _rule_template(pack: Pack, s: _Sentinels) -> str:
     return s.substitute("\n".join(head + body + ["{{- end }}"]) + "\n")
 
 
-def chart_pack(cfg: ObspackConfig) -> Pack:
+def chart_pack(cfg: ObspackConfig, *, dashboards: bool = True) -> Pack:
     """The part of `build(cfg)` the chart renders: rule groups and dashboards (no runbooks or unit tests,
     which would be made from sentinel values for nothing). A test proves the groups equal build()'s."""
     return Pack(
@@ -362,7 +386,7 @@ def chart_pack(cfg: ObspackConfig) -> Pack:
         alerts=(),
         dashboards=tuple(
             Dashboard(name=name, title=str(model["title"]), uid=str(model["uid"]), model=model)
-            for name, model in all_dashboards(cfg)
+            for name, model in (all_dashboards(cfg) if dashboards else [])
         ),
         runbooks=(),
         rule_tests=(),
@@ -372,58 +396,58 @@ def chart_pack(cfg: ObspackConfig) -> Pack:
     )
 
 
-def _templates(cfg: ObspackConfig, index: int) -> dict[str, str]:
-    s = _Sentinels.make(index)
-    return {RULE_TEMPLATE: _rule_template(chart_pack(s.config(cfg)), s)}
-
-
-def _checked_templates(cfg: ObspackConfig) -> dict[str, str]:
-    first, second = _templates(cfg, 0), _templates(cfg, 1)
-    for path, text in first.items():
-        leftover = _Sentinels.LEFTOVER.search(text)
-        if leftover:
-            line = text[: leftover.start()].count("\n") + 1
-            raise RenderError(
-                f"{path}:{line}: a setting the chart exposes is used in a form the chart cannot template "
-                f"({leftover.group(0)!r}); print the setting as it is in the rule or dashboard text"
-            )
-        if text != second[path]:
-            a, b = text.splitlines(), second[path].splitlines()
-            line = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b))) + 1
-            raise RenderError(
-                f"{path}:{line}: the text depends on a chart setting beyond printing it (computed thresholds, "
-                "severity or labels in annotations); print the setting itself so Helm values can set it"
-            )
+def _checked_rule_template(cfg: ObspackConfig) -> str:
+    """The PrometheusRule template, rendered with two sentinel sets that must give the same text."""
+    first, second = (
+        _rule_template(chart_pack(s.config(cfg), dashboards=False), s) for s in map(_Sentinels.make, (0, 1))
+    )
+    leftover = _Sentinels.LEFTOVER.search(first)
+    if leftover:
+        line = first[: leftover.start()].count("\n") + 1
+        raise RenderError(
+            f"{RULE_TEMPLATE}:{line}: a setting the chart exposes is used in a form the chart cannot template "
+            f"({leftover.group(0)!r}); print the setting as it is in the rule"
+        )
+    if first != second:
+        a, b = first.splitlines(), second.splitlines()
+        line = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b))) + 1
+        raise RenderError(
+            f"{RULE_TEMPLATE}:{line}: the rule depends on a chart setting beyond printing it (a computed "
+            "threshold, or severity or labels in an annotation); print the setting itself so Helm values can set it"
+        )
     return first
 
 
-def _helpers_tpl() -> str:
-    return f"""{{{{- /* {_generated_comment()} */}}}}
-
-{{{{- /*
+_HELPERS = """
+{{- /*
 obspack.float: a number as Python's str() writes a float (5 -> 5.0, 0.95 -> 0.95), so the chart prints
 thresholds exactly as `obspack render` does.
-*/}}}}
-{{{{- define "obspack.float" -}}}}
-{{{{- $v := float64 . -}}}}
-{{{{- if eq (floor $v) $v }}}}{{{{ printf "%.1f" $v }}}}{{{{ else }}}}{{{{ $v }}}}{{{{ end -}}}}
-{{{{- end }}}}
+*/}}
+{{- define "obspack.float" -}}
+{{- $v := float64 . -}}
+{{- if eq (floor $v) $v }}{{ printf "%.1f" $v }}{{ else }}{{ $v }}{{ end -}}
+{{- end }}
 
-{{{{- /* obspack.floatG: a number as Python's format(x, "g") writes it (5 -> 5, 0.05 -> 0.05). */}}}}
-{{{{- define "obspack.floatG" -}}}}
-{{{{- printf "%.6g" (float64 .) -}}}}
-{{{{- end }}}}
+{{- /* obspack.floatG: a number as Python's format(x, "g") writes it (5 -> 5, 0.05 -> 0.05). */}}
+{{- define "obspack.floatG" -}}
+{{- printf "%.6g" (float64 .) -}}
+{{- end }}
 
-{{{{- /*
+{{- /*
 obspack.alertLabels: the labels of one alert, called with (list $ "AlertName"): commonLabels, then the
 alert's own labels, then its severity, each winning over the ones before.
-*/}}}}
-{{{{- define "obspack.alertLabels" -}}}}
-{{{{- $root := index . 0 -}}}}
-{{{{- $alert := index $root.Values.alerts (index . 1) -}}}}
-{{{{- toYaml (merge (dict "severity" $alert.severity) ($alert.labels | default dict) ($root.Values.commonLabels | default dict)) -}}}}
-{{{{- end }}}}
+*/}}
+{{- define "obspack.alertLabels" -}}
+{{- $root := index . 0 -}}
+{{- $alert := index $root.Values.alerts (index . 1) -}}
+{{- $labels := merge (dict "severity" $alert.severity) ($alert.labels | default dict) ($root.Values.commonLabels | default dict) -}}
+{{- toYaml $labels -}}
+{{- end }}
 """
+
+
+def _helpers_tpl() -> str:
+    return f"{{{{- /* {_generated_comment()} */}}}}\n" + _HELPERS
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -457,7 +481,6 @@ OPTIONAL_DURATION = _string(f"^$|{_DURATION.pattern}")
 K8S_NAME = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 NAMESPACE = _string(f"^$|{K8S_NAME}", maxLength=63)
 NAMESPACES = {"type": "array", "items": _string(K8S_NAME, maxLength=63)}
-NAMESPACES_DEFAULT: list[str] = []
 STRING_MAP = {"type": "object", "additionalProperties": {"type": "string"}}
 OBJECT = {"type": "object"}
 LIST = {"type": "array"}
@@ -526,13 +549,21 @@ def _values_table(cfg: ObspackConfig) -> dict[str, V | S]:
     return {
         "alerts": _alerts_section(cfg),
         "commonLabels": V(
-            dict(cfg.common_labels), ALERT_LABELS, "static labels on every alert, e.g. team: ml-platform for routing"
+            dict(cfg.common_labels),
+            ALERT_LABELS,
+            "static labels on every alert, e.g. team: ml-platform for routing",
         ),
         "runbookBaseURL": V(
-            cfg.runbook_base_url, URL, "prefix of each alert's runbook_url; empty: runbooks/<alert>.md (relative)"
+            cfg.runbook_base_url,
+            URL,
+            "prefix of each alert's runbook_url; empty: runbooks/<alert>.md (relative)",
         ),
         "grafanaURL": V(g.url, URL, "Grafana base URL for the dashboard_url annotation of alerts"),
-        "ruleInterval": V(cfg.rule_interval or "", OPTIONAL_DURATION, "evaluation interval of the rule groups; empty: global"),
+        "ruleInterval": V(
+            cfg.rule_interval or "",
+            OPTIONAL_DURATION,
+            "evaluation interval of the rule groups; empty: global",
+        ),
         "monitoringLabels": V(
             dict(cfg.prometheus_rule.labels),
             STRING_MAP,
@@ -553,7 +584,11 @@ def _values_table(cfg: ObspackConfig) -> dict[str, V | S]:
             {
                 "enabled": V(True, BOOL),
                 "namespace": V("", NAMESPACE, "empty: the release namespace"),
-                "labels": V(dict(g.configmap_labels), STRING_MAP, "labels the sidecar looks for (sidecar.dashboards.label)"),
+                "labels": V(
+                    dict(g.configmap_labels),
+                    STRING_MAP,
+                    "labels the sidecar looks for (sidecar.dashboards.label)",
+                ),
                 "folder": V(g.folder, _string(), "Grafana folder of the dashboards"),
                 "folderAnnotation": V(
                     g.folder_annotation,
@@ -572,10 +607,18 @@ def _values_table(cfg: ObspackConfig) -> dict[str, V | S]:
                     "Scrapes the sidecars.",
                     {
                         "enabled": V(False, BOOL),
-                        "namespace": V("", NAMESPACE, "where the PodMonitor lives; empty: the release namespace"),
-                        "namespaces": V(NAMESPACES_DEFAULT, NAMESPACES, "namespaces of the vLLM pods; empty: all"),
-                        "selector": V({"matchLabels": dict(SIDECAR_POD_LABEL)}, OBJECT, "pods with the sidecar (the patch labels them)"),
-                        "port": V(SIDECAR_PORT_NAME, _string(K8S_NAME, maxLength=15), "the sidecar's port name"),
+                        "namespace": V(
+                            "", NAMESPACE, "where the PodMonitor lives; empty: the release namespace"
+                        ),
+                        "namespaces": V([], NAMESPACES, "namespaces of the vLLM pods; empty: all"),
+                        "selector": V(
+                            {"matchLabels": dict(SIDECAR_POD_LABEL)},
+                            OBJECT,
+                            "pods with the sidecar (the patch labels them)",
+                        ),
+                        "port": V(
+                            SIDECAR_PORT_NAME, _string(K8S_NAME, maxLength=15), "the sidecar's port name"
+                        ),
                         "interval": V("30s", DURATION),
                         "scrapeTimeout": V("10s", DURATION),
                         "labels": V({}, STRING_MAP, "more labels, on this PodMonitor only"),
@@ -589,8 +632,10 @@ def _values_table(cfg: ObspackConfig) -> dict[str, V | S]:
                 "enabled": V(False, BOOL),
                 "kind": V("PodMonitor", {"type": "string", "enum": ["PodMonitor", "ServiceMonitor"]}),
                 "namespace": V("", NAMESPACE, "where the monitor lives; empty: the release namespace"),
-                "namespaces": V(NAMESPACES_DEFAULT, NAMESPACES, "namespaces of the vLLM pods; empty: all"),
-                "selector": V({}, OBJECT, "required: labels of the vLLM pods (PodMonitor) or Services (ServiceMonitor)"),
+                "namespaces": V([], NAMESPACES, "namespaces of the vLLM pods; empty: all"),
+                "selector": V(
+                    {}, OBJECT, "required: labels of the vLLM pods (PodMonitor) or Services (ServiceMonitor)"
+                ),
                 "port": V("http", _string(K8S_NAME, maxLength=15), "name of the port that serves /metrics"),
                 "path": V("/metrics", _string("^/")),
                 "interval": V("15s", DURATION),
@@ -618,7 +663,9 @@ def _exporter_section() -> S:
                 {
                     "repository": V(EXPORTER_IMAGE, _string()),
                     "tag": V("", _string()),
-                    "pullPolicy": V("IfNotPresent", {"type": "string", "enum": ["Always", "IfNotPresent", "Never"]}),
+                    "pullPolicy": V(
+                        "IfNotPresent", {"type": "string", "enum": ["Always", "IfNotPresent", "Never"]}
+                    ),
                 },
             ),
             "imagePullSecrets": V([], LIST, "e.g. [{name: regcred}]"),
@@ -626,7 +673,9 @@ def _exporter_section() -> S:
             "listenHost": V("0.0.0.0", _string(), "address to listen on; :: for IPv6"),
             "window": V("5m", DURATION, "window of the exporter's prefix-cache hit ratio"),
             "timeout": V("2s", DURATION, "deadline of each target scrape"),
-            "maxBytes": V("32MiB", _string(r"^[0-9]+ *(B|KiB|MiB|GiB|KB|MB|GB)?$"), "largest target payload accepted"),
+            "maxBytes": V(
+                "32MiB", _string(r"^[0-9]+ *(B|KiB|MiB|GiB|KB|MB|GB)?$"), "largest target payload accepted"
+            ),
             "logLevel": V("INFO", {"type": "string", "enum": ["DEBUG", "INFO", "WARNING", "ERROR"]}),
             "extraArgs": V([], {"type": "array", "items": {"type": "string"}}),
             "resources": V(EXPORTER_RESOURCES, OBJECT),
@@ -670,7 +719,7 @@ def _emit(table: dict[str, V | S], indent: int) -> list[str]:
         if isinstance(item, S):
             if indent == 0:
                 lines.append("")
-            lines += [f"{pad}# {line}" for line in _wrap(item.doc, 110 - len(pad))]
+            lines += [f"{pad}# {line}" for line in textwrap.wrap(item.doc, 110 - len(pad))]
             lines.append(f"{pad}{key}:")
             lines += _emit(item.children, indent + 1)
             continue
@@ -679,28 +728,17 @@ def _emit(table: dict[str, V | S], indent: int) -> list[str]:
             if indent == 0:
                 lines.append("")
             if item.doc:
-                lines += [f"{pad}# {line}" for line in _wrap(item.doc, 110 - len(pad))]
+                lines += [f"{pad}# {line}" for line in textwrap.wrap(item.doc, 110 - len(pad))]
             lines.append(f"{pad}{key}:")
             lines += [f"{pad}  {line}" for line in yamlfmt.dump(item.default).splitlines()]
         else:
             line = f"{pad}{key}: {_scalar(item.default)}"
             if item.doc and (indent == 0 or len(line + comment) > 110):
                 lines += [""] if indent == 0 else []
-                lines += [f"{pad}# {text}" for text in _wrap(item.doc, 110 - len(pad))]
+                lines += [f"{pad}# {text}" for text in textwrap.wrap(item.doc, 110 - len(pad))]
                 comment = ""
             lines.append(line + comment)
     return lines
-
-
-def _wrap(text: str, width: int) -> list[str]:
-    words, lines, line = text.split(), [], ""
-    for word in words:
-        if line and len(line) + 1 + len(word) > width:
-            lines.append(line)
-            line = word
-        else:
-            line = f"{line} {word}".strip()
-    return lines + ([line] if line else [])
 
 
 def values_yaml(cfg: ObspackConfig) -> str:
@@ -747,7 +785,11 @@ def chart_yaml() -> str:
 
 
 def exporter_probe() -> dict[str, Any]:
-    return {"httpGet": {"path": "/healthz", "port": SIDECAR_PORT_NAME}, "periodSeconds": 10, "timeoutSeconds": 2}
+    return {
+        "httpGet": {"path": "/healthz", "port": SIDECAR_PORT_NAME},
+        "periodSeconds": 10,
+        "timeoutSeconds": 2,
+    }
 
 
 def sidecar_patch() -> str:

@@ -235,7 +235,7 @@ def gpu_memory(b: Builder) -> Incident:
     n = int(minutes(t.for_)) + 15
     total = 81559  # MiB on an H100 80GB
     hot, normal = _above(t.ratio), 0.92
-    for pod in ("llama-0", "llama-1", "llama-2"):
+    for pod in ("llama-0", "llama-1", "llama-2", "llama-3"):
         b.vllm_container(inc, b.where("prod-a", "inference", pod), "server", n)
 
     def gpu(labels: dict[str, str], ratio: float) -> None:
@@ -251,6 +251,10 @@ def gpu_memory(b: Builder) -> Incident:
     gpu({cl: "prod-a", "gpu": "1", "UUID": "GPU-1b", "Hostname": "gpu-node-2", "namespace": "gpu-operator",
          "pod": "nvidia-dcgm-exporter-x7k2p", "container": "nvidia-dcgm-exporter", "exported_namespace": "inference",
          "exported_pod": "llama-1", "exported_container": "server"}, hot)
+    # dcgm-exporter --use-old-namespace: pod_name/pod_namespace/container_name and uuid
+    gpu({cl: "prod-a", "gpu": "5", "uuid": "GPU-5f", "Hostname": "gpu-node-5", "namespace": "gpu-operator",
+         "pod": "nvidia-dcgm-exporter-x7k2p", "pod_namespace": "inference", "pod_name": "llama-3",
+         "container_name": "server"}, hot)
     # vLLM's own preallocation (--gpu-memory-utilization 0.9) must not fire
     gpu({cl: "prod-a", "gpu": "2", "UUID": "GPU-2c", "Hostname": "gpu-node-3", "namespace": "inference",
          "pod": "llama-2", "container": "server"}, normal)
@@ -265,6 +269,8 @@ def gpu_memory(b: Builder) -> Incident:
           "Hostname": "gpu-node-1"}, round(total * hot) / total),
         ({cl: "prod-a", "namespace": "inference", "pod": "llama-1", "gpu": "1", "UUID": "GPU-1b",
           "Hostname": "gpu-node-2"}, round(total * hot) / total),
+        ({cl: "prod-a", "namespace": "inference", "pod": "llama-3", "gpu": "5", "UUID": "GPU-5f",
+          "Hostname": "gpu-node-5"}, round(total * hot) / total),
     ])
     return inc
 

@@ -60,7 +60,10 @@ def check_variables(model: Model) -> list[str]:
     if ds and (ds.get("type") != "datasource" or ds.get("query") != "prometheus"):
         problems.append("the datasource variable must be of type datasource, query prometheus")
     for name, variable in variables.items():
-        if variable.get("type") == "query" and (variable.get("datasource") or {}).get("uid") != DATASOURCE_UID:
+        if (
+            variable.get("type") == "query"
+            and (variable.get("datasource") or {}).get("uid") != DATASOURCE_UID
+        ):
             problems.append(f"variable {name} does not query the datasource variable")
     return problems
 
@@ -147,9 +150,17 @@ def check_ids(model: Model) -> list[str]:
     return [f"panel ids repeated: {repeated}"] if repeated else []
 
 
+def check_titles(model: Model) -> list[str]:
+    """Titles name panels in reviews, links and test exemptions, so they are unique per dashboard."""
+    titles = [p.get("title") for p in panels(model) if p.get("type") != "row"]
+    repeated = sorted({t for t in titles if titles.count(t) > 1})
+    return [f"panel titles repeated: {repeated}"] if repeated else []
+
+
 def lint(name: str, model: Model) -> list[str]:
     """Every problem of one dashboard; empty when it passes."""
     problems = check_identity(name, model) + check_variables(model) + check_ids(model) + check_grid(model)
+    problems += check_titles(model)
     for panel in panels(model):
         problems += check_panel(panel)
     return problems

@@ -25,7 +25,9 @@ class Helm:
     env: dict[str, str]
 
     def run(self, *args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([self.binary, *args], capture_output=True, text=True, env=self.env, timeout=60)
+        return subprocess.run(
+            [self.binary, *args], check=False, capture_output=True, text=True, env=self.env, timeout=60
+        )
 
     def template(self, *values_files: Path, extra: tuple[str, ...] = ()) -> list[dict[str, Any]]:
         """Rendered documents; fails the test with helm's message when rendering fails."""
@@ -86,7 +88,9 @@ def merged_values(*overrides: dict[str, Any]) -> dict[str, Any]:
 def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     out = dict(base)
     for key, value in over.items():
-        out[key] = _merge(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+        out[key] = (
+            _merge(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+        )
     return out
 
 

@@ -34,7 +34,7 @@ from typing import IO
 MIB = 1024 * 1024
 GIB = 1024 * MIB
 
-# (served model name, tensor-parallel size, GPU memory the weights take in MiB)
+# (served model name, tensor-parallel size)
 MODELS = (
     ("meta-llama/Llama-3.1-8B-Instruct", 1),
     ("Qwen/Qwen2.5-32B-Instruct", 2),
@@ -46,13 +46,76 @@ GPU_FB_MIB = 81559
 GPUS_PER_NODE = 8
 
 # Histogram buckets as vLLM serves them (0.8.4+ for V1, <= 0.6.3 for V0).
-TTFT_V1 = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0,
-           20.0, 40.0, 80.0, 160.0, 640.0, 2560.0)
+TTFT_V1 = (
+    0.001,
+    0.005,
+    0.01,
+    0.02,
+    0.04,
+    0.06,
+    0.08,
+    0.1,
+    0.25,
+    0.5,
+    0.75,
+    1.0,
+    2.5,
+    5.0,
+    7.5,
+    10.0,
+    20.0,
+    40.0,
+    80.0,
+    160.0,
+    640.0,
+    2560.0,
+)
 TTFT_V0 = TTFT_V1[:16]
-ITL_V1 = (0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0)
+ITL_V1 = (
+    0.01,
+    0.025,
+    0.05,
+    0.075,
+    0.1,
+    0.15,
+    0.2,
+    0.3,
+    0.4,
+    0.5,
+    0.75,
+    1.0,
+    2.5,
+    5.0,
+    7.5,
+    10.0,
+    20.0,
+    40.0,
+    80.0,
+)
 ITL_V0 = ITL_V1[:13]
-PHASE_V1 = (0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0, 120.0, 240.0,
-            480.0, 960.0, 1920.0, 7680.0)
+PHASE_V1 = (
+    0.3,
+    0.5,
+    0.8,
+    1.0,
+    1.5,
+    2.0,
+    2.5,
+    5.0,
+    10.0,
+    15.0,
+    20.0,
+    30.0,
+    40.0,
+    50.0,
+    60.0,
+    120.0,
+    240.0,
+    480.0,
+    960.0,
+    1920.0,
+    7680.0,
+)
 E2E_V0 = (1.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0)
 
 Values = list[float]
@@ -150,7 +213,9 @@ def fleet_pods(spec: FleetSpec) -> list[Pod]:
         for i in range(spec.pods):
             model, tp = MODELS[i % len(MODELS)]
             generation = "v0" if i % 4 == 3 else "v1"
-            engines = ("0", "1") if generation == "v1" and i % 4 == 1 else ("0",) if generation == "v1" else ("",)
+            engines = (
+                ("0", "1") if generation == "v1" and i % 4 == 1 else ("0",) if generation == "v1" else ("",)
+            )
             need = tp * len(engines)
             if gpu_cursor.get(node_index, 0) + need > GPUS_PER_NODE - 1:  # keep one idle GPU per node
                 node_index += 1
@@ -195,7 +260,10 @@ class Profile:
     def __init__(self, pod: Pod, spec: FleetSpec):
         n, step = spec.steps, spec.step_s
         share = 1 / len(pod.engines)
-        self.rps = [pod.rps * share * (1 + 0.3 * math.sin(2 * math.pi * k * step / 1800 + pod.phase)) for k in range(n)]
+        self.rps = [
+            pod.rps * share * (1 + 0.3 * math.sin(2 * math.pi * k * step / 1800 + pod.phase))
+            for k in range(n)
+        ]
         self.e2e_median = 3.0 + (pod.index % 3)
         self.running = [round(r * self.e2e_median * 1.2) for r in self.rps]
         self.waiting = [1 if math.sin(k / 7 + pod.phase) > 0.97 else 0 for k in range(n)]
@@ -217,11 +285,17 @@ def _fmt(v: float) -> str:
     return f"{v:.6g}" if v != int(v) or abs(v) >= 1e15 else str(int(v))
 
 
-def _hist(counts: Values, bounds: Iterable[float], median: float, sigma: float) -> Iterator[tuple[str, str, Values]]:
+def _hist(
+    counts: Values, bounds: Iterable[float], median: float, sigma: float
+) -> Iterator[tuple[str, str, Values]]:
     """Cumulative histogram series (suffix, le label, values) from a request count profile."""
     for le in bounds:
         p = _lognormal_cdf(le, median, sigma)
-        yield "_bucket", f'le="{le:g}"' if le != int(le) else f'le="{le:.1f}"', [float(int(c * p)) for c in counts]
+        yield (
+            "_bucket",
+            f'le="{le:g}"' if le != int(le) else f'le="{le:.1f}"',
+            [float(int(c * p)) for c in counts],
+        )
     yield "_bucket", 'le="+Inf"', counts
     yield "_count", "", counts
     mean = median * math.exp(sigma * sigma / 2)
@@ -236,7 +310,7 @@ def _hist(counts: Values, bounds: Iterable[float], median: float, sigma: float) 
 class _Writer:
     out: IO[str]
     stamps: list[str]
-    series: int = 0
+    count: int = 0
     samples: int = 0
     families: set[str] = field(default_factory=set)
 
@@ -246,12 +320,12 @@ class _Writer:
         self.families.add(name)
         self.out.write(f"# HELP {name} {help_text}\n# TYPE {name} {kind}\n")
 
-    def series_(self, name: str, labels: str, values: Values | float) -> None:
+    def series(self, name: str, labels: str, values: Values | float) -> None:
         if not isinstance(values, list):
             values = [values] * len(self.stamps)
         prefix = f"{name}{{{labels}}} "
         self.out.write("".join(f"{prefix}{_fmt(v)} {t}\n" for v, t in zip(values, self.stamps)))
-        self.series += 1
+        self.count += 1
         self.samples += len(self.stamps)
 
 
@@ -294,23 +368,46 @@ class _Fleet:
     # -- vLLM ------------------------------------------------------------------------------------
 
     def vllm_gauges(self, w: _Writer) -> None:
-        def gauge(name: str, help_text: str, values: Callable[[Profile, Pod], Values | float], gens: str = "v0 v1",
-                  router: bool = False) -> None:
+        def gauge(
+            name: str,
+            help_text: str,
+            values: Callable[[Profile, Pod], Values | float],
+            gens: str = "v0 v1",
+            router: bool = False,
+        ) -> None:
             w.family(name, "gauge", help_text)
             for pod in self.pods:
                 if pod.generation in gens:
                     for e in pod.engines:
-                        w.series_(name, self.engine(pod, e), values(self.profile(pod), pod))
+                        w.series(name, self.engine(pod, e), values(self.profile(pod), pod))
                 if router:
-                    w.series_(name, self.router(pod), values(self.profile(pod), pod))
+                    w.series(name, self.router(pod), values(self.profile(pod), pod))
 
-        gauge("vllm:num_requests_running", "Number of requests in model execution batches.", lambda p, _: p.running,
-              router=True)
-        gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.", lambda p, _: p.waiting,
-              router=True)
-        gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", lambda p, _: p.kv, "v1",
-              router=True)
-        gauge("vllm:gpu_cache_usage_perc", "GPU KV-cache usage. 1 means 100 percent usage.", lambda p, _: p.kv, "v0")
+        gauge(
+            "vllm:num_requests_running",
+            "Number of requests in model execution batches.",
+            lambda p, _: p.running,
+            router=True,
+        )
+        gauge(
+            "vllm:num_requests_waiting",
+            "Number of requests waiting to be processed.",
+            lambda p, _: p.waiting,
+            router=True,
+        )
+        gauge(
+            "vllm:kv_cache_usage_perc",
+            "KV-cache usage. 1 means 100 percent usage.",
+            lambda p, _: p.kv,
+            "v1",
+            router=True,
+        )
+        gauge(
+            "vllm:gpu_cache_usage_perc",
+            "GPU KV-cache usage. 1 means 100 percent usage.",
+            lambda p, _: p.kv,
+            "v0",
+        )
         gauge("vllm:cpu_cache_usage_perc", "CPU KV-cache usage.", lambda p, _: 0.0, "v0")
         gauge("vllm:num_requests_swapped", "Number of requests swapped to CPU.", lambda p, _: 0.0, "v0")
         gauge("vllm:gpu_prefix_cache_hit_rate", "GPU prefix cache block hit rate.", lambda p, _: 0.41, "v0")
@@ -321,29 +418,43 @@ class _Fleet:
             for e in pod.engines:
                 labels = self.target(pod, "vllm", "vllm", 8000)
                 labels.update(
-                    block_size=str(p.block_size), cache_dtype="auto", enable_prefix_caching="True",
-                    gpu_memory_utilization="0.9", is_attention_free="False", num_cpu_blocks="2048",
-                    num_gpu_blocks=str(p.num_gpu_blocks), num_gpu_blocks_override="None", sliding_window="None",
+                    block_size=str(p.block_size),
+                    cache_dtype="auto",
+                    enable_prefix_caching="True",
+                    gpu_memory_utilization="0.9",
+                    is_attention_free="False",
+                    num_cpu_blocks="2048",
+                    num_gpu_blocks=str(p.num_gpu_blocks),
+                    num_gpu_blocks_override="None",
+                    sliding_window="None",
                 )
                 if e:
                     labels.update(engine=e, kv_cache_memory_bytes="None", prefix_caching_hash_algo="sha256")
-                w.series_("vllm:cache_config_info", _labels(**labels), 1.0)
+                w.series("vllm:cache_config_info", _labels(**labels), 1.0)
 
     def vllm_counters(self, w: _Writer) -> None:
-        def counter(name: str, help_text: str, values: Callable[[Profile], Values], gens: str = "v0 v1") -> None:
+        def counter(
+            name: str, help_text: str, values: Callable[[Profile], Values], gens: str = "v0 v1"
+        ) -> None:
             w.family(name, "counter", help_text)
             for pod in self.pods:
                 if pod.generation in gens:
                     for e in pod.engines:
-                        w.series_(f"{name}_total", self.engine(pod, e), values(self.profile(pod)))
+                        w.series(f"{name}_total", self.engine(pod, e), values(self.profile(pod)))
 
         zero = [0.0] * self.spec.steps
         counter("vllm:prompt_tokens", "Number of prefill tokens processed.", lambda p: p.prompt)
         counter("vllm:generation_tokens", "Number of generation tokens processed.", lambda p: p.generation)
         counter("vllm:num_preemptions", "Cumulative number of preemption from the engine.", lambda p: zero)
-        counter("vllm:prefix_cache_queries", "Prefix cache queries, in terms of tokens.", lambda p: p.prefix_queries,
-                "v1")
-        counter("vllm:prefix_cache_hits", "Prefix cache hits, in terms of tokens.", lambda p: p.prefix_hits, "v1")
+        counter(
+            "vllm:prefix_cache_queries",
+            "Prefix cache queries, in terms of tokens.",
+            lambda p: p.prefix_queries,
+            "v1",
+        )
+        counter(
+            "vllm:prefix_cache_hits", "Prefix cache hits, in terms of tokens.", lambda p: p.prefix_hits, "v1"
+        )
 
         w.family("vllm:request_success", "counter", "Count of successfully processed requests.")
         for pod in self.pods:
@@ -354,7 +465,9 @@ class _Fleet:
             for e in pod.engines:
                 for reason, share in reasons.items():
                     values = [float(int(x * share)) for x in p.requests]
-                    w.series_("vllm:request_success_total", self.engine(pod, e, finished_reason=reason), values)
+                    w.series(
+                        "vllm:request_success_total", self.engine(pod, e, finished_reason=reason), values
+                    )
 
     def vllm_histograms(self, w: _Writer) -> None:
         def histogram(name: str, help_text: str, shape: Callable[[Pod, Profile], tuple | None]) -> None:
@@ -368,49 +481,111 @@ class _Fleet:
                 for e in pod.engines:
                     for suffix, le, values in _hist(p.requests, bounds, median, sigma):
                         labels = self.engine(pod, e) + (f",{le}" if le else "")
-                        w.series_(name + suffix, labels, values)
+                        w.series(name + suffix, labels, values)
 
-        v1 = lambda pod: pod.generation == "v1"  # noqa: E731
-        histogram("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.",
-                  lambda pod, p: (TTFT_V1 if v1(pod) else TTFT_V0, 0.18 + 0.05 * (pod.index % 3), 0.8))
-        histogram("vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.",
-                  lambda pod, p: (ITL_V1, 0.025, 0.5) if v1(pod) else None)
-        histogram("vllm:time_per_output_token_seconds", "Histogram of time per output token in seconds.",
-                  lambda pod, p: None if v1(pod) else (ITL_V0, 0.03, 0.5))
-        histogram("vllm:e2e_request_latency_seconds", "Histogram of end to end request latency in seconds.",
-                  lambda pod, p: (PHASE_V1 if v1(pod) else E2E_V0, p.e2e_median, 0.6))
-        histogram("vllm:request_queue_time_seconds", "Histogram of time spent in WAITING phase for request.",
-                  lambda pod, p: (PHASE_V1, 0.02, 1.0) if v1(pod) else None)
+        histogram(
+            "vllm:time_to_first_token_seconds",
+            "Histogram of time to first token in seconds.",
+            lambda pod, p: (
+                TTFT_V1 if pod.generation == "v1" else TTFT_V0,
+                0.18 + 0.05 * (pod.index % 3),
+                0.8,
+            ),
+        )
+        histogram(
+            "vllm:inter_token_latency_seconds",
+            "Histogram of inter-token latency in seconds.",
+            lambda pod, p: (ITL_V1, 0.025, 0.5) if pod.generation == "v1" else None,
+        )
+        histogram(
+            "vllm:time_per_output_token_seconds",
+            "Histogram of time per output token in seconds.",
+            lambda pod, p: None if pod.generation == "v1" else (ITL_V0, 0.03, 0.5),
+        )
+        histogram(
+            "vllm:e2e_request_latency_seconds",
+            "Histogram of end to end request latency in seconds.",
+            lambda pod, p: (PHASE_V1 if pod.generation == "v1" else E2E_V0, p.e2e_median, 0.6),
+        )
+        histogram(
+            "vllm:request_queue_time_seconds",
+            "Histogram of time spent in WAITING phase for request.",
+            lambda pod, p: (PHASE_V1, 0.02, 1.0) if pod.generation == "v1" else None,
+        )
 
     def router(self, pod: Pod) -> str:
         """production-stack's router re-exports engine gauges under the same names: `server`, no model_name."""
-        return _labels(**{
-            self.cl: pod.cluster, "container": "router", "endpoint": "router", "instance": f"10.{pod.cluster_index}.200.2:8001",
-            "job": "vllm-router", "namespace": NAMESPACES[0], "pod": f"vllm-router-{_suffix('router', pod.cluster)}",
-            "server": f"http://{pod.ip}:8000", "service": "vllm-router",
-        })
+        return _labels(
+            **{
+                self.cl: pod.cluster,
+                "container": "router",
+                "endpoint": "router",
+                "instance": f"10.{pod.cluster_index}.200.2:8001",
+                "job": "vllm-router",
+                "namespace": NAMESPACES[0],
+                "pod": f"vllm-router-{_suffix('router', pod.cluster)}",
+                "server": f"http://{pod.ip}:8000",
+                "service": "vllm-router",
+            }
+        )
 
     # -- Kubernetes --------------------------------------------------------------------------------
 
     def cadvisor(self, w: _Writer) -> None:
         def kubelet(pod: Pod, path: str = "/metrics/cadvisor") -> dict[str, str]:
-            return {self.cl: pod.cluster, "endpoint": "https-metrics", "instance": f"{pod.node}:10250",
-                    "job": "kubelet", "metrics_path": path, "namespace": pod.namespace, "node": pod.node,
-                    "pod": pod.name, "service": "kubelet"}
+            return {
+                self.cl: pod.cluster,
+                "endpoint": "https-metrics",
+                "instance": f"{pod.node}:10250",
+                "job": "kubelet",
+                "metrics_path": path,
+                "namespace": pod.namespace,
+                "node": pod.node,
+                "pod": pod.name,
+                "service": "kubelet",
+            }
 
         def cgroups(pod: Pod) -> Iterator[tuple[dict[str, str], str]]:
             base = f"/kubepods/burstable/pod{pod.uid}"
-            yield {"container": "vllm", "id": f"{base}/{_hash('c', pod.uid):08x}", "image": pod.image,
-                   "name": f"{_hash('c', pod.uid):08x}"}, "vllm"
-            yield {"container": "obspack-exporter", "id": f"{base}/{_hash('e', pod.uid):08x}",
-                   "image": "ghcr.io/obspack/obspack:0.1.0", "name": f"{_hash('e', pod.uid):08x}"}, "exporter"
+            yield (
+                {
+                    "container": "vllm",
+                    "id": f"{base}/{_hash('c', pod.uid):08x}",
+                    "image": pod.image,
+                    "name": f"{_hash('c', pod.uid):08x}",
+                },
+                "vllm",
+            )
+            yield (
+                {
+                    "container": "obspack-exporter",
+                    "id": f"{base}/{_hash('e', pod.uid):08x}",
+                    "image": "ghcr.io/obspack/obspack:0.1.0",
+                    "name": f"{_hash('e', pod.uid):08x}",
+                },
+                "exporter",
+            )
             yield {"container": "", "id": base, "image": "", "name": ""}, "pod"
             if pod.cluster_index % 2 == 0:  # containerd: the sandbox has no container name
-                yield {"container": "", "id": f"{base}/{_hash('p', pod.uid):08x}",
-                       "image": "registry.k8s.io/pause:3.9", "name": f"{_hash('p', pod.uid):08x}"}, "pause"
+                yield (
+                    {
+                        "container": "",
+                        "id": f"{base}/{_hash('p', pod.uid):08x}",
+                        "image": "registry.k8s.io/pause:3.9",
+                        "name": f"{_hash('p', pod.uid):08x}",
+                    },
+                    "pause",
+                )
             else:  # dockershim
-                yield {"container": "POD", "id": f"{base}/{_hash('p', pod.uid):08x}",
-                       "image": "k8s.gcr.io/pause:3.5", "name": f"k8s_POD_{pod.name}"}, "pause"
+                yield (
+                    {
+                        "container": "POD",
+                        "id": f"{base}/{_hash('p', pod.uid):08x}",
+                        "image": "k8s.gcr.io/pause:3.5",
+                        "name": f"k8s_POD_{pod.name}",
+                    },
+                    "pause",
+                )
 
         def working_set(pod: Pod, role: str) -> Values:
             p = self.profile(pod)
@@ -425,24 +600,42 @@ class _Fleet:
             return [a + b for a, b in zip(vllm, exporter)]
 
         limits = {"vllm": 64.0 * GIB, "exporter": 256.0 * MIB, "pod": 64.0 * GIB + 256 * MIB, "pause": 0.0}
-        w.family("container_memory_working_set_bytes", "gauge", "Current working set of the container in bytes")
+        w.family(
+            "container_memory_working_set_bytes", "gauge", "Current working set of the container in bytes"
+        )
         for pod in self.pods:
             for extra, role in cgroups(pod):
-                w.series_("container_memory_working_set_bytes", _labels(**kubelet(pod), **extra), working_set(pod, role))
+                w.series(
+                    "container_memory_working_set_bytes",
+                    _labels(**kubelet(pod), **extra),
+                    working_set(pod, role),
+                )
             if pod.cluster_index % 2 == 0:  # kubelet /metrics/resource repeats it without image or id
-                w.series_("container_memory_working_set_bytes",
-                          _labels(**kubelet(pod, "/metrics/resource"), container="vllm"), working_set(pod, "vllm"))
+                w.series(
+                    "container_memory_working_set_bytes",
+                    _labels(**kubelet(pod, "/metrics/resource"), container="vllm"),
+                    working_set(pod, "vllm"),
+                )
         w.family("container_spec_memory_limit_bytes", "gauge", "Memory limit for the container.")
         for pod in self.pods:
             for extra, role in cgroups(pod):
-                w.series_("container_spec_memory_limit_bytes", _labels(**kubelet(pod), **extra), limits[role])
+                w.series("container_spec_memory_limit_bytes", _labels(**kubelet(pod), **extra), limits[role])
 
     def kube_state_metrics(self, w: _Writer) -> None:
         replicas = ("10.96.0.20:8080", "10.96.0.21:8080")  # HA: every series twice
 
         def ksm(pod: Pod, replica: str, **extra: str) -> str:
-            return _labels(**{self.cl: pod.cluster, "instance": replica, "job": "kube-state-metrics",
-                              "namespace": pod.namespace, "pod": pod.name, "uid": pod.uid}, **extra)
+            return _labels(
+                **{
+                    self.cl: pod.cluster,
+                    "instance": replica,
+                    "job": "kube-state-metrics",
+                    "namespace": pod.namespace,
+                    "pod": pod.name,
+                    "uid": pod.uid,
+                },
+                **extra,
+            )
 
         containers = {
             "vllm": lambda pod: pod.image,
@@ -451,26 +644,52 @@ class _Fleet:
         w.family("kube_pod_info", "gauge", "Information about pod.")
         for pod in self.pods:
             for r in replicas:
-                w.series_("kube_pod_info", ksm(pod, r, created_by_kind="ReplicaSet", host_ip=f"10.{pod.cluster_index}.9.{pod.node_index}",
-                                               node=pod.node, pod_ip=pod.ip, priority_class=""), 1.0)
+                w.series(
+                    "kube_pod_info",
+                    ksm(
+                        pod,
+                        r,
+                        created_by_kind="ReplicaSet",
+                        host_ip=f"10.{pod.cluster_index}.9.{pod.node_index}",
+                        node=pod.node,
+                        pod_ip=pod.ip,
+                        priority_class="",
+                    ),
+                    1.0,
+                )
         w.family("kube_pod_status_phase", "gauge", "The pods current phase.")
         for pod in self.pods:
             for r in replicas:
                 for phase in ("Pending", "Running", "Succeeded", "Failed", "Unknown"):
-                    w.series_("kube_pod_status_phase", ksm(pod, r, phase=phase), 1.0 if phase == "Running" else 0.0)
+                    w.series(
+                        "kube_pod_status_phase", ksm(pod, r, phase=phase), 1.0 if phase == "Running" else 0.0
+                    )
         w.family("kube_pod_container_info", "gauge", "Information about a container in a pod.")
         for pod in self.pods:
             for r in replicas:
                 for container, image in containers.items():
-                    w.series_("kube_pod_container_info",
-                              ksm(pod, r, container=container, container_id=f"containerd://{_hash(container, pod.uid):08x}",
-                                  image=image(pod), image_id=f"{image(pod)}@sha256:{_hash(image(pod)):08x}",
-                                  image_spec=image(pod)), 1.0)
+                    w.series(
+                        "kube_pod_container_info",
+                        ksm(
+                            pod,
+                            r,
+                            container=container,
+                            container_id=f"containerd://{_hash(container, pod.uid):08x}",
+                            image=image(pod),
+                            image_id=f"{image(pod)}@sha256:{_hash(image(pod)):08x}",
+                            image_spec=image(pod),
+                        ),
+                        1.0,
+                    )
         resources = {
-            "kube_pod_container_resource_requests": {"vllm": {"memory": 48 * GIB, "cpu": 8.0},
-                                                     "obspack-exporter": {"memory": 128 * MIB, "cpu": 0.05}},
-            "kube_pod_container_resource_limits": {"vllm": {"memory": 64 * GIB},
-                                                   "obspack-exporter": {"memory": 256 * MIB}},
+            "kube_pod_container_resource_requests": {
+                "vllm": {"memory": 48 * GIB, "cpu": 8.0},
+                "obspack-exporter": {"memory": 128 * MIB, "cpu": 0.05},
+            },
+            "kube_pod_container_resource_limits": {
+                "vllm": {"memory": 64 * GIB},
+                "obspack-exporter": {"memory": 256 * MIB},
+            },
         }
         units = {"memory": "byte", "cpu": "core", "nvidia_com_gpu": "integer"}
         for family, per_container in resources.items():
@@ -482,13 +701,27 @@ class _Fleet:
                         if container == "vllm":
                             amounts["nvidia_com_gpu"] = float(len(pod.gpus))
                         for resource, value in amounts.items():
-                            w.series_(family, ksm(pod, r, container=container, node=pod.node, resource=resource,
-                                                  unit=units[resource]), float(value))
-        w.family("kube_pod_container_status_restarts", "counter", "The number of container restarts per container.")
+                            w.series(
+                                family,
+                                ksm(
+                                    pod,
+                                    r,
+                                    container=container,
+                                    node=pod.node,
+                                    resource=resource,
+                                    unit=units[resource],
+                                ),
+                                float(value),
+                            )
+        w.family(
+            "kube_pod_container_status_restarts", "counter", "The number of container restarts per container."
+        )
         for pod in self.pods:
             for r in replicas:
                 for container in containers:
-                    w.series_("kube_pod_container_status_restarts_total", ksm(pod, r, container=container), 0.0)
+                    w.series(
+                        "kube_pod_container_status_restarts_total", ksm(pod, r, container=container), 0.0
+                    )
 
     # -- DCGM --------------------------------------------------------------------------------------
 
@@ -497,7 +730,7 @@ class _Fleet:
         by_node: dict[tuple[str, int], list[Pod]] = {}
         for pod in self.pods:
             by_node.setdefault((pod.cluster, pod.node_index), []).append(pod)
-        for (cluster, _), pods in by_node.items():
+        for pods in by_node.values():
             used = {g: pod for pod in pods for g in pod.gpus}
             idle = max(used) + 1
             for g in [*sorted(used), idle]:
@@ -539,12 +772,16 @@ class _Fleet:
         n = self.spec.steps
         gpus = list(self.gpus())
 
-        def field_(name: str, help_text: str, value: Callable[[Pod | None, int], Values | float],
-                   where: Callable[[Pod], bool] = lambda pod: True) -> None:
+        def field_(
+            name: str,
+            help_text: str,
+            value: Callable[[Pod | None, int], Values | float],
+            where: Callable[[Pod], bool] = lambda pod: True,
+        ) -> None:
             w.family(name, "gauge", help_text)
             for labels, holder, anchor, g in gpus:
                 if where(anchor):
-                    w.series_(name, labels, value(holder, g))
+                    w.series(name, labels, value(holder, g))
 
         def busy(holder: Pod | None) -> Values:
             if holder is None:
@@ -557,16 +794,40 @@ class _Fleet:
             return [float(int(GPU_FB_MIB * 0.9 + 600 + (k + g) % 5 * 10)) for k in range(n)]
 
         field_("DCGM_FI_DEV_FB_USED", "Framebuffer memory used (in MiB).", fb_used)
-        field_("DCGM_FI_DEV_FB_FREE", "Framebuffer memory free (in MiB).",
-               lambda h, g: [GPU_FB_MIB - u for u in fb_used(h, g)])
-        field_("DCGM_FI_DEV_GPU_UTIL", "GPU utilization (in %).", lambda h, g: [round(100 * b) for b in busy(h)])
-        field_("DCGM_FI_PROF_GR_ENGINE_ACTIVE", "Ratio of time the graphics engine is active.", lambda h, g: busy(h))
-        field_("DCGM_FI_PROF_SM_ACTIVE", "The ratio of cycles an SM has at least 1 warp assigned.",
-               lambda h, g: [0.8 * b for b in busy(h)], where=lambda pod: pod.cluster_index % 2 == 0)
-        field_("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "Ratio of cycles the tensor (HMMA) pipe is active.",
-               lambda h, g: [0.4 * b for b in busy(h)])
-        field_("DCGM_FI_DEV_GPU_TEMP", "GPU temperature (in C).", lambda h, g: [float(round(38 + 30 * b)) for b in busy(h)])
-        field_("DCGM_FI_DEV_POWER_USAGE", "Power draw (in W).", lambda h, g: [round(70 + 500 * b, 3) for b in busy(h)])
+        field_(
+            "DCGM_FI_DEV_FB_FREE",
+            "Framebuffer memory free (in MiB).",
+            lambda h, g: [GPU_FB_MIB - u for u in fb_used(h, g)],
+        )
+        field_(
+            "DCGM_FI_DEV_GPU_UTIL", "GPU utilization (in %).", lambda h, g: [round(100 * b) for b in busy(h)]
+        )
+        field_(
+            "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
+            "Ratio of time the graphics engine is active.",
+            lambda h, g: busy(h),
+        )
+        field_(
+            "DCGM_FI_PROF_SM_ACTIVE",
+            "The ratio of cycles an SM has at least 1 warp assigned.",
+            lambda h, g: [0.8 * b for b in busy(h)],
+            where=lambda pod: pod.cluster_index % 2 == 0,
+        )
+        field_(
+            "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
+            "Ratio of cycles the tensor (HMMA) pipe is active.",
+            lambda h, g: [0.4 * b for b in busy(h)],
+        )
+        field_(
+            "DCGM_FI_DEV_GPU_TEMP",
+            "GPU temperature (in C).",
+            lambda h, g: [float(round(38 + 30 * b)) for b in busy(h)],
+        )
+        field_(
+            "DCGM_FI_DEV_POWER_USAGE",
+            "Power draw (in W).",
+            lambda h, g: [round(70 + 500 * b, 3) for b in busy(h)],
+        )
         field_("DCGM_FI_DEV_SM_CLOCK", "SM clock frequency (in MHz).", lambda h, g: 1980.0)
         field_("DCGM_FI_DEV_XID_ERRORS", "Value of the last XID error encountered.", lambda h, g: 0.0)
 
@@ -589,54 +850,106 @@ class _Fleet:
                 values = value(pod, p)
                 if values is not None:
                     for e in pod.engines:
-                        w.series_(name, engine_labels(pod, e), values)
+                        w.series(name, engine_labels(pod, e), values)
 
         def used(p: Profile) -> list[int]:
             return [round(kv * p.num_gpu_blocks) for kv in p.kv]
 
-        per_engine("obspack_vllm_prefix_cache_hit_ratio", "Prefix cache hits / queries over the window.",
-                   lambda pod, p: [0.46] * self.spec.steps if pod.generation == "v1" else None)
-        per_engine("obspack_vllm_prefix_cache_hit_ratio_lifetime", "Prefix cache hits / queries since start.",
-                   lambda pod, p: [0.46 if pod.generation == "v1" else 0.41] * self.spec.steps)
+        per_engine(
+            "obspack_vllm_prefix_cache_hit_ratio",
+            "Prefix cache hits / queries over the window.",
+            lambda pod, p: [0.46] * self.spec.steps if pod.generation == "v1" else None,
+        )
+        per_engine(
+            "obspack_vllm_prefix_cache_hit_ratio_lifetime",
+            "Prefix cache hits / queries since start.",
+            lambda pod, p: [0.46 if pod.generation == "v1" else 0.41] * self.spec.steps,
+        )
         w.family("obspack_vllm_kv_cache_blocks", "gauge", "KV cache blocks by state (used, free).")
         for pod in self.pods:
             p = self.profile(pod)
             for e in pod.engines:
                 u = used(p)
-                w.series_("obspack_vllm_kv_cache_blocks", engine_labels(pod, e, state="used"), [float(x) for x in u])
-                w.series_("obspack_vllm_kv_cache_blocks", engine_labels(pod, e, state="free"),
-                          [float(p.num_gpu_blocks - x) for x in u])
-        per_engine("obspack_vllm_kv_cache_block_size_tokens", "Tokens per KV cache block.",
-                   lambda pod, p: [float(p.block_size)] * self.spec.steps)
-        per_engine("obspack_vllm_kv_cache_fragmentation_ratio", "Estimated internal fragmentation of used KV blocks.",
-                   lambda pod, p: [r * (p.block_size - 1) / 2 / max(u * p.block_size, 1) for r, u in zip(p.running, used(p))])
-        per_engine("obspack_vllm_kv_cache_admission_headroom_requests", "More requests of average KV size that fit.",
-                   lambda pod, p: [(p.num_gpu_blocks - u) / (u / r) if r > 0 and u > 0 else 0.0
-                                   for r, u in zip(p.running, used(p))])
+                w.series(
+                    "obspack_vllm_kv_cache_blocks", engine_labels(pod, e, state="used"), [float(x) for x in u]
+                )
+                w.series(
+                    "obspack_vllm_kv_cache_blocks",
+                    engine_labels(pod, e, state="free"),
+                    [float(p.num_gpu_blocks - x) for x in u],
+                )
+        per_engine(
+            "obspack_vllm_kv_cache_block_size_tokens",
+            "Tokens per KV cache block.",
+            lambda pod, p: [float(p.block_size)] * self.spec.steps,
+        )
+        per_engine(
+            "obspack_vllm_kv_cache_fragmentation_ratio",
+            "Estimated internal fragmentation of used KV blocks.",
+            lambda pod, p: [
+                r * (p.block_size - 1) / 2 / max(u * p.block_size, 1) for r, u in zip(p.running, used(p))
+            ],
+        )
+        per_engine(
+            "obspack_vllm_kv_cache_admission_headroom_requests",
+            "More requests of average KV size that fit.",
+            lambda pod, p: [
+                (p.num_gpu_blocks - u) / (u / r) if r > 0 and u > 0 else 0.0
+                for r, u in zip(p.running, used(p))
+            ],
+        )
         w.family("obspack_target_up", "gauge", "1 if the last scrape of the target succeeded.")
         for pod in self.pods:
-            w.series_("obspack_target_up", self.exporter_labels(pod, target="http://127.0.0.1:8000/metrics"), 1.0)
+            w.series(
+                "obspack_target_up", self.exporter_labels(pod, target="http://127.0.0.1:8000/metrics"), 1.0
+            )
 
-        def per_device(name: str, kind: str, help_text: str, value: Callable[[Pod, int], Values | float]) -> None:
+        def per_device(
+            name: str, kind: str, help_text: str, value: Callable[[Pod, int], Values | float]
+        ) -> None:
             w.family(name.removesuffix("_total"), kind, help_text)
             for pod in self.pods:
                 for device in range(len(pod.gpus)):
                     labels = self.exporter_labels(pod, device=str(device), pid=str(100 + device))
-                    w.series_(name, labels, value(pod, device))
+                    w.series(name, labels, value(pod, device))
 
         reserved = 0.88 * GPU_FB_MIB * MIB
-        per_device("obspack_cuda_allocator_reserved_bytes", "gauge", "Bytes reserved by the CUDA caching allocator.",
-                   lambda pod, d: reserved)
-        per_device("obspack_cuda_allocator_allocated_bytes", "gauge", "Bytes allocated to live tensors.",
-                   lambda pod, d: reserved * 0.93)
-        per_device("obspack_cuda_allocator_inactive_split_bytes", "gauge", "Reserved bytes in inactive split blocks.",
-                   lambda pod, d: reserved * 0.03)
-        per_device("obspack_cuda_allocator_fragmentation_ratio", "gauge", "Inactive split bytes / reserved bytes.",
-                   lambda pod, d: 0.03)
-        per_device("obspack_cuda_alloc_retries_total", "counter", "cudaMalloc retries after a cache flush.",
-                   lambda pod, d: 0.0)
-        per_device("obspack_cuda_ooms_total", "counter", "CUDA out-of-memory errors seen by the allocator.",
-                   lambda pod, d: 0.0)
+        per_device(
+            "obspack_cuda_allocator_reserved_bytes",
+            "gauge",
+            "Bytes reserved by the CUDA caching allocator.",
+            lambda pod, d: reserved,
+        )
+        per_device(
+            "obspack_cuda_allocator_allocated_bytes",
+            "gauge",
+            "Bytes allocated to live tensors.",
+            lambda pod, d: reserved * 0.93,
+        )
+        per_device(
+            "obspack_cuda_allocator_inactive_split_bytes",
+            "gauge",
+            "Reserved bytes in inactive split blocks.",
+            lambda pod, d: reserved * 0.03,
+        )
+        per_device(
+            "obspack_cuda_allocator_fragmentation_ratio",
+            "gauge",
+            "Inactive split bytes / reserved bytes.",
+            lambda pod, d: 0.03,
+        )
+        per_device(
+            "obspack_cuda_alloc_retries_total",
+            "counter",
+            "cudaMalloc retries after a cache flush.",
+            lambda pod, d: 0.0,
+        )
+        per_device(
+            "obspack_cuda_ooms_total",
+            "counter",
+            "CUDA out-of-memory errors seen by the allocator.",
+            lambda pod, d: 0.0,
+        )
 
 
 def write_openmetrics(spec: FleetSpec, path: Path) -> FleetSummary:
@@ -653,4 +966,4 @@ def write_openmetrics(spec: FleetSpec, path: Path) -> FleetSummary:
         fleet.dcgm(w)
         fleet.exporter(w)
         out.write("# EOF\n")
-    return FleetSummary(spec=spec, pods=tuple(fleet.pods), series=w.series, samples=w.samples)
+    return FleetSummary(spec=spec, pods=tuple(fleet.pods), series=w.count, samples=w.samples)

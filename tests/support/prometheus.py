@@ -160,6 +160,7 @@ def backfill_openmetrics(source: Path, data_dir: Path) -> None:
         [promtool, "tsdb", "create-blocks-from", "openmetrics", str(source), str(data_dir)],
         capture_output=True,
         text=True,
+        check=False,
     )
     if run.returncode != 0:
         raise PrometheusError(f"promtool create-blocks-from openmetrics failed:\n{run.stderr[-3000:]}")
@@ -178,11 +179,14 @@ def rule_levels(groups: Sequence[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     pending = rules
     while pending:
         ready = [
-            r for r in pending
+            r
+            for r in pending
             if all(name in done or not _references(r["expr"], name) for name in records - {r["record"]})
         ]
         if not ready:
-            raise PrometheusError(f"recording rules depend on each other in a cycle: {[r['record'] for r in pending]}")
+            raise PrometheusError(
+                f"recording rules depend on each other in a cycle: {[r['record'] for r in pending]}"
+            )
         levels.append(ready)
         done |= {r["record"] for r in ready}
         pending = [r for r in pending if r not in ready]
@@ -207,14 +211,27 @@ def backfill_rules(
             out = Path(tmp) / "blocks"
             with running_prometheus(data_dir) as prom:
                 run = subprocess.run(
-                    [promtool, "tsdb", "create-blocks-from", "rules", f"--start={start}", f"--end={end}",
-                     f"--url={prom.url}", f"--output-dir={out}", f"--eval-interval={eval_interval}", "--quiet",
-                     str(rule_file)],
+                    [
+                        promtool,
+                        "tsdb",
+                        "create-blocks-from",
+                        "rules",
+                        f"--start={start}",
+                        f"--end={end}",
+                        f"--url={prom.url}",
+                        f"--output-dir={out}",
+                        f"--eval-interval={eval_interval}",
+                        "--quiet",
+                        str(rule_file),
+                    ],
                     capture_output=True,
                     text=True,
+                    check=False,
                 )
             if run.returncode != 0:
-                raise PrometheusError(f"promtool create-blocks-from rules (level {number}) failed:\n{run.stderr[-3000:]}")
+                raise PrometheusError(
+                    f"promtool create-blocks-from rules (level {number}) failed:\n{run.stderr[-3000:]}"
+                )
             for block in out.iterdir() if out.exists() else ():
                 if block.is_dir():
                     shutil.move(str(block), data_dir / block.name)

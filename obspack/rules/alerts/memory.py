@@ -58,7 +58,8 @@ def container_oom_killed(cfg: ObspackConfig) -> AlertRule:
         ),
         runbook="vllm-container-oom-killed",
         triage=(
-            "kubectl -n {{ $labels.namespace }} describe pod {{ $labels.pod }} | grep -A4 'Last State'"
+            "kubectl -n {{ $labels.namespace }} get pod {{ $labels.pod }} -o jsonpath="
+            "'{.status.containerStatuses[?(@.name==\"{{ $labels.container }}\")].lastState.terminated}'"
         ),
     )
 
@@ -87,7 +88,7 @@ def container_restarted(cfg: ObspackConfig) -> AlertRule:
         runbook="vllm-container-restarted",
         triage=(
             "kubectl -n {{ $labels.namespace }} logs {{ $labels.pod }} -c {{ $labels.container }} --previous "
-            "| grep -iE 'out of memory|OutOfMemoryError|Traceback' | tail -20"
+            "| grep -iE 'out of memory|OutOfMemoryError|CUDA error|NCCL|EngineDeadError|Traceback' | tail -20"
         ),
     )
 
@@ -109,7 +110,7 @@ def gpu_memory_near_full(cfg: ObspackConfig) -> AlertRule:
         runbook="vllm-gpu-memory-near-full",
         triage=(
             "kubectl -n {{ $labels.namespace }} exec {{ $labels.pod }} -- nvidia-smi "
-            "--query-gpu=index,memory.used,memory.total --format=csv"
+            "--query-gpu=index,uuid,memory.used,memory.total --format=csv"
         ),
     )
 

@@ -83,7 +83,7 @@ def zero_throughput(cfg: ObspackConfig) -> AlertRule:
         description=WHO + " has {{ $value }} requests running or waiting and generated no token in the last "
         f"{t.window}.",
         runbook="vllm-zero-throughput",
-        triage="kubectl -n {{ $labels.namespace }} logs {{ $labels.pod }} --tail=100",
+        triage="kubectl -n {{ $labels.namespace }} logs {{ $labels.pod }} --timestamps --tail=100",
     )
 
 

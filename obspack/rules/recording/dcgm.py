@@ -2,8 +2,8 @@
 
 dcgm-exporter puts the workload in `pod`/`namespace`/`container` when scraped with honorLabels: true,
 and in `exported_pod`/`exported_namespace`/`exported_container` with the default honorLabels: false
-(the target's own labels then name the exporter pod). Newer releases spell `Hostname` as `hostname`,
-and --use-old-namespace spells `UUID` as `uuid`. Both modes are normalised here, without configuration.
+(the target's own labels then name the exporter pod). With --use-old-namespace they are `pod_name`,
+`pod_namespace`, `container_name` and `uuid`; newer releases spell `Hostname` as `hostname`. Both modes are normalised here, without configuration.
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ MIB = 1024 * 1024
 GPU_LABELS = ("namespace", "pod", "gpu", "UUID", "Hostname")
 EXPORTED_POD = 'exported_pod!=""'
 NO_EXPORTED_POD = 'exported_pod=""'
+OLD_POD = 'pod_name!=""'  # dcgm-exporter --use-old-namespace: pod_name, pod_namespace, container_name
+NO_OLD_POD = 'pod_name=""'
 
 
 def _label_replace(inner: str, args: str) -> str:
@@ -30,8 +32,12 @@ def normalised(cfg: ObspackConfig, metric: str) -> str:
     moved = metric + c.selector(dcgm, EXPORTED_POD)
     for label in ("pod", "namespace", "container"):
         moved = _label_replace(moved, f'"{label}", "$1", "exported_{label}", "(.+)"')
-    both = f"{moved}\nor\n{metric}{c.selector(dcgm, NO_EXPORTED_POD)}"
-    return _label_replace(_label_replace(both, '"Hostname", "$1", "hostname", "(.+)"'), '"UUID", "$1", "uuid", "(.+)"')
+    renamed = metric + c.selector(dcgm, NO_EXPORTED_POD, OLD_POD)
+    for new, old in (("pod", "pod_name"), ("namespace", "pod_namespace"), ("container", "container_name")):
+        renamed = _label_replace(renamed, f'"{new}", "$1", "{old}", "(.+)"')
+    plain = metric + c.selector(dcgm, NO_EXPORTED_POD, NO_OLD_POD)
+    every = f"{moved}\nor\n{renamed}\nor\n{plain}"
+    return _label_replace(_label_replace(every, '"Hostname", "$1", "hostname", "(.+)"'), '"UUID", "$1", "uuid", "(.+)"')
 
 
 def _per_vllm_gpu(cfg: ObspackConfig, metric: str) -> str:

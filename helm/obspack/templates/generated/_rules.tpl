@@ -21,5 +21,6 @@ alert's own labels, then its severity, each winning over the ones before.
 {{- define "obspack.alertLabels" -}}
 {{- $root := index . 0 -}}
 {{- $alert := index $root.Values.alerts (index . 1) -}}
-{{- toYaml (merge (dict "severity" $alert.severity) ($alert.labels | default dict) ($root.Values.commonLabels | default dict)) -}}
+{{- $labels := merge (dict "severity" $alert.severity) ($alert.labels | default dict) ($root.Values.commonLabels | default dict) -}}
+{{- toYaml $labels -}}
 {{- end }}

@@ -1,0 +1,239 @@
+"""The dashboard linter on every dashboard (default and customised configs), and the linter on broken input."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+import pytest
+
+from obspack import conventions as c
+from obspack.config import ObspackConfig
+from obspack.dashboards import all_dashboards
+from tests.dashboards.lint import lint, panels
+
+CUSTOM = ObspackConfig.model_validate(
+    {
+        "cluster_label": "k8s_cluster",
+        "selectors": {
+            "vllm": 'job="vllm"',
+            "cadvisor": 'job="kubelet", metrics_path="/metrics/cadvisor"',
+            "kube_state_metrics": 'job="kube-state-metrics"',
+            "dcgm": 'job="nvidia-dcgm-exporter"',
+            "exporter": 'job="obspack-exporter"',
+        },
+        "alerts": {"VLLMKVCacheUsageHigh": {"ratio": 0.8}, "VLLMKVCacheUsageCritical": {"ratio": 0.85}},
+        "grafana": {"tags": ["llm", "gpu"], "refresh": "1m", "datasource": "thanos"},
+    }
+)
+CONFIGS = {"default": ObspackConfig(), "custom": CUSTOM}
+
+
+def _dashboards(cfg: ObspackConfig) -> dict[str, dict[str, Any]]:
+    return dict(all_dashboards(cfg))
+
+
+@pytest.mark.parametrize("config", sorted(CONFIGS))
+@pytest.mark.parametrize("name", list(c.DASHBOARDS))
+def test_dashboard_passes_the_linter(config: str, name: str) -> None:
+    model = _dashboards(CONFIGS[config])[name]
+    assert lint(name, model) == []
+
+
+def test_every_dashboard_of_the_conventions_is_built_in_order() -> None:
+    assert [name for name, _ in all_dashboards(ObspackConfig())] == list(c.DASHBOARDS)
+
+
+def test_output_is_deterministic_plain_json() -> None:
+    first = json.dumps(all_dashboards(ObspackConfig()), sort_keys=True)
+    assert first == json.dumps(all_dashboards(ObspackConfig()), sort_keys=True)
+    assert json.loads(first) == [list(pair) for pair in all_dashboards(ObspackConfig())]
+
+
+def test_config_reaches_tags_refresh_datasource_and_cluster_label() -> None:
+    for name, model in all_dashboards(CUSTOM):
+        assert model["tags"] == ["llm", "gpu"], name
+        assert model["refresh"] == "1m", name
+        variables = {v["name"]: v for v in model["templating"]["list"]}
+        assert variables["datasource"]["current"]["value"] == "thanos"
+        assert variables["cluster"]["query"].endswith(", k8s_cluster)")
+        for panel in panels(model):
+            for target in panel.get("targets") or []:
+                assert 'k8s_cluster=~"$cluster"' in target["expr"], (name, panel["title"])
+                assert 'cluster=~"$cluster"' not in target["expr"].replace("k8s_cluster", ""), (
+                    name,
+                    panel["title"],
+                )
+
+
+@pytest.mark.parametrize(
+    ("metric", "matcher"),
+    [
+        ("vllm:time_to_first_token_seconds_bucket", 'job="vllm"'),
+        ("kube_pod_container_status_restarts_total", 'job="kube-state-metrics"'),
+        ("DCGM_FI_DEV_GPU_UTIL", 'job="nvidia-dcgm-exporter"'),
+        ("obspack_cuda_allocator_reserved_bytes", 'job="obspack-exporter"'),
+        ("obspack_vllm_kv_cache_blocks", 'job="obspack-exporter"'),
+    ],
+)
+def test_raw_series_carry_the_configured_source_matchers(metric: str, matcher: str) -> None:
+    seen = 0
+    for _, model in all_dashboards(CUSTOM):
+        for panel in panels(model):
+            for target in panel.get("targets") or []:
+                for part in target["expr"].split(metric + "{")[1:]:
+                    seen += 1
+                    assert part.startswith(matcher), (panel["title"], target["expr"])
+    assert seen, f"no dashboard reads {metric}"
+
+
+def _thresholds(model: dict[str, Any], title: str) -> list[float]:
+    panel = next(p for p in panels(model) if p["title"] == title)
+    return [
+        s["value"] for s in panel["fieldConfig"]["defaults"]["thresholds"]["steps"] if s["value"] is not None
+    ]
+
+
+def test_alert_thresholds_come_from_the_config() -> None:
+    default, custom = _dashboards(ObspackConfig()), _dashboards(CUSTOM)
+    assert _thresholds(default["vllm-kv-prefix-cache"], "KV cache usage per pod") == [0.9, 0.95]
+    assert _thresholds(custom["vllm-kv-prefix-cache"], "KV cache usage per pod") == [0.8, 0.85]
+    assert _thresholds(custom[c.TRIAGE_DASHBOARD], "KV cache usage") == [0.8, 0.85]
+    triage = default[c.TRIAGE_DASHBOARD]
+    cfg = ObspackConfig()
+    assert _thresholds(triage, "Container memory: working set / limit") == [
+        cfg.alerts.VLLMHostMemoryNearLimit.ratio
+    ]
+    assert _thresholds(triage, "GPU framebuffer used / total") == [cfg.alerts.VLLMGPUMemoryNearFull.ratio]
+
+
+def test_alert_thresholds_are_drawn_on_the_graphs() -> None:
+    triage = _dashboards(ObspackConfig())[c.TRIAGE_DASHBOARD]
+    drawn = {
+        p["title"]
+        for p in panels(triage)
+        if p["type"] == "timeseries"
+        and p["fieldConfig"]["defaults"]["custom"]["thresholdsStyle"]["mode"] != "off"
+    }
+    assert {
+        "Container memory: working set / limit",
+        "GPU framebuffer used / total",
+        "KV cache usage",
+    } <= drawn
+
+
+# ---------------------------------------------------------------------------------------------------
+# Variables and links
+
+
+def _variables(model: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {v["name"]: v for v in model["templating"]["list"]}
+
+
+@pytest.mark.parametrize("name", list(c.DASHBOARDS))
+def test_variables_are_chained(name: str) -> None:
+    v = _variables(_dashboards(ObspackConfig())[name])
+    assert list(v) == ["datasource", "cluster", "namespace", "model", "pod"]
+    assert "$cluster" in v["namespace"]["query"]
+    assert "$namespace" in v["model"]["query"] and "$cluster" in v["model"]["query"]
+    assert "$model" in v["pod"]["query"], "picking a model must narrow the pods"
+    assert v["model"]["includeAll"] and v["model"]["current"]["value"] == "$__all"
+
+
+def test_triage_page_selects_exactly_one_pod() -> None:
+    v = _variables(_dashboards(ObspackConfig())[c.TRIAGE_DASHBOARD])
+    for name in ("cluster", "namespace", "pod"):
+        assert not v[name]["multi"] and not v[name]["includeAll"], name
+
+
+def test_alert_links_open_the_triage_page_with_its_variables() -> None:
+    from obspack.rules.alerts import dashboard_url
+
+    url = dashboard_url(ObspackConfig())
+    path, query = url.split("?")
+    triage = _dashboards(ObspackConfig())[c.TRIAGE_DASHBOARD]
+    assert path == f"/d/{triage['uid']}/{c.TRIAGE_DASHBOARD}"
+    names = {pair.split("=")[0].removeprefix("var-") for pair in query.split("&")}
+    assert names <= set(_variables(triage))
+
+
+@pytest.mark.parametrize("name", list(c.DASHBOARDS))
+def test_dashboards_link_to_each_other_with_variables_and_time(name: str) -> None:
+    links = _dashboards(ObspackConfig())[name]["links"]
+    targets = {link["url"] for link in links}
+    assert targets == {f"/d/{c.dashboard_uid(other)}/{other}" for other in c.DASHBOARDS if other != name}
+    assert all(link["includeVars"] and link["keepTime"] for link in links)
+
+
+def test_panels_link_to_runbooks() -> None:
+    from obspack.rules.alerts import all_alerts, runbook_url
+
+    cfg = ObspackConfig(runbook_base_url="https://runbooks.example.com/obspack")
+    urls = {
+        link["url"]
+        for _, model in all_dashboards(cfg)
+        for panel in panels(model)
+        for link in panel.get("links") or []
+    }
+    runbooks = {runbook_url(cfg, alert.runbook) for alert in all_alerts(cfg)}
+    assert urls <= runbooks
+    linked = {u.rsplit("/", 1)[1] for u in urls}
+    assert len(linked) >= 10, f"only {sorted(linked)} are linked from a panel"
+
+
+def test_pod_tables_link_rows_to_the_triage_page() -> None:
+    fleet = _dashboards(ObspackConfig())["vllm-fleet"]
+    table = next(p for p in panels(fleet) if p["title"].startswith("Pods:"))
+    links = [
+        prop["value"]
+        for o in table["fieldConfig"]["overrides"]
+        for prop in o["properties"]
+        if prop["id"] == "links"
+    ]
+    url = links[0][0]["url"]
+    assert url.startswith(f"/d/{c.dashboard_uid(c.TRIAGE_DASHBOARD)}/{c.TRIAGE_DASHBOARD}?")
+    for var in ("cluster", "namespace", "pod"):
+        assert f"var-{var}=${{__data.fields.{var}}}" in url
+
+
+# ---------------------------------------------------------------------------------------------------
+# The linter finds what it should
+
+
+def _broken(mutate: Any) -> list[str]:
+    model = copy.deepcopy(_dashboards(ObspackConfig())["vllm-fleet"])
+    panel = next(p for p in model["panels"] if p["type"] == "timeseries")
+    mutate(model, panel)
+    return lint("vllm-fleet", model)
+
+
+@pytest.mark.parametrize(
+    ("mutation", "expected"),
+    [
+        (lambda m, p: p["fieldConfig"]["defaults"].update(unit=""), "no unit"),
+        (lambda m, p: p.update(description=""), "description missing"),
+        (lambda m, p: p["fieldConfig"]["defaults"]["thresholds"].update(steps=[]), "no thresholds"),
+        (lambda m, p: p.update(type="graph"), "panel type 'graph'"),
+        (
+            lambda m, p: p["targets"][0].update(
+                datasource={"type": "prometheus", "uid": "P1809F7CD0C75ACF3"}
+            ),
+            "does not use the datasource variable",
+        ),
+        (lambda m, p: p["targets"][0].update(expr='rate(x{cluster=~"$cluster"}[5m])'), "range [5m]"),
+        (lambda m, p: p["targets"][0].update(expr='sum(x{cluster=~"$cluster"}'), "does not parse"),
+        (lambda m, p: p["targets"][0].update(expr="sum(x)"), "not filtered by $cluster"),
+        (lambda m, p: p["targets"][0].update(expr=""), "empty query"),
+        (lambda m, p: p.update(targets=[]), "no queries"),
+        (lambda m, p: p.update(id=m["panels"][0]["id"]), "panel ids repeated"),
+        (lambda m, p: p.update(title=m["panels"][0]["title"]), "panel titles repeated"),
+        (lambda m, p: p["gridPos"].update(x=0, y=0), "overlaps"),
+        (lambda m, p: m.update(uid="changed"), "stable"),
+        (lambda m, p: m["templating"]["list"].pop(), "missing variables ['pod']"),
+        (lambda m, p: m.update(rows=[{"panels": []}]), "legacy rows"),
+    ],
+)
+def test_linter_reports(mutation: Any, expected: str) -> None:
+    problems = _broken(mutation)
+    assert any(expected in problem for problem in problems), problems

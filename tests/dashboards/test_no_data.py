@@ -1,0 +1,240 @@
+"""No "No data" on a healthy fleet: every panel query, with its variables filled in, returns data from a real
+Prometheus holding a synthetic fleet (tests/support/fleet.py) and the backfilled recording rules.
+
+The fleet has two clusters with the same pod names, vLLM V1 and V0 pods, router copies, duplicate
+kube-state-metrics, and DCGM in both label modes; the triage page is evaluated for one pod of each kind.
+Panels empty by design on a healthy fleet are listed in EMPTY_BY_DESIGN, each with its reason.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from obspack import conventions as c
+from obspack.config import ObspackConfig
+from obspack.dashboards import all_dashboards
+from obspack.rules.recording import all_recording_groups
+from tests.dashboards.lint import panels
+from tests.support.fleet import FleetSpec, FleetSummary, Pod, fleet_pods, write_openmetrics
+from tests.support.prometheus import Prometheus, backfill_openmetrics, backfill_rules, running_prometheus
+from tests.support.tools import require_tool
+
+pytestmark = [pytest.mark.e2e, pytest.mark.tool]
+
+CFG = ObspackConfig()
+SPEC = FleetSpec(pods=6, duration_s=3600, step_s=30)
+STEP = 60  # query resolution, as a Grafana panel ~60 points wide over 1h would ask
+RATE_INTERVAL = "2m"  # Grafana's $__rate_interval for a 30s scrape interval and a 60s step
+
+# (dashboard, panel title, refId) -> why it is empty on a healthy fleet.
+EMPTY_BY_DESIGN = {
+    ("vllm-fleet", "Alerts firing now", "A"): "no alert fires on a healthy fleet",
+    (c.TRIAGE_DASHBOARD, "Restarts and last termination reason", "B"): (
+        "kube-state-metrics reports a last termination reason only after a container terminated"
+    ),
+}
+
+DASHBOARDS = dict(all_dashboards(CFG))
+
+
+@dataclass(frozen=True)
+class Scenario:
+    dashboard: str
+    name: str
+    values: dict[str, str]  # variable -> regex value as Grafana interpolates it
+    pod: Pod | None = None
+
+
+def _escape(value: str) -> str:
+    """Grafana's regex escaping of a single variable value for Prometheus (=~"$var")."""
+    return re.sub(r"([$^*{}\[\]'+?.()|\\])", r"\\\\\1", value)
+
+
+def _pick(pods: tuple[Pod, ...], **attrs: Any) -> Pod:
+    return next(
+        p
+        for p in pods
+        if all(getattr(p, k) == v if not callable(v) else v(getattr(p, k)) for k, v in attrs.items())
+    )
+
+
+def scenarios(pods: tuple[Pod, ...]) -> list[Scenario]:
+    everything = {"cluster": ".*", "namespace": ".*", "model": ".*", "pod": ".*"}
+    out = []
+    for name in DASHBOARDS:
+        if name == c.TRIAGE_DASHBOARD:
+            continue
+        out.append(Scenario(name, "all", everything))
+        out.append(
+            Scenario(
+                name, f"cluster {SPEC.clusters[1]}", {**everything, "cluster": _escape(SPEC.clusters[1])}
+            )
+        )
+    kinds = {
+        "v1, DCGM pod= mode": {"generation": "v1", "dcgm_mode": "pod"},
+        "v1, DCGM exported_pod= mode": {"generation": "v1", "dcgm_mode": "exported"},
+        "v0, DCGM pod= mode": {"generation": "v0", "dcgm_mode": "pod"},
+        "v0, DCGM exported_pod= mode": {"generation": "v0", "dcgm_mode": "exported"},
+        "v1, two data-parallel engines": {"engines": lambda e: len(e) == 2},
+        "v1, tensor parallel over two GPUs": {"tp": 2, "engines": lambda e: len(e) == 1},
+    }
+    for kind, attrs in kinds.items():
+        pod = _pick(pods, **attrs)
+        values = {
+            "cluster": _escape(pod.cluster),
+            "namespace": _escape(pod.namespace),
+            "model": ".*",
+            "pod": _escape(pod.name),
+        }
+        out.append(Scenario(c.TRIAGE_DASHBOARD, kind, values, pod))
+    return out
+
+
+def fill(expr: str, values: dict[str, str]) -> str:
+    """Interpolate Grafana's variables the way Grafana would for these values."""
+    expr = expr.replace("$__rate_interval", RATE_INTERVAL).replace("$__range", f"{SPEC.duration_s}s")
+    expr = expr.replace("$__interval", f"{STEP}s")
+    return re.sub(r"\$\{?(\w+)\}?", lambda m: values.get(m.group(1), m.group(0)), expr)
+
+
+@dataclass
+class Fleet:
+    prom: Prometheus
+    summary: FleetSummary
+    timings: list[tuple[float, str]]
+
+    def evaluate(self, expr: str, instant: bool) -> list[dict[str, Any]]:
+        started = time.perf_counter()
+        if instant:
+            result = self.prom.query(expr, self.summary.end)
+        else:
+            result = self.prom.query_range(expr, self.summary.start, self.summary.end, STEP)
+        self.timings.append((time.perf_counter() - started, expr))
+        return result
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
+    require_tool("promtool")
+    require_tool("prometheus")
+    root = tmp_path_factory.mktemp("fleet")
+    summary = write_openmetrics(SPEC, root / "fleet.om")
+    backfill_openmetrics(root / "fleet.om", root / "data")
+    (root / "fleet.om").unlink()
+    groups = [g.to_dict() for g in all_recording_groups(CFG)]
+    backfill_rules(root / "data", groups, start=summary.start, end=summary.end)
+    with running_prometheus(root / "data") as prom:
+        fleet = Fleet(prom, summary, [])
+        yield fleet
+    slowest = sorted(fleet.timings, reverse=True)[:3]
+    total = sum(t for t, _ in fleet.timings)
+    print(
+        f"\n{len(fleet.timings)} dashboard queries in {total:.2f}s; slowest: "
+        + "; ".join(f"{t * 1000:.0f} ms {e[:60]!r}" for t, e in slowest)
+    )
+
+
+def _targets(dashboard: str) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
+    for panel in panels(DASHBOARDS[dashboard]):
+        for target in panel.get("targets") or []:
+            yield panel, target
+
+
+ALL_SCENARIOS = scenarios(tuple(fleet_pods(SPEC)))
+
+
+@pytest.mark.parametrize("scenario", ALL_SCENARIOS, ids=lambda s: f"{s.dashboard}: {s.name}")
+def test_every_panel_query_returns_data(fleet: Fleet, scenario: Scenario) -> None:
+    empty = []
+    for panel, target in _targets(scenario.dashboard):
+        key = (scenario.dashboard, panel["title"], target["refId"])
+        result = fleet.evaluate(fill(target["expr"], scenario.values), bool(target.get("instant")))
+        has_data = any(series.get("values") or series.get("value") for series in result)
+        if key in EMPTY_BY_DESIGN:
+            assert not has_data, f"{key} is listed as empty by design but returned data"
+        elif not has_data:
+            empty.append(f"{panel['title']} [{target['refId']}]: {target['expr']}")
+    assert not empty, "No data:\n" + "\n".join(empty)
+
+
+def test_empty_by_design_list_names_real_targets() -> None:
+    real = {(d, p["title"], t["refId"]) for d in DASHBOARDS for p, t in _targets(d)}
+    assert set(EMPTY_BY_DESIGN) <= real
+
+
+def _panel_target(dashboard: str, title: str, ref: str = "A") -> dict[str, Any]:
+    return next(t for p, t in _targets(dashboard) if p["title"] == title and t["refId"] == ref)
+
+
+def _series(
+    fleet: Fleet, dashboard: str, title: str, values: dict[str, str], ref: str = "A"
+) -> list[dict[str, Any]]:
+    target = _panel_target(dashboard, title, ref)
+    return fleet.evaluate(fill(target["expr"], values), bool(target.get("instant")))
+
+
+TRIAGE = [s for s in ALL_SCENARIOS if s.dashboard == c.TRIAGE_DASHBOARD]
+
+
+@pytest.mark.parametrize("scenario", TRIAGE, ids=lambda s: s.name)
+def test_triage_page_shows_the_gpus_and_the_container_of_its_pod(fleet: Fleet, scenario: Scenario) -> None:
+    pod = scenario.pod
+    assert pod is not None
+    gpus = _series(fleet, c.TRIAGE_DASHBOARD, "GPU framebuffer used / total", scenario.values)
+    assert sorted(int(s["metric"]["gpu"]) for s in gpus) == list(pod.gpus)
+    memory = _series(
+        fleet, c.TRIAGE_DASHBOARD, "Container memory: working set, request, limit", scenario.values
+    )
+    assert [s["metric"]["container"] for s in memory] == ["vllm"], (
+        "pod cgroup, pause and sidecar must not show"
+    )
+
+
+def test_fleet_pod_table_has_one_row_per_vllm_pod(fleet: Fleet) -> None:
+    everything = {"cluster": ".*", "namespace": ".*", "model": ".*", "pod": ".*"}
+    for ref in "ABCDEFG":
+        rows = _series(fleet, "vllm-fleet", "Pods: load, KV cache and memory planes", everything, ref)
+        keys = sorted(
+            (r["metric"][CFG.cluster_label], r["metric"]["namespace"], r["metric"]["pod"]) for r in rows
+        )
+        expected = sorted((p.cluster, p.namespace, p.name) for p in fleet.summary.pods)
+        assert keys == expected, f"column {ref}: router copies, HA duplicates or missing pods"
+
+
+def test_gpu_page_attributes_every_held_gpu_to_its_pod_and_model(fleet: Fleet) -> None:
+    everything = {"cluster": ".*", "namespace": ".*", "model": ".*", "pod": ".*"}
+    rows = _series(fleet, "gpu-by-workload", "GPUs and the workloads holding them", everything)
+    got = sorted(
+        (r["metric"]["pod"], r["metric"]["model_name"], r["metric"]["gpu"], r["metric"][CFG.cluster_label])
+        for r in rows
+    )
+    expected = sorted((p.name, p.model, str(g), p.cluster) for p in fleet.summary.pods for g in p.gpus)
+    assert got == expected, "idle GPUs and the DCGM exporter's own pod must not appear"
+
+
+def test_variables_list_values_and_narrow_each_other(fleet: Fleet) -> None:
+    variables = {v["name"]: v for v in DASHBOARDS["vllm-fleet"]["templating"]["list"]}
+    start, end = fleet.summary.start, fleet.summary.end
+    pods = fleet.summary.pods
+
+    def values(name: str, chosen: dict[str, str]) -> set[str]:
+        selector, label = re.fullmatch(r"label_values\((.*), (\w+)\)", variables[name]["query"]).groups()
+        return set(fleet.prom.label_values(label, fill(selector, chosen), start, end))
+
+    assert values("cluster", {}) == set(SPEC.clusters)
+    cluster = SPEC.clusters[0]
+    chosen = {"cluster": cluster}
+    assert values("namespace", chosen) == {p.namespace for p in pods if p.cluster == cluster}
+    chosen["namespace"] = ".*"
+    assert values("model", chosen) == {p.model for p in pods if p.cluster == cluster}
+    model = pods[0].model
+    chosen["model"] = _escape(model)
+    narrowed = values("pod", chosen)
+    assert narrowed == {p.name for p in pods if p.cluster == cluster and p.model == model}
+    assert len(narrowed) < len({p.name for p in pods if p.cluster == cluster})

@@ -1,0 +1,174 @@
+"""The whole chain on 127.0.0.1: fake vLLM pods and their `obspack exporter` sidecars, scraped every
+second by a real Prometheus that loads the rule files `obspack render` wrote, sending to a real
+Alertmanager that runs the pack's example routes and inhibitions, with receivers plugged into a local
+webhook. The incident is obspack.demo.incident (the one `scripts/demo.sh` narrates).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+
+from obspack.config import ObspackConfig
+from obspack.demo import incident
+from obspack.demo.clients import ALERTMANAGER, PROMETHEUS, AlertTrack, wait_until
+from obspack.demo.fake_vllm import DEFAULT_MODEL
+from obspack.demo.stack import CLUSTER, NAMESPACE, RUNBOOK_BASE_URL, Stack, Tools
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(150)]
+
+KV, STALL, BACKLOG, DOWN = incident.KV, incident.STALL, incident.BACKLOG, incident.DOWN
+# Alerts allowed to go pending (never firing) on a quiet pod before it has two samples: see
+# test_quiet_pods_raise_nothing and docs/e2e.md.
+FIRST_SCRAPE_ARTEFACTS = {"VLLMZeroThroughput"}
+QUIET_FOR_AT_LEAST_S = 25.0
+
+
+@pytest.fixture(scope="module")
+def stack(e2e_tools: Tools, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    with Stack(tmp_path_factory.mktemp("incident"), incident.PODS, e2e_tools) as stack:
+        with explained(stack):
+            stack.wait_for_data()
+        yield stack
+
+
+@contextmanager
+def explained(stack: Stack) -> Iterator[None]:
+    """Fail with the alert timeline and the servers' logs attached."""
+    try:
+        yield
+    except (TimeoutError, AssertionError) as e:
+        pytest.fail(f"{type(e).__name__}: {e}\n\n{stack.report()}")
+
+
+def now(stack: Stack) -> float:
+    """The watcher's clock (seconds since it started), to mark when an incident step began."""
+    assert stack.watcher is not None
+    return time.monotonic() - stack.watcher.started
+
+
+def pending_then_firing(stack: Stack, alertname: str, pod: str, since: float) -> AlertTrack:
+    """Wait until the alert fires in Prometheus; since the step began it must have been pending first."""
+    track = stack.wait_alert(PROMETHEUS, alertname, pod, "firing")
+    states = [state for at, state in track.states if at >= since]
+    assert states[:2] == ["pending", "firing"], f"{alertname} on {pod} since {since:.1f}s: {track.states}"
+    return track
+
+
+def receivers(track: AlertTrack) -> list[str]:
+    return [r["name"] for r in track.last["receivers"]]
+
+
+def inhibited_by(track: AlertTrack) -> list[str]:
+    return list(track.last["status"]["inhibitedBy"])
+
+
+def check_delivered(stack: Stack, alertname: str, pod: str, labels: dict[str, str], runbook: str) -> None:
+    """The alert as Alertmanager holds it: the rule's labels, the pod's target labels, the runbook link."""
+    track = stack.wait_alert(ALERTMANAGER, alertname, pod, "active")
+    want = {"alertname": alertname, "cluster": CLUSTER, "namespace": NAMESPACE, "pod": pod, **labels}
+    assert {k: track.labels.get(k) for k in want} == want
+    annotations = track.last["annotations"]
+    assert annotations["runbook_url"] == f"{RUNBOOK_BASE_URL}/{runbook}.md"
+    assert f"{NAMESPACE}/{pod}" in annotations["description"] and "{{" not in annotations["description"]
+    assert annotations["summary"]
+
+
+def deliveries(stack: Stack, status: str) -> set[tuple[str, str, str]]:
+    assert stack.webhook is not None
+    return {(labels["alertname"], labels.get("pod", ""), receiver)
+            for receiver, st, labels in stack.webhook.deliveries() if st == status}  # fmt: skip
+
+
+def test_incident_fires_routes_inhibits_and_resolves(stack: Stack) -> None:
+    with explained(stack):
+        # KV cache at 93%, engine stalled, queue backlog, vLLM answering 503.
+        started = now(stack)
+        incident.start_incident(stack)
+        pending_then_firing(stack, "VLLMKVCacheUsageHigh", KV, started)
+        pending_then_firing(stack, "VLLMRequestQueueBacklog", BACKLOG, started)
+        pending_then_firing(stack, "VLLMTargetDown", DOWN, started)
+        check_delivered(stack, "VLLMKVCacheUsageHigh", KV, {"severity": "warning", "model_name": DEFAULT_MODEL},
+                        "vllm-kv-cache-usage-high")  # fmt: skip
+        assert receivers(stack.wait_alert(ALERTMANAGER, "VLLMKVCacheUsageHigh", KV, "active")) == ["obspack-chat"]
+        check_delivered(stack, "VLLMRequestQueueBacklog", BACKLOG, {"severity": "warning"}, "vllm-request-queue-backlog")
+        check_delivered(stack, "VLLMTargetDown", DOWN, {"severity": "critical"}, "vllm-target-down")
+        down = stack.wait_alert(ALERTMANAGER, "VLLMTargetDown", DOWN, "active")
+        assert receivers(down) == ["obspack-pager"]
+
+        # The exporter sidecar cannot scrape vLLM either: its alert fires, and is inhibited on that pod.
+        pending_then_firing(stack, "ObspackExporterTargetDown", DOWN, started)
+        exporter = stack.wait_alert(ALERTMANAGER, "ObspackExporterTargetDown", DOWN, "suppressed")
+        assert inhibited_by(exporter) == [down.last["fingerprint"]]
+
+        # KV cache at 98.5%: the critical alert pages and mutes the warning.
+        saturated = now(stack)
+        incident.saturate_kv_cache(stack)
+        pending_then_firing(stack, "VLLMKVCacheUsageCritical", KV, saturated)
+        check_delivered(stack, "VLLMKVCacheUsageCritical", KV,
+                        {"severity": "critical", "model_name": DEFAULT_MODEL}, "vllm-kv-cache-usage-critical")  # fmt: skip
+        critical = stack.wait_alert(ALERTMANAGER, "VLLMKVCacheUsageCritical", KV, "active")
+        assert receivers(critical) == ["obspack-pager"]
+        high = stack.wait_alert(ALERTMANAGER, "VLLMKVCacheUsageHigh", KV, "suppressed")
+        assert inhibited_by(high) == [critical.last["fingerprint"]]
+
+        # The stalled engine: no token generated over the configured window, requests in flight.
+        pending_then_firing(stack, "VLLMZeroThroughput", STALL, started)
+        check_delivered(stack, "VLLMZeroThroughput", STALL, {"severity": "critical", "team": "ml-platform"},
+                        "vllm-zero-throughput")  # fmt: skip
+        stall = stack.wait_alert(ALERTMANAGER, "VLLMZeroThroughput", STALL, "active")
+        assert receivers(stall) == ["obspack-team-ml-platform-pager"]
+
+        # Every receiver got its notification; the inhibited exporter alert notified nobody.
+        notified = {(a, p, r) for a, p, r in incident.NOTIFIED}
+        wait_until(lambda: notified <= deliveries(stack, "firing"), 15, f"notifications {notified}")
+        assert not {(a, p) for a, p, _ in deliveries(stack, "firing")} & {("ObspackExporterTargetDown", DOWN)}
+
+        # The incident ends: everything resolves in Prometheus, in Alertmanager and at the receivers.
+        incident.end_incident(stack)
+        for alertname, pod, _ in incident.NOTIFIED + incident.INHIBITED:
+            stack.wait_alert(PROMETHEUS, alertname, pod, "inactive")
+            stack.wait_alert(ALERTMANAGER, alertname, pod, "resolved")
+        wait_until(lambda: notified <= deliveries(stack, "resolved"), 15, "resolved notifications")
+        assert not [a for a in stack.prometheus.alerts() if a["labels"]["pod"] in (KV, STALL, BACKLOG, DOWN)]  # type: ignore[union-attr]
+
+
+def test_quiet_pods_raise_nothing(stack: Stack) -> None:
+    """A healthy pod under normal load and an idle pod: no alert fires, none reaches Alertmanager.
+
+    Before a pod has two samples, rate-based rules cannot judge it; VLLMZeroThroughput is known to go
+    pending then on busy pods (it resolves at the second scrape), so the strict check starts once every
+    pod has two samples (`stack.warm_at`).
+    """
+    assert stack.watcher is not None and stack.prometheus is not None and stack.warm_at is not None
+    watcher, prometheus = stack.watcher, stack.prometheus
+    observed = time.monotonic() - watcher.started - stack.warm_at
+    time.sleep(max(0.0, QUIET_FOR_AT_LEAST_S - observed))
+    with explained(stack):
+        for pod in incident.QUIET:
+            # The pod is really scraped and its derived series exist: the silence is not for lack of data.
+            assert prometheus.query(f'min(up{{pod="{pod}"}}) == 1 and count(up{{pod="{pod}"}}) == 2'), pod
+            assert prometheus.query(f'namespace_pod_model:vllm_kv_cache_usage:max{{pod="{pod}"}}'), pod
+            assert prometheus.query(f'obspack_vllm_kv_cache_blocks{{pod="{pod}"}}'), pod
+
+            seen = watcher.tracks(PROMETHEUS, pod=pod)
+            assert not [t.labels["alertname"] for t in seen if "firing" in t.went_through()], "fired"
+            late = [t for t in seen if any(at >= stack.warm_at and s != "inactive" for at, s in t.states)]
+            assert not late, f"{pod}: alerts after warm-up: {[(t.labels['alertname'], t.states) for t in late]}"
+            early = {t.labels["alertname"] for t in seen}
+            assert early <= FIRST_SCRAPE_ARTEFACTS, f"{pod}: pending at the first scrape: {early}"
+            assert not watcher.tracks(ALERTMANAGER, pod=pod), f"{pod} reached Alertmanager"
+            assert stack.webhook is not None
+            assert not [d for d in stack.webhook.deliveries() if d[2].get("pod") == pod]
+
+
+def test_every_rendered_rule_is_loaded_and_evaluates_without_error(stack: Stack) -> None:
+    assert stack.prometheus is not None
+    rules = stack.prometheus.rules()
+    alerting = {r["name"] for r in rules if r["type"] == "alerting"}
+    assert alerting == set(type(ObspackConfig().alerts).model_fields)
+    broken = [(r["group"], r["name"], r.get("lastError")) for r in rules if r["health"] != "ok"]
+    assert not broken, broken
