@@ -7,7 +7,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -27,7 +27,7 @@ app = typer.Typer(
 )
 
 ConfigOption = Annotated[
-    Optional[Path],
+    Path | None,
     typer.Option("--config", "-c", help="obspack.yaml to read; without it the built-in defaults are used."),
 ]
 
@@ -79,7 +79,7 @@ def render(
         bool, typer.Option("--check", help="Write nothing; exit 1 if the output folder is not up to date.")
     ] = False,
     helm: Annotated[
-        Optional[Path], typer.Option("--helm", help="Also write the chart's generated files into this chart folder.")
+        Path | None, typer.Option("--helm", help="Also write the chart's generated files into this chart folder.")
     ] = None,
 ) -> None:
     """Render rules, dashboards, runbooks and tests into OUT (or check that OUT is up to date)."""

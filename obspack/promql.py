@@ -31,7 +31,7 @@ def expressions(pack: Pack) -> Iterator[tuple[str, str]]:
     """(where, expr) for each rule and each dashboard query, with Grafana variables substituted."""
     for group in pack.recording_groups + pack.alert_groups:
         for rule in group.rules:
-            name = getattr(rule, "record", None) or getattr(rule, "alert")
+            name = getattr(rule, "record", None) or rule.alert
             yield f"{group.name}/{name}", rule.expr
     for dashboard in pack.dashboards:
         for panel in _walk_panels(dashboard.model.get("panels", [])):  # type: ignore[arg-type]

@@ -82,10 +82,6 @@ class Prometheus:
         groups = get_json(f"{self.url}/api/v1/rules")["data"]["groups"]
         return [{**rule, "group": g["name"]} for g in groups for rule in g["rules"]]
 
-    def targets_up(self) -> dict[str, float]:
-        """`up` per target address, for the targets scraped at least once."""
-        return {r["metric"]["instance"]: float(r["value"][1]) for r in self.query("up")}
-
 
 @dataclass(frozen=True)
 class Alertmanager:

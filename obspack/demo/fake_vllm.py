@@ -54,7 +54,13 @@ IDLE = Load(running=0, waiting=0, kv_usage=0.0, requests_per_s=0.0)
 KV_HIGH = Load(running=40, waiting=4, kv_usage=0.93, requests_per_s=3.0, ttft_s=0.6, itl_s=0.05, queue_s=0.4)
 KV_FULL = Load(running=46, waiting=9, kv_usage=0.985, requests_per_s=3.0, ttft_s=1.5, itl_s=0.06, queue_s=1.2)
 QUEUE_BACKLOG = Load(
-    running=8, waiting=40, kv_usage=0.85, requests_per_s=0.8, prompt_tokens_per_request=6000.0, ttft_s=6.0, queue_s=5.0
+    running=8,
+    waiting=40,
+    kv_usage=0.85,
+    requests_per_s=0.8,
+    prompt_tokens_per_request=6000.0,
+    ttft_s=6.0,
+    queue_s=5.0,
 )
 STALLED = Load(running=16, waiting=11, kv_usage=0.5, requests_per_s=0.0)
 
@@ -110,7 +116,10 @@ class _Family:
 _HISTOGRAMS = {
     "vllm:time_to_first_token_seconds": ("Seconds from arrival to the first generated token.", _TTFT),
     "vllm:inter_token_latency_seconds": ("Seconds between two streamed outputs.", _TOKEN_LATENCY),
-    "vllm:request_time_per_output_token_seconds": ("Per-request seconds per generated token.", _TOKEN_LATENCY),
+    "vllm:request_time_per_output_token_seconds": (
+        "Per-request seconds per generated token.",
+        _TOKEN_LATENCY,
+    ),
     "vllm:e2e_request_latency_seconds": ("Seconds from arrival to the last generated token.", _LATENCY),
     "vllm:request_queue_time_seconds": ("Seconds a request spent waiting.", _LATENCY),
     "vllm:request_prompt_tokens": ("Prompt tokens per finished request.", _REQUEST_TOKENS),
@@ -224,8 +233,8 @@ class Engine:
         yield f"# HELP {name} {help_text}\n# TYPE {name} histogram\n"
         count = floatToGoString(math.floor(h.count))
         for le, value in zip(h.bounds, h.buckets):
-            yield f'{name}_bucket{{{self._labels(le=floatToGoString(le))}}} {floatToGoString(math.floor(value))}\n'
-        yield f'{name}_bucket{{{self._labels(le="+Inf")}}} {count}\n'
+            yield f"{name}_bucket{{{self._labels(le=floatToGoString(le))}}} {floatToGoString(math.floor(value))}\n"
+        yield f"{name}_bucket{{{self._labels(le='+Inf')}}} {count}\n"
         yield f"{name}_count{{{base}}} {count}\n"
         yield f"{name}_sum{{{base}}} {floatToGoString(h.sum)}\n"
         yield f"# HELP {name}_created {help_text}\n# TYPE {name}_created gauge\n"
@@ -233,8 +242,12 @@ class Engine:
 
     def _lines(self) -> Iterator[str]:
         load, c, one = self._load, self._counters, self._labels()
-        yield from self._gauge("vllm:num_requests_running", "Requests in the running batch.", [(one, load.running)])
-        yield from self._gauge("vllm:num_requests_waiting", "Requests waiting in the queue.", [(one, load.waiting)])
+        yield from self._gauge(
+            "vllm:num_requests_running", "Requests in the running batch.", [(one, load.running)]
+        )
+        yield from self._gauge(
+            "vllm:num_requests_waiting", "Requests waiting in the queue.", [(one, load.waiting)]
+        )
         yield from self._gauge(
             "vllm:num_requests_waiting_by_reason",
             "Waiting requests by reason; the reasons add up to vllm:num_requests_waiting.",
@@ -243,16 +256,26 @@ class Engine:
         yield from self._gauge(
             "vllm:engine_sleep_state",
             "1 for the engine's current sleep state.",
-            [(self._labels(sleep_state=s), float(s == "awake")) for s in ("awake", "weights_offloaded", "discard_all")],
+            [
+                (self._labels(sleep_state=s), float(s == "awake"))
+                for s in ("awake", "weights_offloaded", "discard_all")
+            ],
         )
-        yield from self._gauge("vllm:kv_cache_usage_perc", "KV cache usage, 1 is full.", [(one, load.kv_usage)])
-        yield from self._counter("vllm:prefix_cache_queries", "Prompt tokens looked up in the prefix cache.",
-                                 [(one, c["prefix_queries"])])  # fmt: skip
-        yield from self._counter("vllm:prefix_cache_hits", "Prompt tokens found in the prefix cache.",
-                                 [(one, c["prefix_hits"])])  # fmt: skip
+        yield from self._gauge(
+            "vllm:kv_cache_usage_perc", "KV cache usage, 1 is full.", [(one, load.kv_usage)]
+        )
+        queries, hits = [(one, c["prefix_queries"])], [(one, c["prefix_hits"])]
+        yield from self._counter(
+            "vllm:prefix_cache_queries", "Prompt tokens looked up in the prefix cache.", queries
+        )
+        yield from self._counter("vllm:prefix_cache_hits", "Prompt tokens found in the prefix cache.", hits)
         yield from self._counter("vllm:num_preemptions", "Preempted requests.", [(one, c["preemptions"])])
-        yield from self._counter("vllm:prompt_tokens", "Prompt tokens prefilled.", [(one, c["prompt_tokens"])])
-        yield from self._counter("vllm:generation_tokens", "Tokens generated.", [(one, c["generation_tokens"])])
+        yield from self._counter(
+            "vllm:prompt_tokens", "Prompt tokens prefilled.", [(one, c["prompt_tokens"])]
+        )
+        yield from self._counter(
+            "vllm:generation_tokens", "Tokens generated.", [(one, c["generation_tokens"])]
+        )
         yield from self._counter(
             "vllm:request_success",
             "Finished requests by finish reason.",

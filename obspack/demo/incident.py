@@ -89,7 +89,9 @@ def play(stack: Stack) -> None:
     """Play the incident on a started stack, waiting for each expected state before moving on."""
     _say("waiting for the first scrapes (Prometheus applies new targets within ~5 s)")
     stack.wait_for_data()
-    _say(f"all {len(PODS)} pods scraped; incident starts: KV cache 93%, engine stalled, queue backlog, vLLM 503")
+    _say(
+        f"all {len(PODS)} pods scraped; incident starts: KV cache 93%, engine stalled, queue backlog, vLLM 503"
+    )
     start_incident(stack)
     firing = [("VLLMKVCacheUsageHigh", KV), ("VLLMRequestQueueBacklog", BACKLOG), ("VLLMTargetDown", DOWN)]
     _wait_all(stack, PROMETHEUS, firing, "firing", 30)
@@ -114,7 +116,9 @@ def _summary(stack: Stack) -> None:
     assert stack.webhook is not None
     _say("notifications the receivers got (the webhook stands in for pager, chat and ticket)")
     for receiver, status, labels in stack.webhook.deliveries():
-        print(f"   {receiver:<32} {status:<9} {labels.get('alertname')} on {labels.get('namespace')}/{labels.get('pod')}")
+        print(
+            f"   {receiver:<32} {status:<9} {labels.get('alertname')} on {labels.get('namespace')}/{labels.get('pod')}"
+        )
     print(f"\nrendered pack: {stack.pack}\nlogs and configs: {stack.workdir}")
 
 
@@ -123,7 +127,9 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m obspack.demo",
         description="Play a vLLM incident through obspack's rules on a real Prometheus and Alertmanager (127.0.0.1).",
     )
-    parser.add_argument("--workdir", type=Path, help="where to put the pack, configs, data and logs (default: a temp dir)")
+    parser.add_argument(
+        "--workdir", type=Path, help="where to put the pack, configs, data and logs (default: a temp dir)"
+    )
     parser.add_argument("--keep", action="store_true", help="keep everything running at the end until Ctrl-C")
     args = parser.parse_args(argv)
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="obspack-demo-"))
@@ -135,10 +141,14 @@ def main(argv: list[str] | None = None) -> int:
     stack = Stack(workdir, PODS, tools)
     started = time.monotonic()
     try:
-        _say(f"rendering the pack and starting {len(PODS)} fake vLLM pods, their exporters, Prometheus, Alertmanager")
+        _say(
+            f"rendering the pack and starting {len(PODS)} fake vLLM pods, their exporters, Prometheus, Alertmanager"
+        )
         stack.start(on_change=_print_change)
         assert stack.prometheus and stack.alertmanager
-        print(f"   Prometheus   {stack.prometheus.url}/alerts\n   Alertmanager {stack.alertmanager.url}/#/alerts")
+        print(
+            f"   Prometheus   {stack.prometheus.url}/alerts\n   Alertmanager {stack.alertmanager.url}/#/alerts"
+        )
         print("   time     server       alert                        pod                          state")
         play(stack)
         _summary(stack)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import ctypes
 import os
 import shutil
 import signal
@@ -21,9 +22,9 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from collections.abc import Callable
 from typing import Any
 
 import yaml
@@ -88,7 +89,11 @@ class Tools:
         """The Debian (or upstream) binaries on PATH; StackError naming the package when one is missing."""
         prometheus = shutil.which("prometheus")
         alertmanager = shutil.which("prometheus-alertmanager") or shutil.which("alertmanager")
-        missing = [pkg for pkg, path in (("prometheus", prometheus), ("prometheus-alertmanager", alertmanager)) if not path]
+        missing = [
+            pkg
+            for pkg, path in (("prometheus", prometheus), ("prometheus-alertmanager", alertmanager))
+            if not path
+        ]
         if missing:
             raise StackError(
                 f"{' and '.join(missing)} not found: apt-get install {' '.join(missing)} (or run scripts/install-test-tools.sh)"
@@ -103,6 +108,14 @@ class PodSpec:
     name: str
     load: Load
     namespace: str = NAMESPACE
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: on Linux, get SIGTERM when the parent dies, so a killed test run (say, a
+    hard timeout) leaves no server behind. Elsewhere nothing happens."""
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # 1 = PR_SET_PDEATHSIG
 
 
 def free_port() -> int:
@@ -121,10 +134,18 @@ class Server:
     address: str  # 127.0.0.1:PORT
 
     @classmethod
-    def start(cls, name: str, argv: list[str], log: Path, address: str, env: dict[str, str] | None = None) -> Server:
+    def start(
+        cls, name: str, argv: list[str], log: Path, address: str, env: dict[str, str] | None = None
+    ) -> Server:
         with log.open("wb") as out:
             process = subprocess.Popen(  # noqa: S603 (argv built here)
-                argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, start_new_session=True
+                argv,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=env,
+                start_new_session=True,  # Ctrl-C reaches the demo, which stops the servers in order
+                preexec_fn=_die_with_parent,  # only calls prctl
             )
         return cls(name, process, log, address)
 
@@ -222,7 +243,10 @@ def prometheus_config(
     """Scrape every target each second with its pod's labels; evaluate rules each second."""
 
     def job(name: str, targets: list[tuple[str, dict[str, str]]]) -> dict[str, Any]:
-        return {"job_name": name, "static_configs": [{"targets": [addr], "labels": labels} for addr, labels in targets]}
+        return {
+            "job_name": name,
+            "static_configs": [{"targets": [addr], "labels": labels} for addr, labels in targets],
+        }
 
     return {
         "global": {"scrape_interval": "1s", "scrape_timeout": "900ms", "evaluation_interval": "1s"},
@@ -248,7 +272,6 @@ class Stack:
     prometheus: Prometheus | None = None
     alertmanager: Alertmanager | None = None
     pack: Path | None = None
-    started_at: float = 0.0
     warm_at: float | None = None  # watcher time at which every pod had two samples (see wait_for_data)
     _cleanup: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
 
@@ -274,7 +297,6 @@ class Stack:
             for exporter in self.exporters.values():
                 wait_ready(exporter, f"http://{exporter.address}/healthz")
             self.prometheus = Prometheus(f"http://{self._start_prometheus().address}")
-            self.started_at = time.monotonic()
             if watch:
                 self.watcher = Watcher(self.prometheus, self.alertmanager, on_change=on_change)
                 self._cleanup.callback(self.watcher.stop)
@@ -310,11 +332,18 @@ class Stack:
         return out
 
     def labels(self, pod: PodSpec, container: str) -> dict[str, str]:
-        return {self.cluster_label: CLUSTER, "namespace": pod.namespace, "pod": pod.name, "container": container}
+        return {
+            self.cluster_label: CLUSTER,
+            "namespace": pod.namespace,
+            "pod": pod.name,
+            "container": container,
+        }
 
     def _start_alertmanager(self) -> Server:
         assert self.pack is not None and self.webhook is not None
-        example = yaml.safe_load((self.pack / "alertmanager" / "alertmanager.yaml").read_text(encoding="utf-8"))
+        example = yaml.safe_load(
+            (self.pack / "alertmanager" / "alertmanager.yaml").read_text(encoding="utf-8")
+        )
         path = self.workdir / "alertmanager.yml"
         path.write_text(yaml.safe_dump(local_alertmanager_config(example, self.webhook), sort_keys=False))
         argv = alertmanager_argv(self.tools.alertmanager, path, self.workdir / "alertmanager-data")
@@ -327,7 +356,9 @@ class Stack:
             "--target", self.fakes[pod.name].url, "--listen", address, "--timeout", "500ms",
         ]  # fmt: skip
         env = {**os.environ, "OBSPACK_LOG_LEVEL": "WARNING"}
-        server = Server.start(f"exporter-{pod.name}", argv, self.workdir / f"exporter-{pod.name}.log", address, env)
+        server = Server.start(
+            f"exporter-{pod.name}", argv, self.workdir / f"exporter-{pod.name}.log", address, env
+        )
         self._cleanup.callback(server.stop)
         return self._track(server)
 
@@ -338,7 +369,9 @@ class Stack:
         exporters = [(self.exporters[p.name].address, self.labels(p, "obspack-exporter")) for p in self.pods]
         am_address = self.alertmanager.url.removeprefix("http://")
         path = self.workdir / "prometheus.yml"
-        path.write_text(yaml.safe_dump(prometheus_config(rules, am_address, vllm, exporters), sort_keys=False))
+        path.write_text(
+            yaml.safe_dump(prometheus_config(rules, am_address, vllm, exporters), sort_keys=False)
+        )
         argv = prometheus_argv(self.tools.prometheus, path, self.workdir / "prometheus-data")
         return self._track(start_server("prometheus", argv, "/-/ready", self.workdir, self._cleanup))
 
@@ -360,7 +393,8 @@ class Stack:
     # --- waiting ------------------------------------------------------------------------------------
 
     def wait_for_data(self, timeout: float = 30.0) -> float:
-        """Wait until every pod has rates (two scrapes) from vLLM and from its exporter; the seconds waited."""
+        """Wait until every pod has rates (two scrapes) from vLLM and from its exporter, then until the rules
+        have run twice on them; return the seconds waited."""
         assert self.prometheus is not None
         prometheus = self.prometheus
         pods = {p.name for p in self.pods}
@@ -369,14 +403,19 @@ class Stack:
         def ready() -> bool:
             rates = prometheus.query("namespace_pod_model:vllm_generation_tokens:rate5m")
             exporter = prometheus.query(f'obspack_target_up{{job="{EXPORTER_JOB}"}} == 1')
-            return {r["metric"]["pod"] for r in rates} >= pods and {r["metric"]["pod"] for r in exporter} >= pods
+            return {r["metric"]["pod"] for r in rates} >= pods and {
+                r["metric"]["pod"] for r in exporter
+            } >= pods
 
         wait_until(ready, timeout, "the first scrapes of every pod")
+        time.sleep(2.5)  # two rule evaluations on two samples: verdicts made on one sample have cleared
         if self.watcher is not None:
             self.warm_at = time.monotonic() - self.watcher.started
         return time.monotonic() - started
 
-    def wait_alert(self, source: str, alertname: str, pod: str, state: str, timeout: float = 30.0) -> AlertTrack:
+    def wait_alert(
+        self, source: str, alertname: str, pod: str, state: str, timeout: float = 30.0
+    ) -> AlertTrack:
         """Wait until the watcher sees the pod's alert in `state` in `source`; its track then."""
         watcher = self.watcher
         assert watcher is not None, "start the stack with watch=True"
@@ -391,7 +430,11 @@ class Stack:
     def report(self) -> str:
         """The alert timeline and the end of every log, for failure messages."""
         timeline = self.watcher.timeline() if self.watcher else "(no watcher)"
-        return f"alert timeline:\n{timeline}\n\nlogs:\n{self.logs()}"
+        sent = self.webhook.deliveries() if self.webhook else []
+        notifications = "\n".join(
+            f"  {r} {s} {labels.get('alertname')} {labels.get('pod')}" for r, s, labels in sent
+        )
+        return f"alert timeline:\n{timeline}\n\nnotifications:\n{notifications}\n\nlogs:\n{self.logs()}"
 
     def logs(self) -> str:
         """The end of every server's log, for failure messages."""

@@ -74,7 +74,11 @@ class WebhookReceiver:
 
     def deliveries(self) -> list[tuple[str, str, dict[str, str]]]:
         """(receiver, alert status, alert labels) for every alert of every notification, in order."""
-        return [(n.receiver, a.get("status", ""), a.get("labels", {})) for n in self.notifications() for a in n.alerts()]
+        return [
+            (n.receiver, a.get("status", ""), a.get("labels", {}))
+            for n in self.notifications()
+            for a in n.alerts()
+        ]
 
     def stop(self) -> None:
         self._httpd.shutdown()

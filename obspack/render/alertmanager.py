@@ -50,7 +50,9 @@ def enabled_alerts(cfg: ObspackConfig) -> list[str]:
 
 def teams(cfg: ObspackConfig) -> list[str]:
     """Every value of the `team` label that the config puts on an enabled alert."""
-    found = {{**cfg.common_labels, **s.labels}.get(TEAM_LABEL, "") for s in _settings(cfg).values() if s.enabled}
+    found = {
+        {**cfg.common_labels, **s.labels}.get(TEAM_LABEL, "") for s in _settings(cfg).values() if s.enabled
+    }
     return sorted(t for t in found if t)
 
 
@@ -74,8 +76,16 @@ def _team_route(team: str) -> dict[str, object]:
         "receiver": chat,
         "matchers": [_eq(TEAM_LABEL, team)],
         "routes": [
-            {"receiver": pager, "matchers": [_eq("severity", Severity.CRITICAL.value)], "repeat_interval": "1h"},
-            {"receiver": TICKET, "matchers": [_eq("severity", Severity.INFO.value)], "repeat_interval": "24h"},
+            {
+                "receiver": pager,
+                "matchers": [_eq("severity", Severity.CRITICAL.value)],
+                "repeat_interval": "1h",
+            },
+            {
+                "receiver": TICKET,
+                "matchers": [_eq("severity", Severity.INFO.value)],
+                "repeat_interval": "24h",
+            },
         ],
     }
 

@@ -74,10 +74,22 @@ def dashboard_configmap(pack: Pack, dashboard: Dashboard) -> dict[str, object]:
     }
 
 
+def _configmap_yaml(pack: Pack, configmap: dict[str, object]) -> str:
+    """The ConfigMap as YAML, its dashboard JSON as a literal block written directly: the YAML emitter
+    would inspect every character of a large string, and JSON needs no escaping inside a literal block."""
+    data: dict[str, str] = configmap["data"]  # type: ignore[assignment]
+    head = _yaml_file(pack, {k: v for k, v in configmap.items() if k != "data"})
+    blocks = "".join(
+        f"  {key}: |\n" + "".join(f"    {line}\n" if line else "\n" for line in text.splitlines())
+        for key, text in data.items()
+    )
+    return f"{head}data:\n{blocks}"
+
+
 def kubernetes_files(pack: Pack) -> dict[str, str]:
     out = {PROMETHEUS_RULE_FILE: _yaml_file(pack, prometheus_rule(pack))}
     for d in pack.dashboards:
-        out[f"kubernetes/dashboards/{d.name}.yaml"] = _yaml_file(pack, dashboard_configmap(pack, d))
+        out[f"kubernetes/dashboards/{d.name}.yaml"] = _configmap_yaml(pack, dashboard_configmap(pack, d))
     return out
 
 

@@ -97,7 +97,9 @@ def test_disabled_alerts_leave_routes_and_inhibitions() -> None:
 
 
 @pytest.mark.tool
-@pytest.mark.parametrize("settings", [{}, TEAM_CONFIG, {"cluster_label": "k8s_cluster"}], ids=["default", "teams", "label"])
+@pytest.mark.parametrize(
+    "settings", [{}, TEAM_CONFIG, {"cluster_label": "k8s_cluster"}], ids=["default", "teams", "label"]
+)
 def test_amtool_check_config_accepts_the_rendered_file(amtool: str, tmp_path: Path, settings: dict) -> None:
     path = write_rendered(tmp_path, settings)
     run = subprocess.run([amtool, "check-config", str(path)], capture_output=True, text=True)
@@ -126,7 +128,15 @@ def test_amtool_routes_alerts_to_the_expected_receiver(
     amtool: str, tmp_path: Path, labels: list[str], receiver: str
 ) -> None:
     path = write_rendered(tmp_path, TEAM_CONFIG)
-    argv = [amtool, "config", "routes", "test", f"--config.file={path}", f"--verify.receivers={receiver}", *labels]
+    argv = [
+        amtool,
+        "config",
+        "routes",
+        "test",
+        f"--config.file={path}",
+        f"--verify.receivers={receiver}",
+        *labels,
+    ]
     run = subprocess.run(argv, capture_output=True, text=True)
     assert run.returncode == 0, run.stdout + run.stderr
 
@@ -178,27 +188,36 @@ SOURCES = [
 
 @pytest.mark.e2e
 def test_alertmanager_inhibits_warnings_under_their_critical(alertmanager: Alertmanager) -> None:
-    alertmanager.post_alerts(SOURCES + [case[1] for case in INHIBITION_CASES])
+    def listed() -> dict[tuple, dict]:
+        return {tuple(sorted(a["labels"].items())): a for a in alertmanager.alerts()}
 
-    def key(labels: dict) -> tuple:
-        return tuple(sorted(labels.items()))
+    def key(sent: dict) -> tuple:
+        return tuple(sorted(sent["labels"].items()))
 
-    def everything_processed() -> dict | None:
-        listed = {key(a["labels"]): a for a in alertmanager.alerts()}
-        wanted = [key(a["labels"]) for a in SOURCES] + [key(c[1]["labels"]) for c in INHIBITION_CASES]
-        ready = all(k in listed and listed[k]["status"]["state"] != "unprocessed" for k in wanted)
-        return listed if ready else None
+    # Sources first: the inhibitor learns about alerts asynchronously, after the API accepted them.
+    alertmanager.post_alerts(SOURCES)
 
-    listed = wait_until(everything_processed, 10, "Alertmanager to process the alerts")
-    fingerprints = {a["labels"]["alertname"]: a["fingerprint"] for a in listed.values() if a["labels"] in
-                    [s["labels"] for s in SOURCES]}  # fmt: skip
-    problems = []
-    for case, sent, inhibitor in INHIBITION_CASES:
-        status = listed[key(sent["labels"])]["status"]
-        expected = ("suppressed", [fingerprints[inhibitor]]) if inhibitor else ("active", [])
-        if (status["state"], status["inhibitedBy"]) != expected:
-            problems.append(f"{case}: expected {expected}, got {status}")
-    assert not problems, "\n".join(problems)
+    def sources_listed() -> dict[tuple, dict] | None:
+        seen = listed()
+        return seen if all(key(a) in seen for a in SOURCES) else None
+
+    sources = wait_until(sources_listed, 10, "the source alerts to be listed")
+    fingerprint = {a["labels"]["alertname"]: sources[key(a)]["fingerprint"] for a in SOURCES}
+    alertmanager.post_alerts([case[1] for case in INHIBITION_CASES])
+
+    def problems() -> list[str]:
+        seen, found = listed(), []
+        for case, sent, inhibitor in INHIBITION_CASES:
+            status = seen.get(key(sent), {}).get("status", {})
+            expected = ("suppressed", [fingerprint[inhibitor]]) if inhibitor else ("active", [])
+            if (status.get("state"), status.get("inhibitedBy")) != expected:
+                found.append(f"{case}: expected {expected}, got {status}")
+        return found
+
+    try:
+        wait_until(lambda: not problems(), 10, "the inhibitions to apply")
+    except TimeoutError:
+        pytest.fail("\n".join(problems()))
 
 
 @pytest.mark.e2e
@@ -207,5 +226,7 @@ def test_alertmanager_loads_the_rendered_routes(alertmanager: Alertmanager) -> N
 
     status = get_json(f"{alertmanager.url}/api/v2/status")
     loaded = yaml.safe_load(status["config"]["original"])
-    assert [r["name"] for r in loaded["receivers"]] == [r["name"] for r in example(**TEAM_CONFIG)["receivers"]]
+    assert [r["name"] for r in loaded["receivers"]] == [
+        r["name"] for r in example(**TEAM_CONFIG)["receivers"]
+    ]
     assert len(loaded["inhibit_rules"]) == 3

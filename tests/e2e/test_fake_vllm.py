@@ -58,7 +58,11 @@ def test_payload_has_the_vllm_v1_shape() -> None:
     assert {f"{n}_total" for n in counters} <= {s.name for f in families.values() for s in f.samples}
     assert all(f"{n}_created" in families for n in counters)
     info = families["vllm:cache_config_info"].samples[0].labels
-    assert (info["num_gpu_blocks"], info["block_size"], info["enable_prefix_caching"]) == ("9150", "16", "True")
+    assert (info["num_gpu_blocks"], info["block_size"], info["enable_prefix_caching"]) == (
+        "9150",
+        "16",
+        "True",
+    )
 
 
 def test_histograms_are_cumulative_and_end_with_the_count() -> None:

@@ -28,6 +28,7 @@ import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
+from itertools import chain, repeat
 from pathlib import Path
 from typing import IO
 
@@ -285,6 +286,22 @@ def _fmt(v: float) -> str:
     return f"{v:.6g}" if v != int(v) or abs(v) >= 1e15 else str(int(v))
 
 
+_fmt_6g = "{:.6g}".format
+
+
+def _fmt_all(values: Values) -> list[str]:
+    """`_fmt` over a whole series, with the loop in C where every value takes the same branch."""
+    try:
+        if all(map(float.is_integer, values)):
+            if max(map(abs, values), default=0.0) < 1e15:
+                return list(map(str, map(int, values)))
+        elif not any(map(float.is_integer, values)):
+            return list(map(_fmt_6g, values))
+    except TypeError:  # an int among the floats: take the general path
+        pass
+    return list(map(_fmt, values))
+
+
 def _hist(
     counts: Values, bounds: Iterable[float], median: float, sigma: float
 ) -> Iterator[tuple[str, str, Values]]:
@@ -313,6 +330,12 @@ class _Writer:
     count: int = 0
     samples: int = 0
     families: set[str] = field(default_factory=set)
+    # The last few value lists and their text: families pass the same list for many series (every
+    # engine of a pod, a histogram's +Inf bucket and _count, constant series).
+    _formatted: dict[int, tuple[Values, list[str]]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self._tails = [f" {t}\n" for t in self.stamps]
 
     def family(self, name: str, kind: str, help_text: str) -> None:
         if name in self.families:
@@ -321,12 +344,23 @@ class _Writer:
         self.out.write(f"# HELP {name} {help_text}\n# TYPE {name} {kind}\n")
 
     def series(self, name: str, labels: str, values: Values | float) -> None:
-        if not isinstance(values, list):
-            values = [values] * len(self.stamps)
+        n = len(self.stamps)
         prefix = f"{name}{{{labels}}} "
-        self.out.write("".join(f"{prefix}{_fmt(v)} {t}\n" for v, t in zip(values, self.stamps)))
+        # name{labels} value timestamp, joined in C: prefix, value and " timestamp\n" per sample.
+        text = [_fmt(values)] * n if not isinstance(values, list) else self._text(values)
+        self.out.write("".join(chain.from_iterable(zip(repeat(prefix, n), text, self._tails))))
         self.count += 1
-        self.samples += len(self.stamps)
+        self.samples += n
+
+    def _text(self, values: Values) -> list[str]:
+        cached = self._formatted.get(id(values))
+        if cached is not None and cached[0] is values:
+            return cached[1]
+        if len(self._formatted) >= 16:
+            self._formatted.clear()
+        text = _fmt_all(values)
+        self._formatted[id(values)] = (values, text)  # holding `values` keeps its id from being reused
+        return text
 
 
 def _labels(**labels: str) -> str:
@@ -952,18 +986,49 @@ class _Fleet:
         )
 
 
+# The families by source, in file order. `write_openmetrics_by_source` writes one file per entry.
+SOURCES: dict[str, tuple[str, ...]] = {
+    "vllm": ("vllm_gauges", "vllm_counters", "vllm_histograms"),
+    "platform": ("cadvisor", "kube_state_metrics", "dcgm", "exporter"),
+}
+
+
+def _stamps(spec: FleetSpec) -> list[str]:
+    return [str(spec.first + k * spec.step_s) for k in range(spec.steps)]
+
+
 def write_openmetrics(spec: FleetSpec, path: Path) -> FleetSummary:
     """Stream the whole fleet into `path` as OpenMetrics text and say what it holds."""
     fleet = _Fleet(spec)
-    stamps = [str(spec.first + k * spec.step_s) for k in range(spec.steps)]
     with path.open("w", encoding="utf-8", buffering=1 << 20) as out:
-        w = _Writer(out, stamps)
-        fleet.vllm_gauges(w)
-        fleet.vllm_counters(w)
-        fleet.vllm_histograms(w)
-        fleet.cadvisor(w)
-        fleet.kube_state_metrics(w)
-        fleet.dcgm(w)
-        fleet.exporter(w)
+        w = _Writer(out, _stamps(spec))
+        for sections in SOURCES.values():
+            for section in sections:
+                getattr(fleet, section)(w)
         out.write("# EOF\n")
     return FleetSummary(spec=spec, pods=tuple(fleet.pods), series=w.count, samples=w.samples)
+
+
+def write_openmetrics_by_source(
+    spec: FleetSpec, directory: Path, done: Callable[[Path], None] | None = None
+) -> FleetSummary:
+    """The fleet of `write_openmetrics`, as one OpenMetrics file per source (`vllm.om`, `platform.om`).
+
+    `done(path)` is called as soon as a file is complete, so a caller can backfill it with promtool
+    while the next one is being written (for big fleets, where promtool is the slow part).
+    """
+    fleet = _Fleet(spec)
+    stamps = _stamps(spec)
+    families: set[str] = set()
+    series = samples = 0
+    for source, sections in SOURCES.items():
+        path = directory / f"{source}.om"
+        with path.open("w", encoding="utf-8", buffering=1 << 20) as out:
+            w = _Writer(out, stamps, families=families)
+            for section in sections:
+                getattr(fleet, section)(w)
+            out.write("# EOF\n")
+        series, samples = series + w.count, samples + w.samples
+        if done is not None:
+            done(path)
+    return FleetSummary(spec=spec, pods=tuple(fleet.pods), series=series, samples=samples)

@@ -69,13 +69,16 @@ def zero_throughput(cfg: ObspackConfig) -> AlertRule:
     on = c.by(cfg, *POD_MODEL)
     gen = c.selector(cfg.selectors.vllm, 'model_name!=""')
     # Requests in flight but the generated-token counter did not move (or vanished) over the window:
-    # the engine is stuck. An idle model (nothing running or waiting) never matches.
+    # the engine is stuck. An idle model (nothing running or waiting) never matches. A counter seen only
+    # once in the window (first scrape, a target back from a gap) cannot tell yet, so it does not count.
     return AlertRule(
         alert="VLLMZeroThroughput",
         expr=f"""
             (({c.RUNNING} + on ({on}) {c.WAITING}) or {c.RUNNING} or {c.WAITING}) > 0
             unless on ({on})
             sum by ({on}) (increase(vllm:generation_tokens_total{gen}[{t.window}])) > 0
+            unless on ({on})
+            min by ({on}) (count_over_time(vllm:generation_tokens_total{gen}[{t.window}])) < 2
         """,
         for_=t.for_,
         severity=t.severity,

@@ -6,7 +6,6 @@ from obspack import conventions as c
 from obspack.config import ObspackConfig, promql_string
 from obspack.rules.model import RecordingRule, RuleGroup
 
-
 HAS_CONTAINER = 'container!=""'
 NOT_PAUSE = 'container!="POD"'
 HAS_MODEL = 'model_name!=""'

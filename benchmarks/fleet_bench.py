@@ -1,0 +1,508 @@
+"""Fleet-scale benchmark: what obspack's dashboards and rules cost on a real Prometheus as the fleet grows.
+
+    python benchmarks/fleet_bench.py                      # 10, 100, 1000 pods; writes docs/benchmarks.md
+    python benchmarks/fleet_bench.py --sizes 10,100 --no-report
+
+For each size it generates a synthetic fleet (tests/support/fleet.py: vLLM V1 and V0 with full
+histograms, router copies, cAdvisor, HA kube-state-metrics, DCGM in both label modes, exporter series;
+two clusters, 1 h at a 30 s scrape interval), with every pod holding 8 GPUs (`--gpus-per-pod`), and:
+
+1. backfills it with `promtool tsdb create-blocks-from openmetrics`, one file per source, while the
+   next file is being written (two promtools on two cores);
+2. backfills the rendered recording rules with `promtool tsdb create-blocks-from rules`, dependency
+   level by level (tests/support/prometheus.py);
+3. starts Prometheus with the rendered rule files (recording and alerts, every group at a 5 s
+   interval) and reads each group's `prometheus_rule_group_last_duration_seconds` over several
+   evaluations. The fleet's timestamps are shifted so that its last sample is about "now" when this
+   server starts, so rules see fresh, not stale, data;
+4. starts Prometheus without rules and times every dashboard target (range query over the whole hour,
+   `step` = the scrape interval, as Grafana asks for a panel of ~1000 px with the datasource's scrape
+   interval at 30 s; tables are instant queries at the end), with the variables as on first load
+   (All, or the first value), in rounds, next to naive queries that answer the same questions without
+   the recording rules. The server is restarted every 45 s so that Prometheus's first compaction
+   (one minute after start) never runs during a measurement: every size is measured on the same
+   block layout.
+
+It prints progress to stderr, and writes the tables into the "Fleet scale" section of
+docs/benchmarks.md (other sections of that file are kept) and all numbers into a JSON file.
+Not part of CI: at 1000 pods the fleet is ~38 M samples / 13 GB of OpenMetrics text (deleted as
+soon as it is backfilled). It needs `prometheus` and `promtool` on PATH.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from unittest import mock
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from benchmarks import fleet_report  # noqa: E402
+from benchmarks.fleet_queries import (  # noqa: E402
+    NAIVE,
+    Dashboard,
+    Target,
+    Window,
+    fill,
+    load_dashboards,
+    resolve_variables,
+)
+from tests.support import fleet  # noqa: E402
+from tests.support.fleet import FleetSpec, FleetSummary, Pod, write_openmetrics_by_source  # noqa: E402
+from tests.support.prometheus import Prometheus, backfill_rules, running_prometheus  # noqa: E402
+from tests.support.tools import find_tool  # noqa: E402
+
+SESSION_S = 45.0  # restart the query server before Prometheus's first compaction (60 s after start)
+RULE_INTERVAL = "5s"
+PROMTOOL_ENV = {"GOGC": "400"}  # promtool's parser allocates per sample: less GC, ~15% faster
+
+
+def log(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+# ---------------------------------------------------------------------------------------------------
+# The fleet
+
+
+@contextmanager
+def gpu_dense(gpus_per_pod: int) -> Iterator[None]:
+    """Make every pod of the synthetic fleet hold `gpus_per_pod` GPUs on a node of its own.
+
+    A V1 pod with two data-parallel engines runs each at TP gpus/2; others at TP gpus. The generator
+    still adds its one idle GPU per node. 0 keeps the generator's own shape (TP 1 or 2, 8-GPU nodes).
+    """
+    if gpus_per_pod <= 0:
+        yield
+        return
+    original = fleet.fleet_pods
+
+    def dense(spec: FleetSpec) -> list[Pod]:
+        return [
+            dataclasses.replace(
+                pod,
+                tp=max(1, gpus_per_pod // len(pod.engines)),
+                node=f"gpu-node-{pod.index:04d}",
+                node_index=pod.index,
+                gpus=tuple(range(gpus_per_pod)),
+                dcgm_mode="pod" if (pod.index + pod.cluster_index) % 2 == 0 else "exported",
+            )
+            for pod in original(spec)
+        ]
+
+    with mock.patch.object(fleet, "fleet_pods", dense):
+        yield
+
+
+def _promtool_openmetrics(promtool: str, source: Path, data: Path) -> None:
+    # `--max-block-duration` (hidden in 2.42) lets a 1 h span that crosses a 2 h boundary stay one
+    # block: promtool parses its whole input once per block.
+    run = subprocess.run(
+        [promtool, "tsdb", "create-blocks-from", "openmetrics", "--quiet", "--max-block-duration=54h",
+         str(source), str(data)],
+        capture_output=True, text=True, check=False, env={**os.environ, **PROMTOOL_ENV},
+    )  # fmt: skip
+    if run.returncode != 0:
+        raise RuntimeError(f"promtool create-blocks-from openmetrics {source.name}:\n{run.stderr[-3000:]}")
+    source.unlink()
+
+
+def backfill_fleet(
+    spec: FleetSpec, gpus_per_pod: int, work: Path, data: Path
+) -> tuple[FleetSummary, int, float]:
+    """Generate and backfill the fleet, promtool running on each source file as soon as it is written."""
+    promtool = find_tool("promtool") or "promtool"
+    text = work / "openmetrics"
+    text.mkdir(parents=True, exist_ok=True)
+    sizes: list[int] = []
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        futures: list[Future[None]] = []
+
+        def done(path: Path) -> None:
+            sizes.append(path.stat().st_size)
+            futures.append(pool.submit(_promtool_openmetrics, promtool, path, data))
+
+        started = time.perf_counter()
+        with gpu_dense(gpus_per_pod):
+            summary = write_openmetrics_by_source(spec, text, done)
+        generated = time.perf_counter() - started
+        for future in futures:
+            future.result()
+    shutil.rmtree(text, ignore_errors=True)
+    return summary, sum(sizes), generated
+
+
+# ---------------------------------------------------------------------------------------------------
+# Talking to Prometheus, timed
+
+
+@dataclass
+class Timed:
+    seconds: list[float] = field(default_factory=list)
+    series: int = 0
+    samples: int = 0  # totalQueryableSamples, from stats=all
+    error: str = ""
+
+    @property
+    def p50(self) -> float:
+        return statistics.median(self.seconds) if self.seconds else float("nan")
+
+    @property
+    def max(self) -> float:
+        return max(self.seconds) if self.seconds else float("nan")
+
+
+def timed_query(prom: Prometheus, expr: str, window: Window, instant: bool, into: Timed) -> None:
+    """One query as Grafana sends it (POST form); the time is the HTTP round trip, JSON included."""
+    if instant:
+        path, params = "query", {"query": expr, "time": window.end}
+    else:
+        path, params = "query_range", {"query": expr, "start": window.start, "end": window.end,
+                                       "step": window.step}  # fmt: skip
+    body = urllib.parse.urlencode({**params, "stats": "all"}).encode()
+    started = time.perf_counter()
+    try:
+        with urllib.request.urlopen(f"{prom.url}/api/v1/{path}", data=body, timeout=300) as response:
+            raw = response.read()
+    except urllib.error.HTTPError as e:
+        into.error = json.loads(e.read() or b"{}").get("error", str(e))[:300]
+        return
+    into.seconds.append(time.perf_counter() - started)
+    data = json.loads(raw)["data"]
+    into.series = len(data["result"]) if isinstance(data["result"], list) else 1
+    into.samples = int(data.get("stats", {}).get("samples", {}).get("totalQueryableSamples", 0))
+
+
+def own_metrics(prom: Prometheus) -> dict[str, float]:
+    """The server's own /metrics, as `name{labels}` -> value."""
+    with urllib.request.urlopen(f"{prom.url}/metrics", timeout=30) as response:
+        text = response.read().decode()
+    out = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            key, _, value = line.rpartition(" ")
+            out[key] = float(value)
+    return out
+
+
+class QueryServer:
+    """A Prometheus without rules over `data`, restarted whenever it has run for SESSION_S."""
+
+    def __init__(self, data: Path):
+        self.data = data
+        self.stack = ExitStack()
+        self.prom: Prometheus | None = None
+        self.born = 0.0
+        self.sessions = 0
+        self.compactions = 0.0
+
+    def get(self) -> Prometheus:
+        if self.prom is None or time.monotonic() - self.born > SESSION_S:
+            self.close()
+            self.prom = self.stack.enter_context(running_prometheus(self.data))
+            self.born = time.monotonic()
+            self.sessions += 1
+        return self.prom
+
+    def close(self) -> None:
+        if self.prom is not None:
+            metrics = own_metrics(self.prom)
+            self.compactions += metrics.get("prometheus_tsdb_compactions_triggered_total", 0.0)
+        self.stack.close()
+        self.stack = ExitStack()
+        self.prom = None
+
+
+# ---------------------------------------------------------------------------------------------------
+# Rule groups, evaluated live
+
+
+def fast_rule_files(pack: Path, out: Path, extra: Sequence[dict[str, Any]]) -> list[Path]:
+    """Copies of the rendered rule files with every group at RULE_INTERVAL (plus `extra` groups)."""
+    out.mkdir(parents=True, exist_ok=True)
+    files = []
+    for name in ("recording-rules.yaml", "alerts.yaml"):
+        doc = yaml.safe_load((pack / "prometheus" / name).read_text())
+        for group in doc["groups"]:
+            group["interval"] = RULE_INTERVAL
+        files.append(out / name)
+        files[-1].write_text(yaml.safe_dump(doc, sort_keys=False))
+    if extra:
+        files.append(out / "proposed.yaml")
+        groups = [{**g, "interval": RULE_INTERVAL} for g in extra]
+        files[-1].write_text(yaml.safe_dump({"groups": groups}, sort_keys=False))
+    return files
+
+
+_GROUP = re.compile(r'prometheus_rule_group_last_(duration_seconds|evaluation_timestamp_seconds)\{rule_group="[^;"]*/([^/;"]+);([^"]+)"\}')
+
+
+def measure_rule_groups(data: Path, rule_files: list[Path], evaluations: int, limit_s: float) -> dict[str, Any]:
+    """Each group's evaluation durations (the server's own metric) over `evaluations` evaluations."""
+    durations: dict[str, list[float]] = {}
+    seen: dict[str, float] = {}
+    slowest_rule: dict[str, tuple[float, str]] = {}
+    with running_prometheus(data, rule_files=rule_files) as prom:
+        started = time.monotonic()
+        while time.monotonic() - started < limit_s:
+            time.sleep(0.5)
+            latest: dict[str, dict[str, float]] = {}
+            for key, value in own_metrics(prom).items():
+                m = _GROUP.fullmatch(key)
+                if m:
+                    latest.setdefault(f"{m.group(2)}: {m.group(3)}", {})[m.group(1)] = value
+            for group, values in latest.items():
+                stamp = values.get("evaluation_timestamp_seconds", 0.0)
+                if stamp > 0 and stamp != seen.get(group):
+                    seen[group] = stamp
+                    durations.setdefault(group, []).append(values["duration_seconds"])
+            if latest and all(len(durations.get(g, [])) >= evaluations for g in latest):
+                break
+        for group in prom.api("rules")["groups"]:
+            rules = sorted(group["rules"], key=lambda r: -r.get("evaluationTime", 0))
+            if rules:
+                name = rules[0].get("name", "")
+                slowest_rule[f"{Path(group['file']).name}: {group['name']}"] = (rules[0]["evaluationTime"], name)
+    for leftover in ("wal", "chunks_head"):  # this server's rule results at "now": not part of the fleet
+        shutil.rmtree(data / leftover, ignore_errors=True)
+    return {"durations": durations, "slowest_rule": slowest_rule}
+
+
+# ---------------------------------------------------------------------------------------------------
+# One fleet size
+
+
+@dataclass
+class SizeResult:
+    pods: int
+    gpus: int
+    series: int
+    samples: int
+    text_bytes: int
+    phases: dict[str, float] = field(default_factory=dict)
+    freshness_s: float = 0.0  # how long before the rule-evaluating server started the data ended
+    rule_groups: dict[str, list[float]] = field(default_factory=dict)
+    slowest_rule: dict[str, tuple[float, str]] = field(default_factory=dict)
+    record_series: dict[str, int] = field(default_factory=dict)
+    variables: dict[str, Timed] = field(default_factory=dict)
+    targets: dict[str, Timed] = field(default_factory=dict)
+    naive: dict[str, Timed] = field(default_factory=dict)
+    proposed: dict[str, Timed] = field(default_factory=dict)
+    query_sessions: int = 0
+    compactions_during_queries: float = 0.0
+
+
+@dataclass(frozen=True)
+class Settings:
+    duration_s: int
+    scrape_s: int
+    step_s: int
+    runs: int
+    gpus_per_pod: int
+    evaluations: int
+
+
+def run_size(
+    pods: int,
+    settings: Settings,
+    pack: Path,
+    work: Path,
+    lead_s: float,
+    proposals: Any,
+    keep: bool = False,
+) -> SizeResult:
+    """Generate, backfill, evaluate and query one fleet of `pods` vLLM pods (half in each cluster)."""
+    clock = time.perf_counter
+    size_dir = work / f"pods-{pods}"
+    shutil.rmtree(size_dir, ignore_errors=True)
+    data = size_dir / "data"
+    data.mkdir(parents=True)
+    # The data ends `lead_s` from now: about when the rule-evaluating server will start.
+    end = int(time.time() + lead_s)
+    spec = FleetSpec(pods=pods // 2, duration_s=settings.duration_s, step_s=settings.scrape_s, end=end)
+
+    t0 = clock()
+    summary, text_bytes, generated = backfill_fleet(spec, settings.gpus_per_pod, size_dir, data)
+    result = SizeResult(
+        pods=len(summary.pods), gpus=sum(len(p.gpus) for p in summary.pods), series=summary.series,
+        samples=summary.samples, text_bytes=text_bytes,
+    )  # fmt: skip
+    result.phases["generate"] = generated
+    result.phases["generate + backfill"] = clock() - t0
+    log(f"{pods} pods: {summary.series:,} series, {summary.samples:,} samples, "
+        f"{text_bytes / 1e9:.2f} GB text in {result.phases['generate + backfill']:.0f}s")  # fmt: skip
+
+    t1 = clock()
+    recording = yaml.safe_load((pack / "prometheus" / "recording-rules.yaml").read_text())["groups"]
+    levels = backfill_rules(data, [*recording, *proposals.groups], start=summary.start, end=summary.end)
+    result.phases["backfill recording rules"] = clock() - t1
+    log(f"{pods} pods: recording rules backfilled in {levels} levels, {result.phases['backfill recording rules']:.0f}s")
+
+    early = summary.end + 1 - time.time()
+    if early > 0:
+        time.sleep(min(early, 30.0))
+    result.freshness_s = time.time() - summary.end
+    t2 = clock()
+    files = fast_rule_files(pack, size_dir / "rules", proposals.groups)
+    live = measure_rule_groups(data, files, settings.evaluations, limit_s=SESSION_S)
+    result.rule_groups, result.slowest_rule = live["durations"], live["slowest_rule"]
+    result.phases["rule evaluation"] = clock() - t2
+    log(f"{pods} pods: rule groups evaluated ({result.freshness_s:.0f}s after the last sample), "
+        f"{result.phases['rule evaluation']:.0f}s")  # fmt: skip
+
+    t3 = clock()
+    measure_queries(data, summary, settings, pack, result, proposals)
+    result.phases["queries"] = clock() - t3
+    log(f"{pods} pods: {len(result.targets)} dashboard targets x {settings.runs} runs in "
+        f"{result.phases['queries']:.0f}s ({result.query_sessions} server sessions)")  # fmt: skip
+    if not keep:
+        shutil.rmtree(size_dir, ignore_errors=True)
+    return result
+
+
+def measure_queries(
+    data: Path, summary: FleetSummary, settings: Settings, pack: Path, result: SizeResult, proposals: Any
+) -> None:
+    window = Window(summary.start, summary.end, settings.step_s, settings.scrape_s)
+    server = QueryServer(data)
+    try:
+        prom = server.get()
+        records = [r["record"] for g in yaml.safe_load((pack / "prometheus" / "recording-rules.yaml").read_text())["groups"] for r in g["rules"]]
+        counted = prom.query(f'count by (__name__) ({{__name__=~"{"|".join(map(re.escape, records))}"}})', summary.end)
+        result.record_series = {r: 0 for r in records}
+        result.record_series.update({s["metric"]["__name__"]: int(float(s["value"][1])) for s in counted})
+
+        dashboards = load_dashboards(pack / "grafana")
+        plan: list[tuple[dict[str, Timed], str, str, bool]] = []  # (into, key, filled expr, instant)
+        for dashboard in dashboards:
+            values = resolve_variables(dashboard, _timed_label_values(server, window, result, dashboard))
+            for target in dashboard.targets:
+                plan.append((result.targets, target.key, fill(target.expr, values, window), target.instant))
+            for key, expr in proposals.queries(dashboard, values, window):
+                plan.append((result.proposed, key, expr, _instant_of(dashboard, key)))
+        by_key = {t.key: t for d in dashboards for t in d.targets}
+        everything = {"cluster": ".*", "namespace": ".*", "model": ".*", "pod": ".*"}
+        for naive in NAIVE:
+            plan.append((result.naive, naive.question, fill(naive.expr, everything, window), naive.instant))
+        for into, key, expr, instant in plan:
+            into.setdefault(key, Timed())
+        for _ in range(settings.runs):
+            for into, key, expr, instant in plan:
+                timed_query(server.get(), expr, window, instant, into[key])
+        del by_key
+    finally:
+        server.close()
+    result.query_sessions = server.sessions
+    result.compactions_during_queries = server.compactions
+
+
+def _instant_of(dashboard: Dashboard, key: str) -> bool:
+    return next((t.instant for t in dashboard.targets if t.key == key), False)
+
+
+def _timed_label_values(
+    server: QueryServer, window: Window, result: SizeResult, dashboard: Dashboard
+) -> Callable[[str, str], list[str]]:
+    def label_values(label: str, selector: str) -> list[str]:
+        into = result.variables.setdefault(f"{dashboard.name} / {label}", Timed())
+        prom = server.get()
+        started = time.perf_counter()
+        values = prom.label_values(label, selector, window.start, window.end)
+        into.seconds.append(time.perf_counter() - started)
+        into.series = len(values)
+        return values
+
+    return label_values
+
+
+# ---------------------------------------------------------------------------------------------------
+
+
+def render_pack(out: Path) -> None:
+    command = [sys.executable, "-m", "obspack", "render", "--out", str(out)]
+    subprocess.run(command, check=True, capture_output=True, cwd=ROOT)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="10,100,1000", help="vLLM pods per fleet, comma separated")
+    parser.add_argument("--duration", type=int, default=3600, help="seconds of data per fleet")
+    parser.add_argument("--scrape-interval", type=int, default=30)
+    parser.add_argument("--step", type=int, default=30, help="range query step ($__interval)")
+    parser.add_argument("--runs", type=int, default=5, help="timed runs per query")
+    parser.add_argument("--gpus-per-pod", type=int, default=8, help="0: the generator's own TP 1/2 pods")
+    parser.add_argument("--evaluations", type=int, default=5, help="rule group evaluations to read")
+    parser.add_argument("--workdir", type=Path, default=None, help="default: a temporary folder in /tmp")
+    parser.add_argument("--json", type=Path, default=None, help="also write all numbers here")
+    parser.add_argument("--report", type=Path, default=ROOT / "docs" / "benchmarks.md")
+    parser.add_argument("--no-report", action="store_true", help="print the section instead of writing it")
+    parser.add_argument("--no-proposals", action="store_true", help="skip the proposed rules and queries")
+    parser.add_argument("--keep", action="store_true", help="keep each fleet's TSDB under --workdir")
+    args = parser.parse_args(argv)
+
+    for tool in ("prometheus", "promtool"):
+        if not find_tool(tool):
+            print(f"error: {tool} not found on PATH", file=sys.stderr)
+            return 1
+    from benchmarks import fleet_proposals
+
+    proposals = fleet_proposals.NONE if args.no_proposals else fleet_proposals.PROPOSALS
+    settings = Settings(args.duration, args.scrape_interval, args.step, args.runs, args.gpus_per_pod,
+                        args.evaluations)  # fmt: skip
+    sizes = [int(s) for s in args.sizes.split(",")]
+    started = time.perf_counter()
+    work = args.workdir or Path(tempfile.mkdtemp(prefix="obspack-fleet-bench-"))
+    results: list[SizeResult] = []
+    try:
+        render_pack(work / "pack")
+        per_sample = 0.0
+        for pods in sizes:
+            expected = results[-1].samples * pods / results[-1].pods if results else 0
+            # Most of the preparation time scales with the samples; aim a little short (data slightly
+            # older than "now" is fine, data in the future is not).
+            lead = 0.8 * per_sample * expected
+            result = run_size(pods, settings, work / "pack", work, lead, proposals, keep=args.keep)
+            results.append(result)
+            prep = result.phases["generate + backfill"] + result.phases["backfill recording rules"]
+            per_sample = prep / result.samples
+    finally:
+        if args.workdir is None:
+            shutil.rmtree(work, ignore_errors=True)
+    total = time.perf_counter() - started
+    log(f"benchmark done in {total:.0f}s")
+
+    section = fleet_report.section(results, settings, total, proposals)
+    if args.json:
+        args.json.write_text(json.dumps(fleet_report.as_json(results, settings, total), indent=2))
+    if args.no_report:
+        print(section)
+    else:
+        fleet_report.write_section(args.report, section)
+        log(f"wrote the Fleet scale section of {args.report}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
