@@ -17,7 +17,9 @@ What it holds, per cluster (every cluster has the same namespace and pod names):
 `write_openmetrics(spec, path)` streams the file family by family (all samples of one family
 together, each series in time order), which is what `promtool tsdb create-blocks-from openmetrics`
 needs. It is sized by `FleetSpec` (pods per cluster, clusters, duration, step) so benchmarks can reuse it
-for 10, 100 or 1000 pods.
+for 10, 100 or 1000 pods. `write_openmetrics_by_source` writes the same samples as one file per source
+and says when each is complete, so big fleets can be backfilled by several promtools while the rest is
+being written (benchmarks/fleet_bench.py).
 """
 
 from __future__ import annotations
@@ -331,8 +333,9 @@ class _Writer:
     samples: int = 0
     families: set[str] = field(default_factory=set)
     # The last few value lists and their text: families pass the same list for many series (every
-    # engine of a pod, a histogram's +Inf bucket and _count, constant series).
-    _formatted: dict[int, tuple[Values, list[str]]] = field(default_factory=dict)
+    # engine of a pod, a histogram's +Inf bucket and _count).
+    _formatted: dict[int, tuple[Values, list[str]]] = field(default_factory=dict, init=False, repr=False)
+    _tails: list[str] = field(default_factory=list, init=False, repr=False)  # " <timestamp>\n" per step
 
     def __post_init__(self) -> None:
         self._tails = [f" {t}\n" for t in self.stamps]
@@ -989,7 +992,9 @@ class _Fleet:
 # The families by source, in file order. `write_openmetrics_by_source` writes one file per entry.
 SOURCES: dict[str, tuple[str, ...]] = {
     "vllm": ("vllm_gauges", "vllm_counters", "vllm_histograms"),
-    "platform": ("cadvisor", "kube_state_metrics", "dcgm", "exporter"),
+    "kubernetes": ("cadvisor", "kube_state_metrics"),
+    "dcgm": ("dcgm",),
+    "exporter": ("exporter",),
 }
 
 
@@ -1012,7 +1017,7 @@ def write_openmetrics(spec: FleetSpec, path: Path) -> FleetSummary:
 def write_openmetrics_by_source(
     spec: FleetSpec, directory: Path, done: Callable[[Path], None] | None = None
 ) -> FleetSummary:
-    """The fleet of `write_openmetrics`, as one OpenMetrics file per source (`vllm.om`, `platform.om`).
+    """The fleet of `write_openmetrics`, as one OpenMetrics file per source (`vllm.om`, ..., `exporter.om`).
 
     `done(path)` is called as soon as a file is complete, so a caller can backfill it with promtool
     while the next one is being written (for big fleets, where promtool is the slow part).
