@@ -1,32 +1,34 @@
 """Fleet-scale benchmark: what obspack's dashboards and rules cost on a real Prometheus as the fleet grows.
 
-    python benchmarks/fleet_bench.py                      # 10, 100, 1000 pods; writes docs/benchmarks.md
-    python benchmarks/fleet_bench.py --sizes 10,100 --no-report
+    python benchmarks/fleet_bench.py                    # 10, 100, 1000 pods; writes docs/benchmarks.md
+    python benchmarks/fleet_bench.py --sizes 10,100 --no-report --json /tmp/fleet.json
+    python benchmarks/fleet_bench.py --from-json /tmp/fleet.json   # only render the section again
 
 For each size it generates a synthetic fleet (tests/support/fleet.py: vLLM V1 and V0 with full
 histograms, router copies, cAdvisor, HA kube-state-metrics, DCGM in both label modes, exporter series;
 two clusters, 1 h at a 30 s scrape interval), with every pod holding 8 GPUs (`--gpus-per-pod`), and:
 
-1. backfills it with `promtool tsdb create-blocks-from openmetrics`, one file per source, while the
-   next file is being written (two promtools on two cores);
-2. backfills the rendered recording rules with `promtool tsdb create-blocks-from rules`, dependency
-   level by level (tests/support/prometheus.py);
-3. starts Prometheus with the rendered rule files (recording and alerts, every group at a 5 s
-   interval) and reads each group's `prometheus_rule_group_last_duration_seconds` over several
-   evaluations. The fleet's timestamps are shifted so that its last sample is about "now" when this
-   server starts, so rules see fresh, not stale, data;
+1. backfills it with `promtool tsdb create-blocks-from openmetrics`, one file per source, each as soon
+   as it is written (the promtools and the generator share the cores);
+2. backfills the rendered recording rules (and the new records of benchmarks/fleet_proposals.py) with
+   `promtool tsdb create-blocks-from rules`, dependency level by level (tests/support/prometheus.py);
+3. starts Prometheus with the rendered rule files (recording and alerts, every group at a 5 s or 10 s
+   interval) and reads each group's `prometheus_rule_group_last_duration_seconds` over a few
+   evaluations; then the same with the proposed recording groups. The fleet's timestamps are shifted
+   so that its last sample is about "now" when these servers start: rules see fresh data, not stale;
 4. starts Prometheus without rules and times every dashboard target (range query over the whole hour,
-   `step` = the scrape interval, as Grafana asks for a panel of ~1000 px with the datasource's scrape
-   interval at 30 s; tables are instant queries at the end), with the variables as on first load
-   (All, or the first value), in rounds, next to naive queries that answer the same questions without
-   the recording rules. The server is restarted every 45 s so that Prometheus's first compaction
-   (one minute after start) never runs during a measurement: every size is measured on the same
-   block layout.
+   `step` = the scrape interval, as Grafana asks for a panel of ~1000 px when the datasource's scrape
+   interval is 30 s; tables are instant queries at the end), with the variables as on first load
+   (All, or the first value), in rounds, next to the proposed replacements and to naive queries that
+   answer the same questions without the recording rules. The server is restarted every 45 s, so that
+   Prometheus's first compaction (one minute after start) never runs during a measurement: every size
+   is measured on the same block layout. It also evaluates every rule group alone, counts the series
+   each record adds, and checks that the proposed rules give today's records unchanged.
 
-It prints progress to stderr, and writes the tables into the "Fleet scale" section of
-docs/benchmarks.md (other sections of that file are kept) and all numbers into a JSON file.
-Not part of CI: at 1000 pods the fleet is ~38 M samples / 13 GB of OpenMetrics text (deleted as
-soon as it is backfilled). It needs `prometheus` and `promtool` on PATH.
+It prints progress to stderr and writes the tables into the "Fleet scale" section of docs/benchmarks.md
+(other sections of that file are kept). Not part of CI: at 1000 pods the fleet is ~38 M samples and
+13 GB of OpenMetrics text (each file deleted once backfilled); the whole run takes about 8 minutes on
+2 cores. It needs `prometheus` and `promtool` (2.42) on PATH.
 """
 
 from __future__ import annotations
@@ -60,10 +62,10 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from benchmarks import fleet_report  # noqa: E402
+from benchmarks.fleet_proposals import NONE, PROPOSALS, Proposals  # noqa: E402
 from benchmarks.fleet_queries import (  # noqa: E402
     NAIVE,
     Dashboard,
-    Target,
     Window,
     fill,
     load_dashboards,
@@ -75,7 +77,19 @@ from tests.support.prometheus import Prometheus, backfill_rules, running_prometh
 from tests.support.tools import find_tool  # noqa: E402
 
 SESSION_S = 45.0  # restart the query server before Prometheus's first compaction (60 s after start)
-RULE_INTERVAL = "5s"
+RULE_LIMIT_S = 50.0  # stop reading live rule evaluations after this long
+BACKFILL_INTERVAL = "60s"  # recording rules backfilled at Prometheus's default evaluation_interval
+QUERY_TIMEOUT_S = (
+    2.5  # a query slower than this (10x the panel target) is reported as "> 2.5 s", not repeated
+)
+REPEAT_BUDGET_S = 1.5  # stop repeating a query once its runs add up to this
+
+
+def rule_interval(pods: int) -> str:
+    """Live evaluation interval: short, but long enough that big groups rarely overlap on 2 cores."""
+    return "5s" if pods < 500 else "10s"
+
+
 PROMTOOL_ENV = {"GOGC": "400"}  # promtool's parser allocates per sample: less GC, ~15% faster
 
 
@@ -137,7 +151,7 @@ def backfill_fleet(
     text = work / "openmetrics"
     text.mkdir(parents=True, exist_ok=True)
     sizes: list[int] = []
-    with ThreadPoolExecutor(max_workers=2) as pool:
+    with ThreadPoolExecutor(max_workers=len(fleet.SOURCES)) as pool:
         futures: list[Future[None]] = []
 
         def done(path: Path) -> None:
@@ -164,6 +178,7 @@ class Timed:
     series: int = 0
     samples: int = 0  # totalQueryableSamples, from stats=all
     error: str = ""
+    timed_out: bool = False
 
     @property
     def p50(self) -> float:
@@ -181,13 +196,19 @@ def timed_query(prom: Prometheus, expr: str, window: Window, instant: bool, into
     else:
         path, params = "query_range", {"query": expr, "start": window.start, "end": window.end,
                                        "step": window.step}  # fmt: skip
-    body = urllib.parse.urlencode({**params, "stats": "all"}).encode()
+    body = urllib.parse.urlencode({**params, "stats": "all", "timeout": f"{QUERY_TIMEOUT_S:g}"}).encode()
     started = time.perf_counter()
     try:
         with urllib.request.urlopen(f"{prom.url}/api/v1/{path}", data=body, timeout=300) as response:
             raw = response.read()
     except urllib.error.HTTPError as e:
-        into.error = json.loads(e.read() or b"{}").get("error", str(e))[:300]
+        answer = json.loads(e.read() or b"{}")
+        error = answer.get("error", "")
+        if answer.get("errorType") == "timeout" or "timed out" in error or "deadline exceeded" in error:
+            into.timed_out = True
+            into.seconds.append(QUERY_TIMEOUT_S)
+        else:
+            into.error = (error or str(e))[:300]
         return
     into.seconds.append(time.perf_counter() - started)
     data = json.loads(raw)["data"]
@@ -239,34 +260,32 @@ class QueryServer:
 # Rule groups, evaluated live
 
 
-def fast_rule_files(pack: Path, out: Path, extra: Sequence[dict[str, Any]]) -> list[Path]:
-    """Copies of the rendered rule files with every group at RULE_INTERVAL (plus `extra` groups)."""
+def fast_rule_files(pack: Path, out: Path, recording: list[dict[str, Any]], interval: str) -> list[Path]:
+    """The recording groups given and the rendered alerts, every group at `interval`."""
     out.mkdir(parents=True, exist_ok=True)
+    alerts = yaml.safe_load((pack / "prometheus" / "alerts.yaml").read_text())["groups"]
     files = []
-    for name in ("recording-rules.yaml", "alerts.yaml"):
-        doc = yaml.safe_load((pack / "prometheus" / name).read_text())
-        for group in doc["groups"]:
-            group["interval"] = RULE_INTERVAL
+    for name, groups in (("recording-rules.yaml", recording), ("alerts.yaml", alerts)):
         files.append(out / name)
-        files[-1].write_text(yaml.safe_dump(doc, sort_keys=False))
-    if extra:
-        files.append(out / "proposed.yaml")
-        groups = [{**g, "interval": RULE_INTERVAL} for g in extra]
-        files[-1].write_text(yaml.safe_dump({"groups": groups}, sort_keys=False))
+        fast = [{**g, "interval": interval} for g in groups]
+        files[-1].write_text(yaml.safe_dump({"groups": fast}, sort_keys=False))
     return files
 
 
-_GROUP = re.compile(r'prometheus_rule_group_last_(duration_seconds|evaluation_timestamp_seconds)\{rule_group="[^;"]*/([^/;"]+);([^"]+)"\}')
+_GROUP = re.compile(
+    r'prometheus_rule_group_last_(duration_seconds|evaluation_timestamp_seconds)\{rule_group="[^;"]*/([^/;"]+);([^"]+)"\}'
+)
 
 
-def measure_rule_groups(data: Path, rule_files: list[Path], evaluations: int, limit_s: float) -> dict[str, Any]:
-    """Each group's evaluation durations (the server's own metric) over `evaluations` evaluations."""
+def measure_rule_groups(data: Path, rule_files: list[Path], evaluations: int) -> dict[str, Any]:
+    """Each group's evaluation durations (the server's own metric) over `evaluations` evaluations after
+    a warm-up one."""
     durations: dict[str, list[float]] = {}
     seen: dict[str, float] = {}
     slowest_rule: dict[str, tuple[float, str]] = {}
     with running_prometheus(data, rule_files=rule_files) as prom:
         started = time.monotonic()
-        while time.monotonic() - started < limit_s:
+        while time.monotonic() - started < RULE_LIMIT_S:
             time.sleep(0.5)
             latest: dict[str, dict[str, float]] = {}
             for key, value in own_metrics(prom).items():
@@ -276,15 +295,20 @@ def measure_rule_groups(data: Path, rule_files: list[Path], evaluations: int, li
             for group, values in latest.items():
                 stamp = values.get("evaluation_timestamp_seconds", 0.0)
                 if stamp > 0 and stamp != seen.get(group):
+                    # The first evaluation is a warm-up: it creates every record's series in the head.
+                    if group in seen:
+                        durations.setdefault(group, []).append(values["duration_seconds"])
                     seen[group] = stamp
-                    durations.setdefault(group, []).append(values["duration_seconds"])
             if latest and all(len(durations.get(g, [])) >= evaluations for g in latest):
                 break
         for group in prom.api("rules")["groups"]:
             rules = sorted(group["rules"], key=lambda r: -r.get("evaluationTime", 0))
             if rules:
                 name = rules[0].get("name", "")
-                slowest_rule[f"{Path(group['file']).name}: {group['name']}"] = (rules[0]["evaluationTime"], name)
+                slowest_rule[f"{Path(group['file']).name}: {group['name']}"] = (
+                    rules[0]["evaluationTime"],
+                    name,
+                )
     for leftover in ("wal", "chunks_head"):  # this server's rule results at "now": not part of the fleet
         shutil.rmtree(data / leftover, ignore_errors=True)
     return {"durations": durations, "slowest_rule": slowest_rule}
@@ -303,9 +327,16 @@ class SizeResult:
     text_bytes: int
     phases: dict[str, float] = field(default_factory=dict)
     freshness_s: float = 0.0  # how long before the rule-evaluating server started the data ended
+    rule_interval: str = ""
     rule_groups: dict[str, list[float]] = field(default_factory=dict)
     slowest_rule: dict[str, tuple[float, str]] = field(default_factory=dict)
+    proposed_rule_groups: dict[str, list[float]] = field(default_factory=dict)
+    proposed_slowest_rule: dict[str, tuple[float, str]] = field(default_factory=dict)
     record_series: dict[str, int] = field(default_factory=dict)
+    proposed_record_series: dict[str, int] = field(default_factory=dict)
+    alone: dict[str, float] = field(default_factory=dict)  # group -> its rules' instant evaluations, summed
+    proposed_alone: dict[str, float] = field(default_factory=dict)
+    equivalence: dict[str, str] = field(default_factory=dict)  # proposed rule of an existing record -> check
     variables: dict[str, Timed] = field(default_factory=dict)
     targets: dict[str, Timed] = field(default_factory=dict)
     naive: dict[str, Timed] = field(default_factory=dict)
@@ -330,8 +361,9 @@ def run_size(
     pack: Path,
     work: Path,
     lead_s: float,
-    proposals: Any,
+    proposals: Proposals,
     keep: bool = False,
+    first: bool = False,
 ) -> SizeResult:
     """Generate, backfill, evaluate and query one fleet of `pods` vLLM pods (half in each cluster)."""
     clock = time.perf_counter
@@ -356,70 +388,203 @@ def run_size(
 
     t1 = clock()
     recording = yaml.safe_load((pack / "prometheus" / "recording-rules.yaml").read_text())["groups"]
-    levels = backfill_rules(data, [*recording, *proposals.groups], start=summary.start, end=summary.end)
+    backfilled = [*recording, *proposals.new_groups(recording)]
+    levels = backfill_rules(
+        data, backfilled, start=summary.start, end=summary.end, eval_interval=BACKFILL_INTERVAL
+    )
     result.phases["backfill recording rules"] = clock() - t1
-    log(f"{pods} pods: recording rules backfilled in {levels} levels, {result.phases['backfill recording rules']:.0f}s")
+    log(
+        f"{pods} pods: recording rules backfilled in {levels} levels, {result.phases['backfill recording rules']:.0f}s"
+    )
 
     early = summary.end + 1 - time.time()
     if early > 0:
-        time.sleep(min(early, 30.0))
+        time.sleep(min(early, 20.0))
     result.freshness_s = time.time() - summary.end
     t2 = clock()
-    files = fast_rule_files(pack, size_dir / "rules", proposals.groups)
-    live = measure_rule_groups(data, files, settings.evaluations, limit_s=SESSION_S)
+    result.rule_interval = rule_interval(pods)
+    files = fast_rule_files(pack, size_dir / "rules", recording, result.rule_interval)
+    live = measure_rule_groups(data, files, settings.evaluations)
     result.rule_groups, result.slowest_rule = live["durations"], live["slowest_rule"]
+    if proposals.recording:
+        proposed = proposals.recording_groups(recording)
+        files = fast_rule_files(pack, size_dir / "proposed-rules", proposed, result.rule_interval)
+        live = measure_rule_groups(data, files, settings.evaluations)
+        result.proposed_rule_groups, result.proposed_slowest_rule = live["durations"], live["slowest_rule"]
     result.phases["rule evaluation"] = clock() - t2
     log(f"{pods} pods: rule groups evaluated ({result.freshness_s:.0f}s after the last sample), "
         f"{result.phases['rule evaluation']:.0f}s")  # fmt: skip
 
     t3 = clock()
-    measure_queries(data, summary, settings, pack, result, proposals)
+    measure_queries(data, summary, settings, pack, result, proposals, backfilled, check_equivalence=first)
     result.phases["queries"] = clock() - t3
-    log(f"{pods} pods: {len(result.targets)} dashboard targets x {settings.runs} runs in "
-        f"{result.phases['queries']:.0f}s ({result.query_sessions} server sessions)")  # fmt: skip
+    log(f"{pods} pods: {len(result.targets)} dashboard targets, {len(result.naive)} naive and "
+        f"{len(result.proposed)} proposed queries in {result.phases['queries']:.0f}s "
+        f"({result.query_sessions} server sessions)")  # fmt: skip
     if not keep:
         shutil.rmtree(size_dir, ignore_errors=True)
     return result
 
 
+@dataclass
+class _Planned:
+    into: dict[str, Timed]
+    key: str
+    expr: str
+    instant: bool
+
+
 def measure_queries(
-    data: Path, summary: FleetSummary, settings: Settings, pack: Path, result: SizeResult, proposals: Any
+    data: Path,
+    summary: FleetSummary,
+    settings: Settings,
+    pack: Path,
+    result: SizeResult,
+    proposals: Proposals,
+    groups: list[dict[str, Any]],
+    check_equivalence: bool = False,
 ) -> None:
+    """Time every dashboard target, naive and proposed query, in rounds; then count recorded series."""
     window = Window(summary.start, summary.end, settings.step_s, settings.scrape_s)
     server = QueryServer(data)
     try:
-        prom = server.get()
-        records = [r["record"] for g in yaml.safe_load((pack / "prometheus" / "recording-rules.yaml").read_text())["groups"] for r in g["rules"]]
-        counted = prom.query(f'count by (__name__) ({{__name__=~"{"|".join(map(re.escape, records))}"}})', summary.end)
-        result.record_series = {r: 0 for r in records}
-        result.record_series.update({s["metric"]["__name__"]: int(float(s["value"][1])) for s in counted})
-
         dashboards = load_dashboards(pack / "grafana")
-        plan: list[tuple[dict[str, Timed], str, str, bool]] = []  # (into, key, filled expr, instant)
+        plan: list[_Planned] = []
         for dashboard in dashboards:
             values = resolve_variables(dashboard, _timed_label_values(server, window, result, dashboard))
             for target in dashboard.targets:
-                plan.append((result.targets, target.key, fill(target.expr, values, window), target.instant))
+                plan.append(
+                    _Planned(result.targets, target.key, fill(target.expr, values, window), target.instant)
+                )
+            instant = {t.key: t.instant for t in dashboard.targets}
             for key, expr in proposals.queries(dashboard, values, window):
-                plan.append((result.proposed, key, expr, _instant_of(dashboard, key)))
-        by_key = {t.key: t for d in dashboards for t in d.targets}
+                plan.append(_Planned(result.proposed, key, expr, instant[key]))
         everything = {"cluster": ".*", "namespace": ".*", "model": ".*", "pod": ".*"}
         for naive in NAIVE:
-            plan.append((result.naive, naive.question, fill(naive.expr, everything, window), naive.instant))
-        for into, key, expr, instant in plan:
-            into.setdefault(key, Timed())
-        for _ in range(settings.runs):
-            for into, key, expr, instant in plan:
-                timed_query(server.get(), expr, window, instant, into[key])
-        del by_key
+            plan.append(
+                _Planned(result.naive, naive.question, fill(naive.expr, everything, window), naive.instant)
+            )
+        for item in plan:
+            item.into[item.key] = Timed()
+        current_exprs = {i.key: i.expr for i in plan if i.into is result.targets}
+        proposed_exprs = {i.key: i.expr for i in plan if i.into is result.proposed}
+        # Instant targets of the same dashboard, filled for All: the tables, compared for equivalence.
+        tables_by_key = {i.key: i.instant and "/ GPUs and the workloads" in i.key for i in plan}
+        for run in range(settings.runs):
+            for item in plan:
+                timed = item.into[item.key]
+                if timed.timed_out or timed.error or (run and sum(timed.seconds) > REPEAT_BUDGET_S):
+                    continue
+                timed_query(server.get(), item.expr, window, item.instant, timed)
+
+        rendered = yaml.safe_load((pack / "prometheus" / "recording-rules.yaml").read_text())["groups"]
+        alerts = yaml.safe_load((pack / "prometheus" / "alerts.yaml").read_text())["groups"]
+        prom = server.get()
+        result.alone = alone_costs(prom, rendered, alerts, summary.end)
+        if proposals.recording:
+            proposed = proposals.recording_groups(rendered)
+            result.proposed_alone = alone_costs(prom, proposed, [], summary.end)
+            if check_equivalence:  # a question of correctness, not of scale: asked on the first fleet
+                tables = {k: (current_exprs[k], e) for k, e in proposed_exprs.items() if tables_by_key.get(k)}
+                pairs = equivalence_pairs(rendered, proposed, tables)
+                result.equivalence = equivalence(server.get(), pairs, summary.end)
+
+        current = {r["record"] for g in groups for r in g["rules"]}
+        counted = server.get().query(
+            f'count by (__name__) ({{__name__=~"{"|".join(map(re.escape, sorted(current)))}"}})', summary.end
+        )
+        found = {s["metric"]["__name__"]: int(float(s["value"][1])) for s in counted}
+        for name in sorted(current):
+            is_current = any(r["record"] == name for g in rendered for r in g["rules"])
+            (result.record_series if is_current else result.proposed_record_series)[name] = found.get(name, 0)
     finally:
         server.close()
     result.query_sessions = server.sessions
     result.compactions_during_queries = server.compactions
 
 
-def _instant_of(dashboard: Dashboard, key: str) -> bool:
-    return next((t.instant for t in dashboard.targets if t.key == key), False)
+def _eval_seconds(prom: Prometheus, expr: str, at: int) -> float:
+    body = urllib.parse.urlencode({"query": expr, "time": at, "stats": "all"}).encode()
+    with urllib.request.urlopen(f"{prom.url}/api/v1/query", data=body, timeout=120) as response:
+        return float(json.load(response)["data"]["stats"]["timings"]["evalTotalTime"])
+
+
+def alone_costs(
+    prom: Prometheus, recording: list[dict[str, Any]], alerts: list[dict[str, Any]], at: int
+) -> dict[str, float]:
+    """Each group's rules evaluated one by one at the last sample on an otherwise idle server, summed."""
+    out = {}
+    for file, groups in (("recording-rules.yaml", recording), ("alerts.yaml", alerts)):
+        for group in groups:
+            out[f"{file}: {group['name']}"] = sum(_eval_seconds(prom, r["expr"], at) for r in group["rules"])
+    return out
+
+
+def _inline(expr: str, definitions: dict[str, str]) -> str:
+    """`expr` with every record of `definitions` replaced by its expression, recursively."""
+    for _ in range(10):
+        before = expr
+        for name, definition in definitions.items():
+            expr = re.sub(
+                rf"(?<![\w:]){re.escape(name)}(?![\w:{{])", f"({definition})".replace("\\", r"\\"), expr
+            )
+        if expr == before:
+            return expr
+    raise ValueError("records defined in a cycle")
+
+
+def _match_all_removed(expr: str) -> str:
+    """Drop `label=~".*"` matchers (All) and the braces they leave empty, so records can be inlined."""
+    expr = re.sub(r'\w+=~"\.\*"(,\s*)?', "", expr)
+    return re.sub(r"\{\s*\}", "", re.sub(r",\s*\}", "}", expr))
+
+
+def equivalence(prom: Prometheus, pairs: dict[str, tuple[str, str]], at: int) -> dict[str, str]:
+    """For each (today, proposed) pair of expressions: do both give the same series at `at`?"""
+    out = {}
+    for name, (old, new) in pairs.items():
+        a, b = f"({old})", f"({new})"
+        checks = {
+            "series": f"count({a})",
+            "differ": f"count(abs({a} - {b}) > 1e-9 * abs({a})) or vector(0)",
+            "only now": f"count({a} unless {b}) or vector(0)",
+            "only proposed": f"count({b} unless {a}) or vector(0)",
+        }
+        n = {
+            k: int(float((prom.query(e, at) or [{"value": [0, "0"]}])[0]["value"][1]))
+            for k, e in checks.items()
+        }
+        same = n["differ"] == 0 and n["only now"] == 0 and n["only proposed"] == 0
+        out[name] = (
+            f"identical ({n['series']:,} series)" if same
+            else f"{n['differ']} differ, {n['only now']} only now, {n['only proposed']} only proposed"
+        )  # fmt: skip
+    return out
+
+
+def equivalence_pairs(
+    current: list[dict[str, Any]], proposed: list[dict[str, Any]], tables: dict[str, tuple[str, str]]
+) -> dict[str, tuple[str, str]]:
+    """Today's records the proposal computes differently, and the GPU table's columns (filled for All).
+
+    Both sides have every record inlined down to raw series: promtool backfills each dependency level
+    at its own instants, so comparing through backfilled records would compare different instants.
+    """
+    before = {r["record"]: r["expr"] for g in current for r in g["rules"]}
+    new = {r["record"]: r["expr"] for g in proposed for r in g["rules"] if r["record"] not in before}
+    pairs = {}
+    for group in proposed:
+        for rule in group["rules"]:
+            old = before.get(rule["record"])
+            if old is not None and old != rule["expr"]:
+                pairs[f"`{rule['record']}`"] = (
+                    _inline(old, before),
+                    _inline(_inline(rule["expr"], new), before),
+                )
+    for key, (old, proposal) in tables.items():
+        old, proposal = _match_all_removed(old), _match_all_removed(proposal)
+        pairs[key] = (_inline(old, before), _inline(_inline(proposal, new), before))
+    return pairs
 
 
 def _timed_label_values(
@@ -453,22 +618,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--step", type=int, default=30, help="range query step ($__interval)")
     parser.add_argument("--runs", type=int, default=5, help="timed runs per query")
     parser.add_argument("--gpus-per-pod", type=int, default=8, help="0: the generator's own TP 1/2 pods")
-    parser.add_argument("--evaluations", type=int, default=5, help="rule group evaluations to read")
+    parser.add_argument("--evaluations", type=int, default=2, help="rule group evaluations to read")
     parser.add_argument("--workdir", type=Path, default=None, help="default: a temporary folder in /tmp")
     parser.add_argument("--json", type=Path, default=None, help="also write all numbers here")
     parser.add_argument("--report", type=Path, default=ROOT / "docs" / "benchmarks.md")
     parser.add_argument("--no-report", action="store_true", help="print the section instead of writing it")
     parser.add_argument("--no-proposals", action="store_true", help="skip the proposed rules and queries")
     parser.add_argument("--keep", action="store_true", help="keep each fleet's TSDB under --workdir")
+    parser.add_argument(
+        "--from-json", type=Path, default=None, help="only render the section from saved numbers"
+    )
     args = parser.parse_args(argv)
+    proposals = NONE if args.no_proposals else PROPOSALS
+    if args.from_json:
+        results, settings, total, meta = fleet_report.from_json(json.loads(args.from_json.read_text()))
+        return _report(args, fleet_report.section(results, settings, total, proposals, meta))
 
     for tool in ("prometheus", "promtool"):
         if not find_tool(tool):
             print(f"error: {tool} not found on PATH", file=sys.stderr)
             return 1
-    from benchmarks import fleet_proposals
-
-    proposals = fleet_proposals.NONE if args.no_proposals else fleet_proposals.PROPOSALS
     settings = Settings(args.duration, args.scrape_interval, args.step, args.runs, args.gpus_per_pod,
                         args.evaluations)  # fmt: skip
     sizes = [int(s) for s in args.sizes.split(",")]
@@ -480,10 +649,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         per_sample = 0.0
         for pods in sizes:
             expected = results[-1].samples * pods / results[-1].pods if results else 0
-            # Most of the preparation time scales with the samples; aim a little short (data slightly
-            # older than "now" is fine, data in the future is not).
-            lead = 0.8 * per_sample * expected
-            result = run_size(pods, settings, work / "pack", work, lead, proposals, keep=args.keep)
+            # Preparing a big fleet takes time in proportion to its samples (a small one is mostly
+            # fixed costs, so it predicts nothing); aim a little short: data slightly older than "now"
+            # is fine, data in the future is not.
+            lead = 0.9 * per_sample * expected if results and results[-1].samples > 1_000_000 else 0.0
+            result = run_size(
+                pods, settings, work / "pack", work, lead, proposals, keep=args.keep, first=not results
+            )
             results.append(result)
             prep = result.phases["generate + backfill"] + result.phases["backfill recording rules"]
             per_sample = prep / result.samples
@@ -493,9 +665,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     total = time.perf_counter() - started
     log(f"benchmark done in {total:.0f}s")
 
-    section = fleet_report.section(results, settings, total, proposals)
+    numbers = fleet_report.as_json(results, settings, total)
     if args.json:
-        args.json.write_text(json.dumps(fleet_report.as_json(results, settings, total), indent=2))
+        args.json.write_text(json.dumps(numbers, indent=2))
+    return _report(args, fleet_report.section(results, settings, total, proposals, numbers))
+
+
+def _report(args: argparse.Namespace, section: str) -> int:
     if args.no_report:
         print(section)
     else:

@@ -202,8 +202,7 @@ NAIVE: tuple[Naive, ...] = (
     ),
     Naive(
         "Finished requests/s by reason",
-        "sum by (cluster, model_name, finished_reason) "
-        f"(rate(vllm:request_success_total[{_RATE}]))",
+        f"sum by (cluster, model_name, finished_reason) (rate(vllm:request_success_total[{_RATE}]))",
         False,
         ("vllm-fleet", "Finished requests by reason", "A"),
     ),
