@@ -450,8 +450,10 @@ def measure_queries(
     try:
         dashboards = load_dashboards(pack / "grafana")
         plan: list[_Planned] = []
+        first_load: dict[str, dict[str, str]] = {}
         for dashboard in dashboards:
             values = resolve_variables(dashboard, _timed_label_values(server, window, result, dashboard))
+            first_load[dashboard.name] = values
             for target in dashboard.targets:
                 plan.append(
                     _Planned(result.targets, target.key, fill(target.expr, values, window), target.instant)
@@ -459,10 +461,10 @@ def measure_queries(
             instant = {t.key: t.instant for t in dashboard.targets}
             for key, expr in proposals.queries(dashboard, values, window):
                 plan.append(_Planned(result.proposed, key, expr, instant[key]))
-        everything = {"cluster": ".*", "namespace": ".*", "model": ".*", "pod": ".*"}
         for naive in NAIVE:
+            values = first_load[naive.obspack[0]]
             plan.append(
-                _Planned(result.naive, naive.question, fill(naive.expr, everything, window), naive.instant)
+                _Planned(result.naive, naive.question, fill(naive.expr, values, window), naive.instant)
             )
         for item in plan:
             item.into[item.key] = Timed()

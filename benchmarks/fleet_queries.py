@@ -161,6 +161,7 @@ class Naive:
     expr: str
     instant: bool
     obspack: tuple[str, str, str]  # (dashboard, panel title, refId) answering the same question
+    # Variables ($cluster, ...) are filled as on that dashboard's first load.
 
 
 _RATE = "$__rate_interval"
@@ -233,13 +234,16 @@ NAIVE: tuple[Naive, ...] = (
         ("vllm-fleet", "Pods: load, KV cache and memory planes", "F"),
     ),
     Naive(
-        "vLLM container working set / limit over time",
+        "vLLM container working set / limit over time (one pod, as the triage page)",
         "max by (cluster, namespace, pod, container) ("
-        'container_memory_working_set_bytes{container!="", container!="POD"}'
+        'container_memory_working_set_bytes{cluster=~"$cluster", namespace=~"$namespace", pod=~"$pod",'
+        ' container!="", container!="POD"}'
         " / on (cluster, namespace, pod, container) group_left ()"
-        ' max by (cluster, namespace, pod, container) (kube_pod_container_resource_limits{resource="memory"})'
+        ' max by (cluster, namespace, pod, container) (kube_pod_container_resource_limits{cluster=~"$cluster",'
+        ' namespace=~"$namespace", pod=~"$pod", resource="memory"})'
         " * on (cluster, namespace, pod, container) group_left ()"
-        ' max by (cluster, namespace, pod, container) (kube_pod_container_info{image=~".*vllm.*"}))',
+        ' max by (cluster, namespace, pod, container) (kube_pod_container_info{cluster=~"$cluster",'
+        ' namespace=~"$namespace", pod=~"$pod", image=~".*vllm.*"}))',
         False,
         ("vllm-pod-memory-planes", "Container memory: working set / limit", "A"),
     ),
