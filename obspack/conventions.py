@@ -42,7 +42,6 @@ def latency_bucket_record(family: str) -> str:
     return record_name("namespace_model_le", f"vllm_{family}_seconds_bucket", "rate5m")
 
 
-LATENCY_FAMILIES = ("time_to_first_token", "inter_token_latency", "e2e_request_latency", "request_queue_time")
 
 
 def window_record(level: str, metric: str, op: str, window: str) -> str:

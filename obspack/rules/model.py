@@ -38,7 +38,6 @@ class AlertRule:
     description: str
     runbook: str
     triage: str = ""
-    dashboard: str = ""
     labels: tuple[tuple[str, str], ...] = ()
     annotations: tuple[tuple[str, str], ...] = field(default=())
 
