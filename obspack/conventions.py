@@ -27,6 +27,26 @@ GPU_FB_USED = record_name("namespace_pod_gpu", "vllm_gpu_framebuffer_used_bytes"
 GPU_FB_FREE = record_name("namespace_pod_gpu", "vllm_gpu_framebuffer_free_bytes", "max")
 GPU_FB_RATIO = record_name("namespace_pod_gpu", "vllm_gpu_framebuffer_used", "ratio")
 
+# Every GPU held by a vLLM pod, keyed by its dcgm-exporter series, labelled with the pod (and model).
+GPU_INFO = record_name("namespace_pod_gpu", "vllm_gpu", "info")
+WORKLOAD_GPU_INFO = record_name("namespace_pod_model_gpu", "vllm_gpu", "info")
+
+
+def workload_gpu_record(metric: str, op: str = "max") -> str:
+    """A DCGM field per held GPU, labelled with the pod and model holding it (the GPU page reads these)."""
+    return record_name("namespace_pod_model_gpu", f"vllm_gpu_{metric}", op)
+
+
+GPU_UTILIZATION = workload_gpu_record("utilization")
+GPU_SM_ACTIVE = workload_gpu_record("sm_active")
+GPU_TEMPERATURE = workload_gpu_record("temperature_celsius")
+GPU_POWER = workload_gpu_record("power_watts")
+GPU_XID = workload_gpu_record("xid_last")
+WORKLOAD_GPU_FB_USED = workload_gpu_record("framebuffer_used_bytes")
+WORKLOAD_GPU_FB_FREE = workload_gpu_record("framebuffer_free_bytes")
+WORKLOAD_GPU_FB_TOTAL = workload_gpu_record("framebuffer_total_bytes")
+WORKLOAD_GPU_FB_RATIO = workload_gpu_record("framebuffer_used", "ratio")
+
 KV_USAGE = record_name("namespace_pod_model", "vllm_kv_cache_usage", "max")
 RUNNING = record_name("namespace_pod_model", "vllm_num_requests_running", "sum")
 WAITING = record_name("namespace_pod_model", "vllm_num_requests_waiting", "sum")
@@ -40,8 +60,6 @@ REQUEST_RATE = record_name("namespace_model_finished_reason", "vllm_request_succ
 def latency_bucket_record(family: str) -> str:
     """Per-model histogram buckets summed over pods, for fleet percentiles."""
     return record_name("namespace_model_le", f"vllm_{family}_seconds_bucket", "rate5m")
-
-
 
 
 def window_record(level: str, metric: str, op: str, window: str) -> str:

@@ -167,9 +167,7 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
         ),
         p.timeseries(
             "Preemptions per second",
-            p.target(
-                q.sum_by(cfg, c.PREEMPTION_RATE, "namespace", "pod", "model_name"), "{{namespace}}/{{pod}}"
-            ),
+            p.target(q.per_pod(cfg, c.PREEMPTION_RATE), "{{namespace}}/{{pod}}"),
             unit=p.PER_SECOND,
             description=(
                 "Requests preempted per second per pod (their KV blocks freed and recomputed later). Any "

@@ -1,7 +1,9 @@
 """GPU / by workload: DCGM fields per GPU, each labelled with the namespace, pod and model holding it.
 
-Both DCGM label modes (workload in pod= or in exported_pod=) are normalised by the same function the
-recording rules use; GPUs not held by a vLLM pod drop out of the join with the pod's model."""
+Every panel reads the per-GPU records of obspack/rules/recording/dcgm.py: the DCGM label modes are
+normalised and the model joined once per rule evaluation, not per panel and step, and GPUs no vLLM pod
+holds are already left out. Graphs per GPU draw the 20 highest (or lowest) GPUs at each step, so a
+fleet of thousands of GPUs stays readable and light; a table lists every GPU."""
 
 from __future__ import annotations
 
@@ -19,21 +21,17 @@ LEGEND = "{{Hostname}} GPU {{gpu}} {{namespace}}/{{pod}}"
 # NVIDIA's reference dashboard colours GPU temperature from these (datacenter GPUs slow down near 85-90 C).
 TEMP_WARNING = 83
 TEMP_CRITICAL = 87
-SM_ACTIVE = ("DCGM_FI_PROF_SM_ACTIVE", "DCGM_FI_PROF_GR_ENGINE_ACTIVE")
+TOP = f"With more than {q.TOP} GPUs selected, the {q.TOP} {{}} at each step are drawn; the table lists all."
 
 
 def dashboard_for(cfg: ObspackConfig) -> Dashboard:
     gpu_ratio = cfg.alerts.VLLMGPUMemoryNearFull.ratio
-    used = q.dcgm(cfg, "DCGM_FI_DEV_FB_USED", q.MIB)
-    free = q.dcgm(cfg, "DCGM_FI_DEV_FB_FREE", q.MIB)
-    on_gpu = c.by(cfg, *q.GPU, "modelName", "model_name")
-    fb_ratio = f"({used})\n/ on ({on_gpu})\n(({used})\n+ on ({on_gpu})\n({free}))"
     series_links = [triage_from_series(cfg)]
     vram_runbook = [runbook_link(cfg, "vllm-gpu-memory-near-full", "GPU memory near full")]
     panels = [
         p.stat(
             "GPUs held by vLLM",
-            p.target(f"count({q.dcgm(cfg, 'DCGM_FI_DEV_FB_USED')})", "GPUs"),
+            p.target(f"count({q.rec(cfg, c.WORKLOAD_GPU_FB_USED)})", "GPUs"),
             unit=p.NONE,
             description=(
                 "GPUs that DCGM attributes to a vLLM pod in the selection. Fewer than the pods requested "
@@ -44,7 +42,7 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
         ),
         p.stat(
             "Mean GPU utilisation",
-            p.target(f"avg({q.dcgm(cfg, 'DCGM_FI_DEV_GPU_UTIL')})", "mean"),
+            p.target(q.total(cfg, c.GPU_UTILIZATION, "avg"), "mean"),
             unit=p.PERCENT,
             description=(
                 "Mean DCGM GPU utilisation over the selected GPUs. Low utilisation with a request queue means "
@@ -55,7 +53,7 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
         ),
         p.stat(
             "Highest framebuffer used",
-            p.target(f"max({fb_ratio})", "max"),
+            p.target(q.total(cfg, c.WORKLOAD_GPU_FB_RATIO, "max"), "max"),
             unit=p.PERCENT_UNIT,
             description=(
                 "The fullest GPU's framebuffer. About --gpu-memory-utilization (0.9) is normal for vLLM; red from "
@@ -67,7 +65,7 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
         ),
         p.stat(
             "Hottest GPU",
-            p.target(f"max({q.dcgm(cfg, 'DCGM_FI_DEV_GPU_TEMP')})", "max"),
+            p.target(q.total(cfg, c.GPU_TEMPERATURE, "max"), "max"),
             unit=p.CELSIUS,
             description=(
                 f"Highest GPU temperature. Orange from {TEMP_WARNING} C, red from {TEMP_CRITICAL} C: the GPU "
@@ -78,7 +76,7 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
         ),
         p.stat(
             "Total power",
-            p.target(f"sum({q.dcgm(cfg, 'DCGM_FI_DEV_POWER_USAGE')})", "power"),
+            p.target(q.total(cfg, c.GPU_POWER), "power"),
             unit=p.WATT,
             description=(
                 "Power drawn by the selected GPUs. A drop while requests are queued means GPUs idle or throttle; "
@@ -89,7 +87,7 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
         ),
         p.stat(
             "GPUs with an XID error",
-            p.target(f"count({q.dcgm(cfg, 'DCGM_FI_DEV_XID_ERRORS')} > 0) or vector(0)", "GPUs"),
+            p.target(f"count({q.rec(cfg, c.GPU_XID)} > 0) or vector(0)", "GPUs"),
             unit=p.NONE,
             description=(
                 "GPUs whose last XID error code is not zero. XID 48, 63, 64, 74, 79, 94, 95 are hardware or "
@@ -100,11 +98,11 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
         p.section("Inventory"),
         p.table(
             "GPUs and the workloads holding them",
-            p.target(q.dcgm(cfg, "DCGM_FI_DEV_GPU_UTIL"), instant=True, table=True),
-            p.target(fb_ratio, instant=True, table=True),
-            p.target(q.dcgm(cfg, "DCGM_FI_DEV_GPU_TEMP"), instant=True, table=True),
-            p.target(q.dcgm(cfg, "DCGM_FI_DEV_POWER_USAGE"), instant=True, table=True),
-            p.target(q.dcgm(cfg, "DCGM_FI_DEV_XID_ERRORS"), instant=True, table=True),
+            p.target(q.gpu_row(cfg, c.GPU_UTILIZATION), instant=True, table=True),
+            p.target(q.gpu_row(cfg, c.WORKLOAD_GPU_FB_RATIO), instant=True, table=True),
+            p.target(q.gpu_row(cfg, c.GPU_TEMPERATURE), instant=True, table=True),
+            p.target(q.gpu_row(cfg, c.GPU_POWER), instant=True, table=True),
+            p.target(q.gpu_row(cfg, c.GPU_XID), instant=True, table=True),
             description=(
                 "One row per GPU: node, index, UUID, GPU model, and the namespace, pod and served model holding "
                 "it. Click a row to open that pod's triage page. Red cells are over the alert or hardware limits."
@@ -122,35 +120,37 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
         p.section("Per GPU"),
         p.timeseries(
             "GPU utilisation",
-            p.target(q.dcgm(cfg, "DCGM_FI_DEV_GPU_UTIL"), LEGEND),
+            p.target(q.extremes(q.rec(cfg, c.GPU_UTILIZATION), lowest=True), LEGEND),
             unit=p.PERCENT,
             description=(
                 "Share of time a kernel ran on the GPU (DCGM_FI_DEV_GPU_UTIL, coarse). A GPU of a busy model "
-                "near zero points at a stuck engine or broken routing: open the pod's triage page."
+                "near zero points at a stuck engine or broken routing: open the pod's triage page. "
+                + TOP.format("least busy")
             ),
             soft_max=100,
             data_links=series_links,
         ),
         p.timeseries(
             "SM activity",
-            p.target(q.dcgm_first(cfg, *SM_ACTIVE), LEGEND),
+            p.target(q.extremes(q.rec(cfg, c.GPU_SM_ACTIVE), lowest=True), LEGEND),
             unit=p.PERCENT_UNIT,
             description=(
                 "Share of time streaming multiprocessors were busy (DCGM profiling: SM_ACTIVE where enabled, "
                 "else GR_ENGINE_ACTIVE). Much lower than utilisation means small batches: raise max_num_seqs or "
-                "consolidate replicas. Empty on GPUs without profiling support."
+                "consolidate replicas. Empty on GPUs without profiling support. " + TOP.format("least busy")
             ),
             soft_max=1,
             data_links=series_links,
         ),
         p.timeseries(
             "Framebuffer used and total",
-            p.target(used, f"{LEGEND} used"),
-            p.target(f"({used})\n+ on ({on_gpu})\n({free})", f"{LEGEND} total"),
+            p.target(q.extremes(q.rec(cfg, c.WORKLOAD_GPU_FB_USED)), f"{LEGEND} used"),
+            p.target(q.total(cfg, c.WORKLOAD_GPU_FB_TOTAL, "max"), "largest GPU total"),
             unit=p.BYTES,
             description=(
-                "DCGM framebuffer used per GPU against its size (used + free). vLLM reserves its share at start; "
-                "used rising later is memory outside the KV cache (CUDA graphs, NCCL, PyTorch): watch for CUDA OOM."
+                "DCGM framebuffer used per GPU against the largest selected GPU's size (used + free). vLLM "
+                "reserves its share at start; used rising later is memory outside the KV cache (CUDA graphs, "
+                "NCCL, PyTorch): watch for CUDA OOM. " + TOP.format("fullest")
             ),
             overrides=[
                 {
@@ -163,11 +163,12 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
         ),
         p.timeseries(
             "Framebuffer used / total",
-            p.target(fb_ratio, LEGEND),
+            p.target(q.extremes(q.rec(cfg, c.WORKLOAD_GPU_FB_RATIO)), LEGEND),
             unit=p.PERCENT_UNIT,
             description=(
                 f"Framebuffer used per GPU. Dashed line: VLLMGPUMemoryNearFull ({gpu_ratio:.0%}). A GPU above it "
-                "will fail its next large allocation: lower --gpu-memory-utilization on that pod."
+                "will fail its next large allocation: lower --gpu-memory-utilization on that pod. "
+                + TOP.format("fullest")
             ),
             thresholds=p.above(None, gpu_ratio),
             draw_thresholds=True,
@@ -177,11 +178,12 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
         ),
         p.timeseries(
             "Temperature",
-            p.target(q.dcgm(cfg, "DCGM_FI_DEV_GPU_TEMP"), LEGEND),
+            p.target(q.extremes(q.rec(cfg, c.GPU_TEMPERATURE)), LEGEND),
             unit=p.CELSIUS,
             description=(
                 f"GPU temperature. Dashed lines at {TEMP_WARNING} C and {TEMP_CRITICAL} C, where datacenter GPUs "
-                "start to throttle. One hot GPU: node cooling; all GPUs of a node: the chassis."
+                "start to throttle. One hot GPU: node cooling; all GPUs of a node: the chassis. "
+                + TOP.format("hottest")
             ),
             thresholds=p.above(TEMP_WARNING, TEMP_CRITICAL),
             draw_thresholds=True,
@@ -190,22 +192,23 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
         ),
         p.timeseries(
             "Power",
-            p.target(q.dcgm(cfg, "DCGM_FI_DEV_POWER_USAGE"), LEGEND),
+            p.target(q.extremes(q.rec(cfg, c.GPU_POWER)), LEGEND),
             unit=p.WATT,
             description=(
                 "GPU power draw. Flat at the power limit while latency rises means power capping; far below "
-                "peers on the same model means the GPU idles."
+                "peers on the same model means the GPU idles. " + TOP.format("most power-hungry")
             ),
             w=8,
             data_links=series_links,
         ),
         p.timeseries(
             "XID errors (last code)",
-            p.target(q.dcgm(cfg, "DCGM_FI_DEV_XID_ERRORS"), LEGEND),
+            p.target(q.extremes(q.rec(cfg, c.GPU_XID)), LEGEND),
             unit=p.NONE,
             description=(
                 "The last XID error code DCGM saw per GPU (0: none). A non-zero code is a driver or hardware "
-                "event: look it up in NVIDIA's XID catalogue, then cordon and drain the node for hardware XIDs."
+                "event: look it up in NVIDIA's XID catalogue, then cordon and drain the node for hardware XIDs. "
+                + TOP.format("highest codes")
             ),
             thresholds=p.steps("green", (1, "red")),
             draw_thresholds=True,

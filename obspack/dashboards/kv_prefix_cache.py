@@ -25,6 +25,11 @@ def _exporter_max(cfg: ObspackConfig, metric: str, *extra: str) -> str:
     return f"max by ({c.by(cfg, *POD_MODEL, 'engine')}) ({q.exporter(cfg, metric, q.ALL, *extra)})"
 
 
+def _exporter_extremes(cfg: ObspackConfig, metric: str, lowest: bool = False) -> str:
+    """Per-engine exporter series for a graph: the highest (or lowest) engines, without a pass over all."""
+    return q.extremes(q.exporter(cfg, metric), lowest)
+
+
 def _blocks(cfg: ObspackConfig, state: str) -> str:
     blocks = q.exporter(cfg, "obspack_vllm_kv_cache_blocks", q.ALL, f'state="{state}"')
     return f"sum by ({c.by(cfg, *POD_MODEL)}) ({blocks})"
@@ -119,7 +124,7 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
         p.section("KV cache"),
         p.timeseries(
             "KV cache usage per pod",
-            p.target(q.max_by(cfg, c.KV_USAGE, *POD_MODEL), POD_LEGEND),
+            p.target(q.per_pod(cfg, c.KV_USAGE), POD_LEGEND),
             unit=p.PERCENT_UNIT,
             description=(
                 f"Share of KV blocks in use per pod. Dashed lines: VLLMKVCacheUsageHigh ({kv_high:.0%}) and "
@@ -152,12 +157,12 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
         ),
         p.timeseries(
             "KV fragmentation estimate",
-            p.target(_exporter_max(cfg, "obspack_vllm_kv_cache_fragmentation_ratio"), ENGINE_LEGEND),
+            p.target(_exporter_extremes(cfg, "obspack_vllm_kv_cache_fragmentation_ratio"), ENGINE_LEGEND),
             unit=p.PERCENT_UNIT,
             description=(
                 "Expected empty share of used KV slots: each running request's last block is half empty on "
                 f"average. The dashed line is VLLMKVCacheFragmentationHigh ({fragmentation:.0%}); above it, blocks "
-                "are too coarse for these requests: try --block-size 8."
+                f"are too coarse for these requests: try --block-size 8. The {q.TOP} most fragmented engines are drawn."
             ),
             thresholds=p.above(None, fragmentation),
             draw_thresholds=True,
@@ -166,11 +171,15 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
         ),
         p.timeseries(
             "Admission headroom (requests)",
-            p.target(_exporter_max(cfg, "obspack_vllm_kv_cache_admission_headroom_requests"), ENGINE_LEGEND),
+            p.target(
+                _exporter_extremes(cfg, "obspack_vllm_kv_cache_admission_headroom_requests", lowest=True),
+                ENGINE_LEGEND,
+            ),
             unit=p.SHORT,
             description=(
                 "More requests of today's average KV footprint that fit in the free blocks: free / (used / "
-                f"running). Under {HEADROOM_CRITICAL}, new requests wait; a pod trending to zero will queue soon."
+                f"running). Under {HEADROOM_CRITICAL}, new requests wait; a pod trending to zero will queue soon. "
+                f"The {q.TOP} engines with the least headroom are drawn."
             ),
             thresholds=p.below(HEADROOM_CRITICAL, HEADROOM_WARNING),
             draw_thresholds=True,
@@ -192,9 +201,9 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
         p.section("Prefix cache"),
         p.timeseries(
             "Prefix cache hit rate per pod",
-            p.target(q.max_by(cfg, c.PREFIX_HIT_RATIO, *POD_MODEL), f"{POD_LEGEND} 5m"),
+            p.target(q.per_pod(cfg, c.PREFIX_HIT_RATIO), f"{POD_LEGEND} 5m"),
             p.target(
-                _exporter_max(cfg, "obspack_vllm_prefix_cache_hit_ratio_lifetime"),
+                _exporter_extremes(cfg, "obspack_vllm_prefix_cache_hit_ratio_lifetime", lowest=True),
                 f"{ENGINE_LEGEND} since start",
             ),
             unit=p.PERCENT_UNIT,
@@ -202,7 +211,7 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
                 "Hits / queried prompt tokens per pod: over 5 minutes (recording rule) and since the engine "
                 f"started (obspack exporter; the only source on vLLM V0). Dashed line: {hit_low:.0%} "
                 "(VLLMPrefixCacheHitRateLow). Low rates with shared prompts mean requests miss the pod that holds "
-                "their prefix: use prefix-aware routing."
+                f"their prefix: use prefix-aware routing. Since start: the {q.TOP} lowest engines."
             ),
             thresholds=p.steps("orange", (hit_low, "green")),
             draw_thresholds=True,
@@ -231,7 +240,7 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
         p.section("When the cache runs out"),
         p.timeseries(
             "Preemptions per second per pod",
-            p.target(q.sum_by(cfg, c.PREEMPTION_RATE, *POD_MODEL), POD_LEGEND),
+            p.target(q.per_pod(cfg, c.PREEMPTION_RATE), POD_LEGEND),
             unit=p.PER_SECOND,
             description=(
                 "Requests preempted per second to free KV blocks; their work is recomputed later. Sustained "
@@ -243,7 +252,7 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
         ),
         p.timeseries(
             "Requests waiting per pod",
-            p.target(q.sum_by(cfg, c.WAITING, *POD_MODEL), POD_LEGEND),
+            p.target(q.per_pod(cfg, c.WAITING), POD_LEGEND),
             unit=p.SHORT,
             description=(
                 "Requests queued for admission per pod. A queue together with high KV usage means the KV cache "

@@ -3,7 +3,7 @@
 Queries read the recording rules of obspack/rules/recording wherever one exists: those already merge
 vLLM's renamed metrics, drop production-stack router copies and deduplicate kube-state-metrics and
 cAdvisor. Raw series are read only where no record exists (per-pod latency histograms, restarts,
-exporter and DCGM series), always with the configured source matchers.
+exporter series), always with the configured source matchers.
 
 Each query binds labels to the dashboard variables with `=~"$var"`, so single-value, multi-value and
 All (`.*`) selections all work. The `cluster` variable filters `cfg.cluster_label`.
@@ -14,15 +14,16 @@ from __future__ import annotations
 from obspack import conventions as c
 from obspack.config import ObspackConfig
 from obspack.rules.alerts import all_alerts
-from obspack.rules.recording.dcgm import normalised
+from obspack.rules.recording.dcgm import WORKLOAD_GPU_LABELS
 
-MIB = 1024 * 1024
 ALL = ("cluster", "namespace", "model", "pod")
 POD = ("cluster", "namespace", "pod")  # for series without model_name
 MODEL = ("cluster", "namespace", "model")  # for per-model records without pod
 HAS_MODEL = 'model_name!=""'
 GPU = ("namespace", "pod", "gpu", "UUID", "Hostname")
 QUANTILES = (0.5, 0.9, 0.99)
+# Per-GPU and per-engine graphs draw this many lines at most; with All selected a fleet has thousands.
+TOP = 20
 
 
 def label(cfg: ObspackConfig, variable: str) -> str:
@@ -87,6 +88,12 @@ def sum_by(cfg: ObspackConfig, record: str, *labels: str, variables: tuple[str, 
 
 def max_by(cfg: ObspackConfig, record: str, *labels: str, variables: tuple[str, ...] = ALL) -> str:
     return f"max by ({c.by(cfg, *labels)}) ({rec(cfg, record, variables)})"
+
+
+def per_pod(cfg: ObspackConfig, record: str) -> str:
+    """A per-pod record for a graph as it is: it already has one series per pod and model, so a `max by`
+    over its own labels would cost a pass over every pod at every step and change nothing."""
+    return rec(cfg, record)
 
 
 def total(cfg: ObspackConfig, record: str, agg: str = "sum", variables: tuple[str, ...] = ALL) -> str:
@@ -170,7 +177,7 @@ def last_termination(cfg: ObspackConfig) -> str:
 
 
 # ---------------------------------------------------------------------------------------------------
-# GPU plane: per-pod records, and raw DCGM for the GPU page (both label modes normalised)
+# GPU plane: per-pod records for the triage page, per-GPU records (with the model) for the GPU page
 
 
 def gpu_record(cfg: ObspackConfig, record: str) -> str:
@@ -181,21 +188,14 @@ def gpu_total(cfg: ObspackConfig) -> str:
     return f"{gpu_record(cfg, c.GPU_FB_USED)}\n+ on ({c.by(cfg, *GPU)})\n{gpu_record(cfg, c.GPU_FB_FREE)}"
 
 
-def dcgm(cfg: ObspackConfig, metric: str, scale: float = 1) -> str:
-    """A DCGM field per GPU, attributed to the vLLM pod holding it, labelled with that pod's model.
-
-    The cluster matcher goes on the raw series (cheap); namespace, pod and model filter through the
-    join, after the label modes (pod= or exported_pod=) have been normalised."""
-    dcgm_matchers = ", ".join(m for m in (cfg.selectors.dcgm, scope(cfg, "cluster")) if m)
-    scoped = cfg.model_copy(update={"selectors": cfg.selectors.model_copy(update={"dcgm": dcgm_matchers})})
-    factor = f"{scale:.15g} * " if scale != 1 else ""
-    per_gpu = f"{factor}max by ({c.by(cfg, *GPU, 'modelName')}) (\n{normalised(scoped, metric)}\n)"
-    return with_model(cfg, per_gpu)
+def gpu_row(cfg: ObspackConfig, record: str) -> str:
+    """A GPU-page record as a table column: one row per GPU, without __name__ so columns merge into rows."""
+    return f"max by ({c.by(cfg, *WORKLOAD_GPU_LABELS)}) ({rec(cfg, record)})"
 
 
-def dcgm_first(cfg: ObspackConfig, *metrics: str) -> str:
-    """The first DCGM field present per GPU (e.g. SM activity where profiling is on, else engine activity)."""
-    return "\nor\n".join(f"({dcgm(cfg, m)})" for m in metrics)
+def extremes(series: str, lowest: bool = False) -> str:
+    """The TOP highest (or lowest) series at each step: bounded lines when All selects thousands of GPUs."""
+    return f"{'bottomk' if lowest else 'topk'}({TOP}, {series})"
 
 
 # ---------------------------------------------------------------------------------------------------

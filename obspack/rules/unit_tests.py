@@ -16,12 +16,15 @@ from dataclasses import dataclass, field
 
 import promql_parser
 
+from obspack import conventions as c
 from obspack.config import ObspackConfig
-from obspack.rules.alerts import all_alerts
+from obspack.rules.alerts import alert_groups, all_alerts
 from obspack.rules.model import AlertRule
+from obspack.rules.recording import all_recording_groups
 
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 IMAGE = "docker.io/vllm/vllm-openai:v0.33.0"
+GPU_MODEL = "NVIDIA H100 80GB HBM3"
 GIB = 1024**3
 MIB = 1024 * 1024
 
@@ -82,6 +85,7 @@ class Incident:
     name: str
     series: list[tuple[str, str]] = field(default_factory=list)
     checks: list[tuple[str, str, list[tuple[dict[str, str], float]]]] = field(default_factory=list)
+    samples: list[tuple[str, str, list[tuple[str, dict[str, str], float]]]] = field(default_factory=list)
 
     def add(self, metric: str, labels: dict[str, str], values: str) -> None:
         inner = ", ".join(f'{k}="{v}"' for k, v in labels.items())
@@ -89,6 +93,10 @@ class Incident:
 
     def expect(self, alert: str, at: float, firing: list[tuple[dict[str, str], float]]) -> None:
         self.checks.append((alert, f"{int(round(at))}m", firing))
+
+    def expect_samples(self, expr: str, at: float, samples: list[tuple[str, dict[str, str], float]]) -> None:
+        """What a query returns at `at`: (metric name, labels, value) per series."""
+        self.samples.append((expr, f"{int(round(at))}m", samples))
 
 
 def _matcher_labels(matchers: str) -> dict[str, str] | None:
@@ -149,8 +157,10 @@ class Builder:
         inc.add(metric, {**(self.sel["cadvisor"] or {}), "metrics_path": "/metrics/cadvisor", **labels}, values)
 
     def dcgm(self, inc: Incident, metric: str, labels: dict[str, str], values: str) -> None:
-        gpu = {"device": "nvidia0", "modelName": "NVIDIA H100 80GB HBM3", "pci_bus_id": "00000000:18:00.0"}
-        inc.add(metric, {**(self.sel["dcgm"] or {}), **gpu, **labels}, values)
+        gpu = {"device": "nvidia0", "modelName": GPU_MODEL, "pci_bus_id": "00000000:18:00.0"}
+        node = labels.get("Hostname") or labels.get("hostname", "")
+        where = {"instance": f"{node}:9400", "job": "nvidia-dcgm-exporter"}
+        inc.add(metric, {**where, **(self.sel["dcgm"] or {}), **gpu, **labels}, values)
 
     def exporter(self, inc: Incident, metric: str, labels: dict[str, str], values: str) -> None:
         inc.add(metric, {**(self.sel["exporter"] or {}), "container": "obspack-exporter", **labels}, values)
@@ -231,12 +241,13 @@ def restarted(b: Builder) -> Incident:
 
 def gpu_memory(b: Builder) -> Incident:
     t = b.cfg.alerts.VLLMGPUMemoryNearFull
-    inc = Incident("VLLMGPUMemoryNearFull: both DCGM label modes; vLLM's 90% preallocation stays quiet")
+    inc = Incident("VLLMGPUMemoryNearFull: every DCGM label mode; vLLM's 90% preallocation stays quiet")
     n = int(minutes(t.for_)) + 15
     total = 81559  # MiB on an H100 80GB
     hot, normal = _above(t.ratio), 0.92
-    for pod in ("llama-0", "llama-1", "llama-2", "llama-3"):
+    for pod in ("llama-0", "llama-1", "llama-2", "llama-3", "llama-4", "llama-5"):
         b.vllm_container(inc, b.where("prod-a", "inference", pod), "server", n)
+        b.vllm(inc, "vllm:num_requests_running", b.where("prod-a", "inference", pod), f"1x{n}")
 
     def gpu(labels: dict[str, str], ratio: float) -> None:
         used = round(total * ratio)
@@ -263,15 +274,31 @@ def gpu_memory(b: Builder) -> Incident:
          "pod": "nvidia-dcgm-exporter-x7k2p", "container": "nvidia-dcgm-exporter"}, hot)
     gpu({cl: "prod-a", "gpu": "4", "UUID": "GPU-4e", "Hostname": "gpu-node-4", "namespace": "training",
          "pod": "trainer-0", "container": "torch"}, hot)
+    # one GPU time-sliced between two vLLM pods: attributed to one of them, and the rules do not break
+    for pod in ("llama-4", "llama-5"):
+        gpu({cl: "prod-a", "gpu": "0", "UUID": "GPU-6a", "Hostname": "gpu-node-6", "namespace": "inference",
+             "pod": pod, "container": "server"}, normal)
     at = minutes(t.for_) + 3
+    firing = [
+        ("llama-0", "0", "GPU-0a", "gpu-node-1"),
+        ("llama-1", "1", "GPU-1b", "gpu-node-2"),
+        ("llama-3", "5", "GPU-5f", "gpu-node-5"),
+    ]
+    hot_ratio = round(total * hot) / total
     inc.expect("VLLMGPUMemoryNearFull", at, [
-        ({cl: "prod-a", "namespace": "inference", "pod": "llama-0", "gpu": "0", "UUID": "GPU-0a",
-          "Hostname": "gpu-node-1"}, round(total * hot) / total),
-        ({cl: "prod-a", "namespace": "inference", "pod": "llama-1", "gpu": "1", "UUID": "GPU-1b",
-          "Hostname": "gpu-node-2"}, round(total * hot) / total),
-        ({cl: "prod-a", "namespace": "inference", "pod": "llama-3", "gpu": "5", "UUID": "GPU-5f",
-          "Hostname": "gpu-node-5"}, round(total * hot) / total),
+        ({cl: "prod-a", "namespace": "inference", "pod": pod, "gpu": gpu_, "UUID": uuid, "Hostname": node}, hot_ratio)
+        for pod, gpu_, uuid, node in firing
     ])
+    # The GPU page's records: every vLLM GPU, whatever the label mode, with its pod's model.
+    rows = [*firing, ("llama-2", "2", "GPU-2c", "gpu-node-3")]
+    inc.expect_samples(f'{c.WORKLOAD_GPU_FB_RATIO}{{UUID!="GPU-6a"}}', at, [
+        (c.WORKLOAD_GPU_FB_RATIO,
+         {cl: "prod-a", "namespace": "inference", "pod": pod, "model_name": MODEL, "gpu": gpu_, "UUID": uuid,
+          "Hostname": node, "modelName": GPU_MODEL},
+         hot_ratio if pod != "llama-2" else round(total * normal) / total)
+        for pod, gpu_, uuid, node in rows
+    ])
+    inc.expect_samples(f'count({c.WORKLOAD_GPU_FB_RATIO}{{UUID="GPU-6a"}})', at, [("", {}, 1)])
     return inc
 
 
@@ -505,12 +532,23 @@ def _test_case(inc: Incident, rules: dict[str, AlertRule]) -> dict[str, object]:
         if firing:
             case["exp_alerts"] = [_expected(rules[alert], labels, value) for labels, value in firing]
         checks.append(case)
-    return {
+    case = {
         "name": inc.name,
         "interval": "1m",
         "input_series": [{"series": s, "values": v} for s, v in inc.series],
         "alert_rule_test": checks,
     }
+    if inc.samples:
+        case["promql_expr_test"] = [
+            {"expr": expr, "eval_time": at, "exp_samples": [_sample(*s) for s in samples]}
+            for expr, at, samples in inc.samples
+        ]
+    return case
+
+
+def _sample(name: str, labels: dict[str, str], value: float) -> dict[str, object]:
+    inner = ", ".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
+    return {"labels": f"{name}{{{inner}}}", "value": value}
 
 
 def rule_tests(cfg: ObspackConfig) -> dict[str, dict[str, object]]:
@@ -520,6 +558,7 @@ def rule_tests(cfg: ObspackConfig) -> dict[str, dict[str, object]]:
         return {}
     rules = {r.alert: r for r in all_alerts(cfg)}
     enabled = {name for name in rules if getattr(cfg.alerts, name).enabled}
+    order = [g.name for g in (*all_recording_groups(cfg), *alert_groups(cfg))]
     files: dict[str, dict[str, object]] = {}
     for topic, names in TOPIC_FILES.items():
         tests = [_test_case(INCIDENTS[name](builder), rules) for name in names if name in enabled]
@@ -527,6 +566,8 @@ def rule_tests(cfg: ObspackConfig) -> dict[str, dict[str, object]]:
             files[f"{topic}_test.yaml"] = {
                 "rule_files": ["../prometheus/recording-rules.yaml", "../prometheus/alerts.yaml"],
                 "evaluation_interval": "1m",
+                # records feed records in other groups: evaluate them in the order the files list them
+                "group_eval_order": order,
                 "tests": tests,
             }
     return files

@@ -9,4 +9,4 @@ from obspack.rules.recording import dcgm, kubernetes, vllm
 
 
 def all_recording_groups(cfg: ObspackConfig) -> list[RuleGroup]:
-    return [kubernetes.group(cfg), dcgm.group(cfg), vllm.group(cfg), *vllm.latency_groups(cfg)]
+    return [kubernetes.group(cfg), vllm.group(cfg), *dcgm.groups(cfg), *vllm.latency_groups(cfg)]
