@@ -10,20 +10,20 @@ two clusters, 1 h at a 30 s scrape interval), with every pod holding 8 GPUs (`--
 
 1. backfills it with `promtool tsdb create-blocks-from openmetrics`, one file per source, each as soon
    as it is written (the promtools and the generator share the cores);
-2. backfills the rendered recording rules (and the new records of benchmarks/fleet_proposals.py) with
-   `promtool tsdb create-blocks-from rules`, dependency level by level (tests/support/prometheus.py);
+2. backfills the rendered recording rules with `promtool tsdb create-blocks-from rules`, dependency
+   level by level (tests/support/prometheus.py);
 3. starts Prometheus with the rendered rule files (recording and alerts, every group at a 5 s or 10 s
    interval) and reads each group's `prometheus_rule_group_last_duration_seconds` over a few
-   evaluations; then the same with the proposed recording groups. The fleet's timestamps are shifted
-   so that its last sample is about "now" when these servers start: rules see fresh data, not stale;
+   evaluations. The fleet's timestamps are shifted so that its last sample is about "now" when this
+   server starts: rules see fresh data, not stale;
 4. starts Prometheus without rules and times every dashboard target (range query over the whole hour,
    `step` = the scrape interval, as Grafana asks for a panel of ~1000 px when the datasource's scrape
    interval is 30 s; tables are instant queries at the end), with the variables as on first load
-   (All, or the first value), in rounds, next to the proposed replacements and to naive queries that
-   answer the same questions without the recording rules. The server is restarted every 45 s, so that
+   (All, or the first value), in rounds, next to naive queries that answer the same questions without
+   the recording rules (benchmarks/fleet_queries.py). The server is restarted every 45 s, so that
    Prometheus's first compaction (one minute after start) never runs during a measurement: every size
-   is measured on the same block layout. It also evaluates every rule group alone, counts the series
-   each record adds, and checks that the proposed rules give today's records unchanged.
+   is measured on the same block layout. It also evaluates every rule group alone and counts the
+   series each record adds.
 
 It prints progress to stderr and writes the tables into the "Fleet scale" section of docs/benchmarks.md
 (other sections of that file are kept). Not part of CI: at 1000 pods the fleet is ~38 M samples and
@@ -62,7 +62,6 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from benchmarks import fleet_report  # noqa: E402
-from benchmarks.fleet_proposals import NONE, PROPOSALS, Proposals  # noqa: E402
 from benchmarks.fleet_queries import (  # noqa: E402
     NAIVE,
     Dashboard,
@@ -330,17 +329,11 @@ class SizeResult:
     rule_interval: str = ""
     rule_groups: dict[str, list[float]] = field(default_factory=dict)
     slowest_rule: dict[str, tuple[float, str]] = field(default_factory=dict)
-    proposed_rule_groups: dict[str, list[float]] = field(default_factory=dict)
-    proposed_slowest_rule: dict[str, tuple[float, str]] = field(default_factory=dict)
     record_series: dict[str, int] = field(default_factory=dict)
-    proposed_record_series: dict[str, int] = field(default_factory=dict)
     alone: dict[str, float] = field(default_factory=dict)  # group -> its rules' instant evaluations, summed
-    proposed_alone: dict[str, float] = field(default_factory=dict)
-    equivalence: dict[str, str] = field(default_factory=dict)  # proposed rule of an existing record -> check
     variables: dict[str, Timed] = field(default_factory=dict)
     targets: dict[str, Timed] = field(default_factory=dict)
     naive: dict[str, Timed] = field(default_factory=dict)
-    proposed: dict[str, Timed] = field(default_factory=dict)
     query_sessions: int = 0
     compactions_during_queries: float = 0.0
 
@@ -361,9 +354,7 @@ def run_size(
     pack: Path,
     work: Path,
     lead_s: float,
-    proposals: Proposals,
     keep: bool = False,
-    first: bool = False,
 ) -> SizeResult:
     """Generate, backfill, evaluate and query one fleet of `pods` vLLM pods (half in each cluster)."""
     clock = time.perf_counter
@@ -388,9 +379,8 @@ def run_size(
 
     t1 = clock()
     recording = yaml.safe_load((pack / "prometheus" / "recording-rules.yaml").read_text())["groups"]
-    backfilled = [*recording, *proposals.new_groups(recording)]
     levels = backfill_rules(
-        data, backfilled, start=summary.start, end=summary.end, eval_interval=BACKFILL_INTERVAL
+        data, recording, start=summary.start, end=summary.end, eval_interval=BACKFILL_INTERVAL
     )
     result.phases["backfill recording rules"] = clock() - t1
     log(
@@ -406,21 +396,15 @@ def run_size(
     files = fast_rule_files(pack, size_dir / "rules", recording, result.rule_interval)
     live = measure_rule_groups(data, files, settings.evaluations)
     result.rule_groups, result.slowest_rule = live["durations"], live["slowest_rule"]
-    if proposals.recording:
-        proposed = proposals.recording_groups(recording)
-        files = fast_rule_files(pack, size_dir / "proposed-rules", proposed, result.rule_interval)
-        live = measure_rule_groups(data, files, settings.evaluations)
-        result.proposed_rule_groups, result.proposed_slowest_rule = live["durations"], live["slowest_rule"]
     result.phases["rule evaluation"] = clock() - t2
     log(f"{pods} pods: rule groups evaluated ({result.freshness_s:.0f}s after the last sample), "
         f"{result.phases['rule evaluation']:.0f}s")  # fmt: skip
 
     t3 = clock()
-    measure_queries(data, summary, settings, pack, result, proposals, backfilled, check_equivalence=first)
+    measure_queries(data, summary, settings, pack, result)
     result.phases["queries"] = clock() - t3
-    log(f"{pods} pods: {len(result.targets)} dashboard targets, {len(result.naive)} naive and "
-        f"{len(result.proposed)} proposed queries in {result.phases['queries']:.0f}s "
-        f"({result.query_sessions} server sessions)")  # fmt: skip
+    log(f"{pods} pods: {len(result.targets)} dashboard targets and {len(result.naive)} naive queries "
+        f"in {result.phases['queries']:.0f}s ({result.query_sessions} server sessions)")  # fmt: skip
     if not keep:
         shutil.rmtree(size_dir, ignore_errors=True)
     return result
@@ -440,11 +424,8 @@ def measure_queries(
     settings: Settings,
     pack: Path,
     result: SizeResult,
-    proposals: Proposals,
-    groups: list[dict[str, Any]],
-    check_equivalence: bool = False,
 ) -> None:
-    """Time every dashboard target, naive and proposed query, in rounds; then count recorded series."""
+    """Time every dashboard target and naive query, in rounds; then count recorded series."""
     window = Window(summary.start, summary.end, settings.step_s, settings.scrape_s)
     server = QueryServer(data)
     try:
@@ -458,9 +439,6 @@ def measure_queries(
                 plan.append(
                     _Planned(result.targets, target.key, fill(target.expr, values, window), target.instant)
                 )
-            instant = {t.key: t.instant for t in dashboard.targets}
-            for key, expr in proposals.queries(dashboard, values, window):
-                plan.append(_Planned(result.proposed, key, expr, instant[key]))
         for naive in NAIVE:
             values = first_load[naive.obspack[0]]
             plan.append(
@@ -468,10 +446,6 @@ def measure_queries(
             )
         for item in plan:
             item.into[item.key] = Timed()
-        current_exprs = {i.key: i.expr for i in plan if i.into is result.targets}
-        proposed_exprs = {i.key: i.expr for i in plan if i.into is result.proposed}
-        # Instant targets of the same dashboard, filled for All: the tables, compared for equivalence.
-        tables_by_key = {i.key: i.instant and "/ GPUs and the workloads" in i.key for i in plan}
         for run in range(settings.runs):
             for item in plan:
                 timed = item.into[item.key]
@@ -479,26 +453,16 @@ def measure_queries(
                     continue
                 timed_query(server.get(), item.expr, window, item.instant, timed)
 
-        rendered = yaml.safe_load((pack / "prometheus" / "recording-rules.yaml").read_text())["groups"]
+        recording = yaml.safe_load((pack / "prometheus" / "recording-rules.yaml").read_text())["groups"]
         alerts = yaml.safe_load((pack / "prometheus" / "alerts.yaml").read_text())["groups"]
-        prom = server.get()
-        result.alone = alone_costs(prom, rendered, alerts, summary.end)
-        if proposals.recording:
-            proposed = proposals.recording_groups(rendered)
-            result.proposed_alone = alone_costs(prom, proposed, [], summary.end)
-            if check_equivalence:  # a question of correctness, not of scale: asked on the first fleet
-                tables = {k: (current_exprs[k], e) for k, e in proposed_exprs.items() if tables_by_key.get(k)}
-                pairs = equivalence_pairs(rendered, proposed, tables)
-                result.equivalence = equivalence(server.get(), pairs, summary.end)
+        result.alone = alone_costs(server.get(), recording, alerts, summary.end)
 
-        current = {r["record"] for g in groups for r in g["rules"]}
+        records = sorted({r["record"] for g in recording for r in g["rules"]})
         counted = server.get().query(
-            f'count by (__name__) ({{__name__=~"{"|".join(map(re.escape, sorted(current)))}"}})', summary.end
+            f'count by (__name__) ({{__name__=~"{"|".join(map(re.escape, records))}"}})', summary.end
         )
         found = {s["metric"]["__name__"]: int(float(s["value"][1])) for s in counted}
-        for name in sorted(current):
-            is_current = any(r["record"] == name for g in rendered for r in g["rules"])
-            (result.record_series if is_current else result.proposed_record_series)[name] = found.get(name, 0)
+        result.record_series = {name: found.get(name, 0) for name in records}
     finally:
         server.close()
     result.query_sessions = server.sessions
@@ -520,73 +484,6 @@ def alone_costs(
         for group in groups:
             out[f"{file}: {group['name']}"] = sum(_eval_seconds(prom, r["expr"], at) for r in group["rules"])
     return out
-
-
-def _inline(expr: str, definitions: dict[str, str]) -> str:
-    """`expr` with every record of `definitions` replaced by its expression, recursively."""
-    for _ in range(10):
-        before = expr
-        for name, definition in definitions.items():
-            expr = re.sub(
-                rf"(?<![\w:]){re.escape(name)}(?![\w:{{])", f"({definition})".replace("\\", r"\\"), expr
-            )
-        if expr == before:
-            return expr
-    raise ValueError("records defined in a cycle")
-
-
-def _match_all_removed(expr: str) -> str:
-    """Drop `label=~".*"` matchers (All) and the braces they leave empty, so records can be inlined."""
-    expr = re.sub(r'\w+=~"\.\*"(,\s*)?', "", expr)
-    return re.sub(r"\{\s*\}", "", re.sub(r",\s*\}", "}", expr))
-
-
-def equivalence(prom: Prometheus, pairs: dict[str, tuple[str, str]], at: int) -> dict[str, str]:
-    """For each (today, proposed) pair of expressions: do both give the same series at `at`?"""
-    out = {}
-    for name, (old, new) in pairs.items():
-        a, b = f"({old})", f"({new})"
-        checks = {
-            "series": f"count({a})",
-            "differ": f"count(abs({a} - {b}) > 1e-9 * abs({a})) or vector(0)",
-            "only now": f"count({a} unless {b}) or vector(0)",
-            "only proposed": f"count({b} unless {a}) or vector(0)",
-        }
-        n = {
-            k: int(float((prom.query(e, at) or [{"value": [0, "0"]}])[0]["value"][1]))
-            for k, e in checks.items()
-        }
-        same = n["differ"] == 0 and n["only now"] == 0 and n["only proposed"] == 0
-        out[name] = (
-            f"identical ({n['series']:,} series)" if same
-            else f"{n['differ']} differ, {n['only now']} only now, {n['only proposed']} only proposed"
-        )  # fmt: skip
-    return out
-
-
-def equivalence_pairs(
-    current: list[dict[str, Any]], proposed: list[dict[str, Any]], tables: dict[str, tuple[str, str]]
-) -> dict[str, tuple[str, str]]:
-    """Today's records the proposal computes differently, and the GPU table's columns (filled for All).
-
-    Both sides have every record inlined down to raw series: promtool backfills each dependency level
-    at its own instants, so comparing through backfilled records would compare different instants.
-    """
-    before = {r["record"]: r["expr"] for g in current for r in g["rules"]}
-    new = {r["record"]: r["expr"] for g in proposed for r in g["rules"] if r["record"] not in before}
-    pairs = {}
-    for group in proposed:
-        for rule in group["rules"]:
-            old = before.get(rule["record"])
-            if old is not None and old != rule["expr"]:
-                pairs[f"`{rule['record']}`"] = (
-                    _inline(old, before),
-                    _inline(_inline(rule["expr"], new), before),
-                )
-    for key, (old, proposal) in tables.items():
-        old, proposal = _match_all_removed(old), _match_all_removed(proposal)
-        pairs[key] = (_inline(old, before), _inline(_inline(proposal, new), before))
-    return pairs
 
 
 def _timed_label_values(
@@ -623,18 +520,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--evaluations", type=int, default=2, help="rule group evaluations to read")
     parser.add_argument("--workdir", type=Path, default=None, help="default: a temporary folder in /tmp")
     parser.add_argument("--json", type=Path, default=None, help="also write all numbers here")
-    parser.add_argument("--report", type=Path, default=ROOT / "docs" / "benchmarks.md")
+    parser.add_argument(
+        "--report", type=Path, default=ROOT / "docs" / "benchmarks.md", help="file whose section is replaced"
+    )
     parser.add_argument("--no-report", action="store_true", help="print the section instead of writing it")
-    parser.add_argument("--no-proposals", action="store_true", help="skip the proposed rules and queries")
     parser.add_argument("--keep", action="store_true", help="keep each fleet's TSDB under --workdir")
     parser.add_argument(
         "--from-json", type=Path, default=None, help="only render the section from saved numbers"
     )
     args = parser.parse_args(argv)
-    proposals = NONE if args.no_proposals else PROPOSALS
     if args.from_json:
         results, settings, total, meta = fleet_report.from_json(json.loads(args.from_json.read_text()))
-        return _report(args, fleet_report.section(results, settings, total, proposals, meta))
+        return _report(args, fleet_report.section(results, settings, total, meta))
 
     for tool in ("prometheus", "promtool"):
         if not find_tool(tool):
@@ -655,9 +552,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             # fixed costs, so it predicts nothing); aim a little short: data slightly older than "now"
             # is fine, data in the future is not.
             lead = 0.9 * per_sample * expected if results and results[-1].samples > 1_000_000 else 0.0
-            result = run_size(
-                pods, settings, work / "pack", work, lead, proposals, keep=args.keep, first=not results
-            )
+            result = run_size(pods, settings, work / "pack", work, lead, keep=args.keep)
             results.append(result)
             prep = result.phases["generate + backfill"] + result.phases["backfill recording rules"]
             per_sample = prep / result.samples
@@ -670,7 +565,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     numbers = fleet_report.as_json(results, settings, total)
     if args.json:
         args.json.write_text(json.dumps(numbers, indent=2))
-    return _report(args, fleet_report.section(results, settings, total, proposals, numbers))
+    return _report(args, fleet_report.section(results, settings, total, numbers))
 
 
 def _report(args: argparse.Namespace, section: str) -> int:

@@ -1,6 +1,6 @@
 """What the fleet benchmark asks Prometheus: dashboard targets as Grafana sends them, and naive queries.
 
-- `dashboard_targets(grafana_dir)` reads the rendered dashboards (`obspack render`, `grafana/*.json`).
+- `load_dashboards(grafana_dir)` reads the rendered dashboards (`obspack render`, `grafana/*.json`).
 - `resolve_variables` fills each dashboard's variables the way Grafana does on first load: the
   `label_values(...)` query runs against the server, then All where the variable has it (its
   `allValue`), else the first value in the variable's sort order, regex-escaped.
@@ -248,13 +248,14 @@ NAIVE: tuple[Naive, ...] = (
         ("vllm-pod-memory-planes", "Container memory: working set / limit", "A"),
     ),
     Naive(
-        "GPU framebuffer used / total per GPU, with the pod's model",
-        # Raw DCGM with both label modes, joined to the model straight from the engine gauge.
-        "max by (cluster, namespace, pod, gpu) (label_replace(label_replace("
+        "GPU framebuffer used / total, 20 fullest GPUs, with the pod's model",
+        # Raw DCGM with both label modes (pod labels on the series, or exported_* with the exporter's
+        # own pod), joined to the model straight from the engine gauge; the panel draws the top 20.
+        "topk(20, max by (cluster, namespace, pod, gpu) (label_replace(label_replace("
         "DCGM_FI_DEV_FB_USED / (DCGM_FI_DEV_FB_USED + DCGM_FI_DEV_FB_FREE),"
         ' "pod", "$1", "exported_pod", "(.+)"), "namespace", "$1", "exported_namespace", "(.+)"))'
         " * on (cluster, namespace, pod) group_left (model_name)"
-        ' group by (cluster, namespace, pod, model_name) (vllm:num_requests_running{model_name!=""})',
+        ' group by (cluster, namespace, pod, model_name) (vllm:num_requests_running{model_name!=""}))',
         False,
         ("gpu-by-workload", "Framebuffer used / total", "A"),
     ),

@@ -37,17 +37,22 @@ def as_json(results: list[Any], settings: Any, total_s: float) -> dict[str, Any]
 
 
 def from_json(data: dict[str, Any]) -> tuple[list[Any], Any, float, dict[str, Any]]:
+    """The numbers `as_json` wrote; keys this version does not know (e.g. an older run's) are dropped."""
     from benchmarks.fleet_bench import Settings, SizeResult, Timed
 
-    timed = ("variables", "targets", "naive", "proposed")
+    def known(cls: Any, values: dict[str, Any]) -> dict[str, Any]:
+        names = {f.name for f in dataclasses.fields(cls)}
+        return {k: v for k, v in values.items() if k in names}
+
+    timed = ("variables", "targets", "naive")
     results = []
     for size in data["sizes"]:
-        fields = {k: v for k, v in size.items() if k not in timed}
-        result = SizeResult(**fields)
+        result = SizeResult(**known(SizeResult, {k: v for k, v in size.items() if k not in timed}))
         for name in timed:
-            setattr(result, name, {k: Timed(**v) for k, v in size.get(name, {}).items()})
+            setattr(result, name, {k: Timed(**known(Timed, v)) for k, v in size.get(name, {}).items()})
+        result.slowest_rule = {g: tuple(v) for g, v in result.slowest_rule.items()}
         results.append(result)
-    return results, Settings(**data["settings"]), data["total_s"], data
+    return results, Settings(**known(Settings, data["settings"])), data["total_s"], data
 
 
 def machine() -> str:
@@ -137,23 +142,19 @@ def _group_cell(values: list[float] | None, alone: float | None) -> str:
     return f"**{text}**" if p50 > GROUP_TARGET_S else text
 
 
-def _group_rows(results: list[Any], proposed: bool) -> list[list[str]]:
-    live = "proposed_rule_groups" if proposed else "rule_groups"
-    alone = "proposed_alone" if proposed else "alone"
-    slowest = "proposed_slowest_rule" if proposed else "slowest_rule"
+def _group_rows(results: list[Any]) -> list[list[str]]:
     big = results[-1]
     rows = []
-    for g in getattr(big, live):
-        values = [getattr(r, live).get(g) for r in results]
-        # Alerts are the same in both runs: their alone cost is measured once.
-        alones = [getattr(r, alone).get(g, r.alone.get(g)) for r in results]
+    for g in big.rule_groups:
+        values = [r.rule_groups.get(g) for r in results]
+        alones = [r.alone.get(g) for r in results]
         p50s = [_median(v) for v in values]
         growth = ", ".join(x for x in (_growth(a, b) for a, b in zip(p50s, p50s[1:])) if x)
-        slow = getattr(big, slowest).get(g)
+        slow = big.slowest_rule.get(g)
         rows.append([g, *[_group_cell(v, a) for v, a in zip(values, alones)], growth,
                      f"{slow[1]} ({slow[0]:.3f} s)" if slow else ""])  # fmt: skip
     # The load on the server: every group's alone cost, added up (the work of one evaluation round).
-    totals = [sum(getattr(r, alone).get(g, r.alone.get(g, 0.0)) for g in getattr(big, live)) for r in results]
+    totals = [sum(r.alone.get(g, 0.0) for g in big.rule_groups) for r in results]
     growth = ", ".join(x for x in (_growth(a, b) for a, b in zip(totals, totals[1:])) if x)
     rows.append(["**all groups, alone, added up**", *[f"({t:.3f})" for t in totals], growth, ""])
     return rows
@@ -170,14 +171,11 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
 
 
 def _summary(results: list[Any]) -> list[str]:
-    """A few sentences computed from the numbers: misses, best after the proposals, growth, load."""
+    """A few sentences computed from the numbers: misses, growth, load."""
     big, first = results[-1], results[0]
     n = big.pods
     slow = [k for k, t in big.targets.items() if t.timed_out or (_p50(t) or 0) * 1000 > TARGET_MS]
-    worst_ok = max((_p50(t) or 0 for k, t in big.targets.items() if k not in slow), default=0)
-    after = {k: big.proposed.get(k, t) for k, t in big.targets.items()}
-    after_slow = [k for k, t in after.items() if t.timed_out or (_p50(t) or 0) * 1000 > TARGET_MS]
-    worst_after = max(after.items(), key=lambda kv: _p50(kv[1]) or 0)
+    worst = max(big.targets.items(), key=lambda kv: _p50(kv[1]) or 0)
     timeouts = sum(1 for t in big.targets.values() if t.timed_out)
     growth = sorted(
         (_p50(big.targets[k]) or 0) / (_p50(first.targets[k]) or 1)
@@ -185,45 +183,41 @@ def _summary(results: list[Any]) -> list[str]:
         if k not in slow and first.targets.get(k) is not None
     )
     lines = [
-        f"- At {n} pods, {len(slow)} of {len(big.targets)} dashboard targets miss {TARGET_MS:.0f} ms at p50 "
-        f"(the others are at most {worst_ok * 1000:.0f} ms). With the proposed changes "
-        f"{len(after_slow)} miss; the slowest is {worst_after[0]} at {(_p50(worst_after[1]) or 0) * 1000:.0f} ms.",
-        f"- From {first.pods} to {n} pods ({n // first.pods}x the fleet) the p50 of the targets that pass grows "
-        f"x{growth[len(growth) // 2]:.1f} (median) and at most x{growth[-1]:.1f}: no worse than linear"
-        + (f"; {timeouts} targets hit the query timeout at {n} pods." if timeouts else "."),
+        f"- At {n} pods, {len(slow)} of {len(big.targets)} dashboard targets miss {TARGET_MS:.0f} ms at p50; "
+        f"the slowest is {worst[0]} at {(_p50(worst[1]) or 0) * 1000:.0f} ms."
     ]
-    for label, live, alone in (
-        ("today", "rule_groups", "alone"),
-        ("with the proposals", "proposed_rule_groups", "proposed_alone"),
-    ):
-        groups = getattr(big, live)
-        if not groups:
-            continue
-        worst = max(groups, key=lambda g: _median(groups[g]) or 0)
-        worst_alone = max(getattr(big, alone).values(), default=0)
+    if len(results) > 1 and growth:
         lines.append(
-            f"- Rule groups {label} at {n} pods: the slowest is {worst.split(': ', 1)[1]} at "
-            f"{_median(groups[worst]):.2f} s with every group sharing 2 cores at a {big.rule_interval} interval; "
-            f"alone, no group takes more than {worst_alone:.2f} s."
+            f"- From {first.pods} to {n} pods ({n // first.pods}x the fleet) the p50 of the targets that pass "
+            f"grows x{growth[len(growth) // 2]:.1f} (median) and at most x{growth[-1]:.1f}"
+            + (f"; {timeouts} targets hit the query timeout at {n} pods." if timeouts else ".")
+        )
+    elif timeouts:
+        lines.append(f"- {timeouts} targets hit the query timeout at {n} pods.")
+    groups = big.rule_groups
+    if groups:
+        worst_group = max(groups, key=lambda g: _median(groups[g]) or 0)
+        worst_alone = max(big.alone.values(), default=0)
+        lines.append(
+            f"- Rule groups at {n} pods: the slowest is {worst_group.split(': ', 1)[1]} at "
+            f"{_median(groups[worst_group]):.2f} s with every group sharing the cores at a {big.rule_interval} "
+            f"interval; alone, no group takes more than {worst_alone:.2f} s."
         )
     records = sum(big.record_series.values())
-    extra = sum(big.proposed_record_series.values())
     lines.append(
         f"- The recording rules add {records:,} series at {n} pods ({records / big.series:.1%} of the raw "
-        f"{big.series:,})"
-        + (f"; the proposal adds {extra:,} more ({extra / big.gpus:.0f} per GPU)." if extra else ".")
+        f"{big.series:,}; {records / big.gpus:.0f} per GPU)."
     )
     return lines
 
 
-def section(
-    results: list[Any], settings: Any, total_s: float, proposals: Any, meta: dict[str, Any] | None = None
-) -> str:
+def section(results: list[Any], settings: Any, total_s: float, meta: dict[str, Any] | None = None) -> str:
     meta = meta or {"machine": machine(), "when": time.strftime("%Y-%m-%d")}
     sizes = [r.pods for r in results]
     heads = [f"{p} pods" for p in sizes]
     runs = settings.runs
     big = results[-1]
+    growth_column = len(results) > 1  # growth per size step: none with one size
     out = [TITLE, ""]
     out.append(
         f"`python benchmarks/fleet_bench.py` ({meta['when']}, {meta['machine']}; "
@@ -251,14 +245,15 @@ def section(
         f"the end. Time = HTTP round trip including JSON, in ms, **p50 / max** of {runs} runs in rounds; "
         f"(n) = fewer runs (a query stops repeating after {REPEAT_BUDGET_S:g} s in total); "
         f"`> {QUERY_TIMEOUT_S * 1000:.0f}` = hit the {QUERY_TIMEOUT_S:g} s query timeout (10x the target); "
-        f"**bold** = p50 over the {TARGET_MS:.0f} ms target. Growth = p50 ratio per size step (linear in "
-        "the fleet would be ×10 per step)."
-    )
+        f"**bold** = p50 over the {TARGET_MS:.0f} ms target."
+        + (" Growth = p50 ratio per size step (linear in the fleet would be ×10 per step)." if growth_column
+           else "")
+    )  # fmt: skip
     out.append(
         "- **Rule groups**: a Prometheus loading the rendered rule files (recording and alerts) with every "
         'group at a short interval, over the backfilled fleet whose last sample is about "now" (its '
-        "timestamps are shifted to end when this server starts); then the same with the proposed groups. "
-        "All groups run concurrently on the 2 cores; the real pack evaluates every 30 s to 1 min, with "
+        "timestamps are shifted to end when this server starts). "
+        "All groups run concurrently on the same cores; the real pack evaluates every 30 s to 1 min, with "
         "less overlap, so each group's cost alone is shown too."
     )
     out.append(
@@ -305,11 +300,9 @@ def section(
         rows = []
         for key in dkeys:
             values = [r.targets.get(key) for r in results]
-            row = [key.split(" / ", 1)[1]] + [_cell(v, runs) for v in values] + [_growths(values)]
-            proposed = big.proposed.get(key)
-            row.append(_cell(proposed, runs) if proposed else "")
-            rows.append(row)
-        out.append(_table(["panel [target]", *heads, "growth", f"proposed, {sizes[-1]} pods"], rows))
+            row = [key.split(" / ", 1)[1]] + [_cell(v, runs) for v in values]
+            rows.append(row + [_growths(values)] if growth_column else row)
+        out.append(_table(["panel [target]", *heads, *(["growth"] if growth_column else [])], rows))
         out.append("")
     var_rows = []
     for key in big.variables:
@@ -329,19 +322,11 @@ def section(
     )
     out.append("")
     header = ["group", *heads, "growth", f"slowest rule at {sizes[-1]} pods"]
-    out += [_table(header, _group_rows(results, proposed=False)), ""]
-    if big.proposed_rule_groups:
-        out += ["With the proposed recording groups (and the same alerts), same setup:", ""]
-        out += [_table(header, _group_rows(results, proposed=True)), ""]
-    if results[0].equivalence:
-        first = results[0]
-        out.append(
-            f"Same answers: today's expression and the proposed one, both with every record inlined down "
-            f"to raw series, at the last sample of the {first.pods}-pod fleet (both DCGM label modes): "
-            + "; ".join(f"{k} {v}" for k, v in first.equivalence.items())
-            + "."
-        )
-        out.append("")
+    rows = _group_rows(results)
+    if not growth_column:
+        header.remove("growth")
+        rows = [row[:-2] + row[-1:] for row in rows]
+    out += [_table(header, rows), ""]
 
     # Series added
     out += ["### Series added by the recording rules", ""]
@@ -352,14 +337,6 @@ def section(
     rows.append(["**total**", *[f"**{t:,}** ({t / r.series:.1%} of raw)" for t, r in zip(totals, results)]])
     out.append(_table(["record", *heads], rows))
     out.append("")
-    if big.proposed_record_series:
-        rows = [
-            [f"`{rec}`", *[f"{r.proposed_record_series.get(rec, 0):,}" for r in results]]
-            for rec in big.proposed_record_series
-        ]
-        extra = [sum(r.proposed_record_series.values()) for r in results]
-        rows.append(["**total added by the proposal**", *[f"**{t:,}**" for t in extra]])
-        out += ["New records in the proposal:", "", _table(["record", *heads], rows), ""]
 
     # Naive vs obspack
     from benchmarks.fleet_queries import NAIVE
@@ -375,20 +352,16 @@ def section(
         key = f"{naive.obspack[0]} / {naive.obspack[1]} [{naive.obspack[2]}]"
         nv = [r.naive.get(naive.question) for r in results]
         ob = [r.targets.get(key) for r in results]
-        pr = big.proposed.get(key)
         speed = ""
-        best = pr if pr is not None and _p50(pr) else ob[-1]
-        if _p50(nv[-1]) and _p50(best):
+        if _p50(nv[-1]) and _p50(ob[-1]):
             lower = "> " if nv[-1].timed_out else ""
-            speed = f"{lower}×{_p50(nv[-1]) / _p50(best):.0f}"  # type: ignore[operator]
-        rows.append(
-            [naive.question, *[_cell(v, runs) for v in nv], *[_cell(v, runs) for v in ob],
-             _cell(pr, runs) if pr else "", speed]
-        )  # fmt: skip
+            ratio = _p50(nv[-1]) / _p50(ob[-1])  # type: ignore[operator]
+            speed = f"{lower}×{ratio:.1f}" if ratio < 10 else f"{lower}×{ratio:.0f}"
+        rows.append([naive.question, *[_cell(v, runs) for v in nv], *[_cell(v, runs) for v in ob], speed])
     out.append(
         _table(
             ["question", *[f"naive {h}" for h in heads], *[f"obspack {h}" for h in heads],
-             f"obspack proposed {sizes[-1]}", f"naive / obspack (proposed if any) at {sizes[-1]}"],
+             f"naive / obspack at {sizes[-1]} pods"],
             rows,
         )
     )  # fmt: skip
@@ -396,26 +369,20 @@ def section(
 
     # Misses
     out += ["### Misses at " + f"{sizes[-1]} pods", ""]
+    out.append(
+        f"Panels over the {TARGET_MS:.0f} ms p50 target and rule groups over {GROUP_TARGET_S:.0f} s "
+        f"at {sizes[-1]} pods:"
+    )
+    out.append("")
     misses = []
     for key, t in big.targets.items():
         p = _p50(t)
         if t.timed_out or (p is not None and p * 1000 > TARGET_MS):
-            pr = big.proposed.get(key)
-            misses.append([key, _cell(t, runs), _cell(pr, runs) if pr else "no proposal"])
+            misses.append([f"panel {key}", f"{_cell(t, runs)} ms"])
     for g, values in big.rule_groups.items():
         p = _median(values)
-        if p is None or p <= GROUP_TARGET_S:
-            continue
-        stem = g.split(": ", 1)[1].removesuffix(".rules")
-        replaced = {k: _median(v) or 0.0 for k, v in big.proposed_rule_groups.items() if f": {stem}" in k}
-        if replaced:
-            worst = max(replaced, key=lambda k: replaced[k])
-            after = f"{len(replaced)} groups, slowest {worst.split(': ', 1)[1]} {replaced[worst]:.3f} s"
-        else:
-            after = "no proposal"
-        misses.append([f"rule group {g.split(': ', 1)[1]}", f"{p:.3f} s", after])
-    out.append(_table(["what", "now", "proposed"], misses) if misses else "None.")
+        if p is not None and p > GROUP_TARGET_S:
+            misses.append([f"rule group {g.split(': ', 1)[1]}", f"{_group_cell(values, big.alone.get(g))} s"])
+    out.append(_table(["what", "p50 / max"], misses) if misses else "None.")
     out.append("")
-    if proposals is not None and getattr(proposals, "summary", ""):
-        out += [proposals.summary.strip(), ""]
     return "\n".join(out)

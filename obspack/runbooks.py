@@ -19,7 +19,6 @@ from obspack.config import ObspackConfig
 from obspack.errors import RenderError
 from obspack.rules.alerts import all_alerts, dashboard_url
 from obspack.rules.model import AlertRule, tidy
-from obspack.rules.recording.dcgm import normalised
 from obspack.rules.recording.vllm import prefix_window_records
 from obspack.templating import render_template
 
@@ -89,14 +88,6 @@ class _Page:
     def on(self, *labels: str) -> str:
         return c.by(self.cfg, *labels)
 
-    def gpu_series(self, metric: str, keep: tuple[str, ...] = ("gpu", "UUID")) -> str:
-        """A DCGM series for the placeholder pod's GPUs, whichever label mode dcgm-exporter was scraped with."""
-        body = normalised(self.cfg, metric).strip("\n").replace("\n", "\n  ")
-        return (
-            f"max by ({self.on('namespace', 'pod', *keep)}) (\n  {body}\n)\n"
-            f"and on ({self.on('namespace', 'pod')}) {c.VLLM_POD}{self.match('namespace', 'pod')}"
-        )
-
     def link(self, name: str, anchor: str = "", text: str = "") -> str:
         """A Markdown link to the runbook of alert `name` (a sibling file), or to a heading on this page."""
         target = self.catalogue.get(name)
@@ -143,7 +134,6 @@ def _context(cfg: ObspackConfig, alert: AlertRule, catalogue: dict[str, AlertRul
         "prefix_queries_window": queries_window,
         "match": page.match,
         "on": page.on,
-        "gpu_series": page.gpu_series,
         "link": page.link,
         "summary": page.summary,
         "pct": _percent,

@@ -321,7 +321,10 @@ def test_queries_use_the_configured_cluster_label_and_selectors(custom_pages: di
         'obspack_cuda_allocator_fragmentation_ratio{job="obspack-exporter"'
         in custom_pages["vllm-cuda-allocator-fragmentation-high"]
     )
-    assert 'DCGM_FI_DEV_XID_ERRORS{job="dcgm-exporter"' in custom_pages["vllm-zero-throughput"]
+    assert (
+        'namespace_pod_model_gpu:vllm_gpu_xid_last:max{k8s_cluster="<cluster>", namespace="<namespace>"'
+        in custom_pages["vllm-zero-throughput"]
+    )
 
 
 @pytest.mark.parametrize(

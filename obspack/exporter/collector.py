@@ -119,10 +119,13 @@ class ExporterCollector:
         self._pool.shutdown(wait=True, cancel_futures=True)
 
     def _flight(self, target: str) -> concurrent.futures.Future[TargetReport]:
-        """The in-flight scrape of ``target``, started now if there is none."""
+        """The in-flight scrape of ``target``, started now if there is none.
+
+        A finished flight whose done-callback has not run yet counts as none: reusing it would answer
+        this scrape with the previous one's result."""
         with self._lock:
             flight = self._inflight.get(target)
-            if flight is None:
+            if flight is None or flight.done():
                 flight = self._pool.submit(self._scrape, target)
                 self._inflight[target] = flight
                 flight.add_done_callback(lambda done, t=target: self._land(t, done))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -354,3 +355,14 @@ def test_memory_stays_bounded_over_many_scrapes(closing: list[ExporterCollector]
     assert collector.window.samples(("http://t/metrics", derive.EngineKey("acme/llm-7b", "0"))) <= 258
     ratio = [s.value for f in families if f.name == derive.PREFIX_CACHE_HIT_RATIO for s in f.samples]
     assert ratio == [pytest.approx(0.3)]
+
+
+def test_a_finished_flight_is_not_reused_before_its_callback_runs(closing: list[ExporterCollector]) -> None:
+    """The done-callback that forgets a flight runs in the scrape thread, after `result()` has returned
+    to the collecting thread: a scrape right after must start a new flight, not answer the old result."""
+    collector, _ = make({"http://bad/metrics": b"<html>oops</html>\n"})
+    closing.append(collector)
+    finished: concurrent.futures.Future[object] = concurrent.futures.Future()
+    finished.set_result(None)
+    collector._inflight["http://bad/metrics"] = finished  # as if its callback had not run yet
+    assert collector._flight("http://bad/metrics") is not finished
