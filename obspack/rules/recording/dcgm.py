@@ -1,9 +1,11 @@
-"""The GPU-memory plane: dcgm-exporter framebuffer series, attributed to the vLLM pod that holds the GPU.
+"""The GPU plane: dcgm-exporter fields per GPU, attributed to the vLLM pod (and model) that holds the GPU.
 
 dcgm-exporter puts the workload in `pod`/`namespace`/`container` when scraped with honorLabels: true,
 and in `exported_pod`/`exported_namespace`/`exported_container` with the default honorLabels: false
 (the target's own labels then name the exporter pod). With --use-old-namespace they are `pod_name`,
-`pod_namespace`, `container_name` and `uuid`; newer releases spell `Hostname` as `hostname`. Both modes are normalised here, without configuration.
+`pod_namespace`, `container_name` and `uuid`; newer releases spell `Hostname` as `hostname`. All modes
+are normalised here, without configuration, by one attribution rule; every field record joins it on the
+exporter series' own key, so the expensive normalisation runs once per evaluation, not once per field.
 """
 
 from __future__ import annotations
