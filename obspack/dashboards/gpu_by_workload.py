@@ -21,7 +21,7 @@ LEGEND = "{{Hostname}} GPU {{gpu}} {{namespace}}/{{pod}}"
 # NVIDIA's reference dashboard colours GPU temperature from these (datacenter GPUs slow down near 85-90 C).
 TEMP_WARNING = 83
 TEMP_CRITICAL = 87
-TOP = f"With more than {q.TOP} GPUs selected, the {q.TOP} {{}} at each step are drawn; the table lists all."
+TOP_NOTE = f"With more than {q.TOP} GPUs selected, the {q.TOP} {{}} at each step are drawn; the table lists all."
 
 
 def dashboard_for(cfg: ObspackConfig) -> Dashboard:
@@ -125,7 +125,7 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
             description=(
                 "Share of time a kernel ran on the GPU (DCGM_FI_DEV_GPU_UTIL, coarse). A GPU of a busy model "
                 "near zero points at a stuck engine or broken routing: open the pod's triage page. "
-                + TOP.format("least busy")
+                + TOP_NOTE.format("least busy")
             ),
             soft_max=100,
             data_links=series_links,
@@ -137,7 +137,7 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
             description=(
                 "Share of time streaming multiprocessors were busy (DCGM profiling: SM_ACTIVE where enabled, "
                 "else GR_ENGINE_ACTIVE). Much lower than utilisation means small batches: raise max_num_seqs or "
-                "consolidate replicas. Empty on GPUs without profiling support. " + TOP.format("least busy")
+                "consolidate replicas. Empty on GPUs without profiling support. " + TOP_NOTE.format("least busy")
             ),
             soft_max=1,
             data_links=series_links,
@@ -150,7 +150,7 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
             description=(
                 "DCGM framebuffer used per GPU against the largest selected GPU's size (used + free). vLLM "
                 "reserves its share at start; used rising later is memory outside the KV cache (CUDA graphs, "
-                "NCCL, PyTorch): watch for CUDA OOM. " + TOP.format("fullest")
+                "NCCL, PyTorch): watch for CUDA OOM. " + TOP_NOTE.format("fullest")
             ),
             overrides=[
                 {
@@ -168,7 +168,7 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
             description=(
                 f"Framebuffer used per GPU. Dashed line: VLLMGPUMemoryNearFull ({gpu_ratio:.0%}). A GPU above it "
                 "will fail its next large allocation: lower --gpu-memory-utilization on that pod. "
-                + TOP.format("fullest")
+                + TOP_NOTE.format("fullest")
             ),
             thresholds=p.above(None, gpu_ratio),
             draw_thresholds=True,
@@ -183,7 +183,7 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
             description=(
                 f"GPU temperature. Dashed lines at {TEMP_WARNING} C and {TEMP_CRITICAL} C, where datacenter GPUs "
                 "start to throttle. One hot GPU: node cooling; all GPUs of a node: the chassis. "
-                + TOP.format("hottest")
+                + TOP_NOTE.format("hottest")
             ),
             thresholds=p.above(TEMP_WARNING, TEMP_CRITICAL),
             draw_thresholds=True,
@@ -196,7 +196,7 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
             unit=p.WATT,
             description=(
                 "GPU power draw. Flat at the power limit while latency rises means power capping; far below "
-                "peers on the same model means the GPU idles. " + TOP.format("most power-hungry")
+                "peers on the same model means the GPU idles. " + TOP_NOTE.format("most power-hungry")
             ),
             w=8,
             data_links=series_links,
@@ -208,7 +208,7 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
             description=(
                 "The last XID error code DCGM saw per GPU (0: none). A non-zero code is a driver or hardware "
                 "event: look it up in NVIDIA's XID catalogue, then cordon and drain the node for hardware XIDs. "
-                + TOP.format("highest codes")
+                + TOP_NOTE.format("highest codes")
             ),
             thresholds=p.steps("green", (1, "red")),
             draw_thresholds=True,

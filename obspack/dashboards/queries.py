@@ -15,6 +15,7 @@ from obspack import conventions as c
 from obspack.config import ObspackConfig
 from obspack.rules.alerts import all_alerts
 from obspack.rules.recording.dcgm import WORKLOAD_GPU_LABELS
+from obspack.rules.recording.vllm import pod_model
 
 ALL = ("cluster", "namespace", "model", "pod")
 POD = ("cluster", "namespace", "pod")  # for series without model_name
@@ -60,17 +61,9 @@ def ksm(cfg: ObspackConfig, metric: str, *extra: str) -> str:
     return raw(cfg, metric, cfg.selectors.kube_state_metrics, POD, *extra)
 
 
-def pod_model(cfg: ObspackConfig) -> str:
-    """One series per vLLM pod carrying its model_name, for `group_left (model_name)` joins.
-
-    topk makes each pod unique on the join labels even if it ever reported two model names."""
-    pod = c.by(cfg, "namespace", "pod")
-    return f"topk by ({pod}) (1, group by ({pod}, model_name) ({rec(cfg, c.RUNNING)}))"
-
-
 def with_model(cfg: ObspackConfig, expr: str) -> str:
     """Label a per-pod expression with the pod's model (and keep only pods of the selected models)."""
-    return f"{expr}\n* on ({c.by(cfg, 'namespace', 'pod')}) group_left (model_name)\n{pod_model(cfg)}"
+    return f"{expr}\n* on ({c.by(cfg, 'namespace', 'pod')}) group_left (model_name)\n{pod_model(cfg, rec(cfg, c.RUNNING))}"
 
 
 def rate(cfg: ObspackConfig, metrics: tuple[str, ...], variables: tuple[str, ...] = ALL) -> str:

@@ -88,8 +88,7 @@ class Incident:
     samples: list[tuple[str, str, list[tuple[str, dict[str, str], float]]]] = field(default_factory=list)
 
     def add(self, metric: str, labels: dict[str, str], values: str) -> None:
-        inner = ", ".join(f'{k}="{v}"' for k, v in labels.items())
-        self.series.append((f"{metric}{{{inner}}}", values))
+        self.series.append((_series(metric, labels), values))
 
     def expect(self, alert: str, at: float, firing: list[tuple[dict[str, str], float]]) -> None:
         self.checks.append((alert, f"{int(round(at))}m", firing))
@@ -97,6 +96,12 @@ class Incident:
     def expect_samples(self, expr: str, at: float, samples: list[tuple[str, dict[str, str], float]]) -> None:
         """What a query returns at `at`: (metric name, labels, value) per series."""
         self.samples.append((expr, f"{int(round(at))}m", samples))
+
+
+def _series(metric: str, labels: dict[str, str]) -> str:
+    """promtool's series notation, labels in the order given: `name{a="1", b="2"}`."""
+    inner = ", ".join(f'{k}="{v}"' for k, v in labels.items())
+    return f"{metric}{{{inner}}}"
 
 
 def _matcher_labels(matchers: str) -> dict[str, str] | None:
@@ -547,8 +552,7 @@ def _test_case(inc: Incident, rules: dict[str, AlertRule]) -> dict[str, object]:
 
 
 def _sample(name: str, labels: dict[str, str], value: float) -> dict[str, object]:
-    inner = ", ".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
-    return {"labels": f"{name}{{{inner}}}", "value": value}
+    return {"labels": _series(name, dict(sorted(labels.items()))), "value": value}
 
 
 def rule_tests(cfg: ObspackConfig) -> dict[str, dict[str, object]]:

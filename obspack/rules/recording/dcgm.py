@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from obspack import conventions as c
 from obspack.config import ObspackConfig
 from obspack.rules.model import RecordingRule, RuleGroup
+from obspack.rules.recording.vllm import pod_model
 
 MIB = 1024 * 1024
 GPU_LABELS = ("namespace", "pod", "gpu", "UUID", "Hostname")
@@ -90,9 +91,8 @@ def attribution(cfg: ObspackConfig) -> str:
 def workload_attribution(cfg: ObspackConfig) -> str:
     """The attribution with the pod's served model; GPUs of a pod whose engine metrics are missing stay."""
     pod = c.by(cfg, "namespace", "pod")
-    model = f"topk by ({pod}) (1, group by ({pod}, model_name) ({c.RUNNING}))"
     return (
-        f"{c.GPU_INFO}\n* on ({pod}) group_left (model_name)\n{model}\n"
+        f"{c.GPU_INFO}\n* on ({pod}) group_left (model_name)\n{pod_model(cfg)}\n"
         f"or on ({c.by(cfg, *KEY)})\n{c.GPU_INFO}"
     )
 

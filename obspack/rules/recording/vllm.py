@@ -34,6 +34,15 @@ def counter_rate(cfg: ObspackConfig, metrics: tuple[str, ...], window: str, keep
     return f"sum by ({c.by(cfg, *keep)}) (\n  {rates}\n)"
 
 
+def pod_model(cfg: ObspackConfig, running: str = c.RUNNING) -> str:
+    """One series per vLLM pod carrying its model_name, for `group_left (model_name)` joins.
+
+    `running` is the running-requests record, possibly with matchers. topk makes each pod unique on the
+    join labels even if it ever reported two model names."""
+    pod = c.by(cfg, "namespace", "pod")
+    return f"topk by ({pod}) (1, group by ({pod}, model_name) ({running}))"
+
+
 def prefix_hits_rate(cfg: ObspackConfig, window: str) -> str:
     return counter_rate(cfg, ("vllm:prefix_cache_hits_total", "vllm:gpu_prefix_cache_hits_total"), window)
 
