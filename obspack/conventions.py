@@ -20,32 +20,19 @@ VLLM_CONTAINER = record_name("namespace_pod_container", "vllm_container", "info"
 VLLM_POD = record_name("namespace_pod", "vllm_pod", "info")
 MEMORY_WORKING_SET = record_name("namespace_pod_container", "vllm_container_memory_working_set_bytes", "max")
 MEMORY_LIMIT = record_name("namespace_pod_container", "vllm_container_memory_limit_bytes", "max")
-MEMORY_REQUEST = record_name("namespace_pod_container", "vllm_container_memory_request_bytes", "max")
 MEMORY_LIMIT_RATIO = record_name("namespace_pod_container", "vllm_container_memory_working_set_bytes", "ratio_limit")
 
-GPU_FB_USED = record_name("namespace_pod_gpu", "vllm_gpu_framebuffer_used_bytes", "max")
-GPU_FB_FREE = record_name("namespace_pod_gpu", "vllm_gpu_framebuffer_free_bytes", "max")
-GPU_FB_RATIO = record_name("namespace_pod_gpu", "vllm_gpu_framebuffer_used", "ratio")
+# Every GPU held by a vLLM pod, keyed by its dcgm-exporter series, labelled with the pod and its model.
+GPU_INFO = record_name("namespace_pod_model_gpu", "vllm_gpu", "info")
 
-# Every GPU held by a vLLM pod, keyed by its dcgm-exporter series, labelled with the pod (and model).
-GPU_INFO = record_name("namespace_pod_gpu", "vllm_gpu", "info")
-WORKLOAD_GPU_INFO = record_name("namespace_pod_model_gpu", "vllm_gpu", "info")
-
-
-def workload_gpu_record(metric: str, op: str = "max") -> str:
-    """A DCGM field per held GPU, labelled with the pod and model holding it (the GPU page reads these)."""
-    return record_name("namespace_pod_model_gpu", f"vllm_gpu_{metric}", op)
-
-
-GPU_UTILIZATION = workload_gpu_record("utilization")
-GPU_SM_ACTIVE = workload_gpu_record("sm_active")
-GPU_TEMPERATURE = workload_gpu_record("temperature_celsius")
-GPU_POWER = workload_gpu_record("power_watts")
-GPU_XID = workload_gpu_record("xid_last")
-WORKLOAD_GPU_FB_USED = workload_gpu_record("framebuffer_used_bytes")
-WORKLOAD_GPU_FB_FREE = workload_gpu_record("framebuffer_free_bytes")
-WORKLOAD_GPU_FB_TOTAL = workload_gpu_record("framebuffer_total_bytes")
-WORKLOAD_GPU_FB_RATIO = workload_gpu_record("framebuffer_used", "ratio")
+# DCGM fields summarised over the GPUs of each vLLM pod (fleet-wide GPU panels read these).
+POD_GPU_COUNT = record_name("namespace_pod_model", "vllm_gpu", "count")
+POD_GPU_FB_RATIO_MAX = record_name("namespace_pod_model", "vllm_gpu_framebuffer_used", "ratio_max")
+POD_GPU_XID_COUNT = record_name("namespace_pod_model", "vllm_gpu_xid_nonzero", "count")
+POD_GPU_UTILIZATION = record_name("namespace_pod_model", "vllm_gpu_utilization", "avg")
+POD_GPU_SM_ACTIVE = record_name("namespace_pod_model", "vllm_gpu_sm_active", "avg")
+POD_GPU_TEMPERATURE = record_name("namespace_pod_model", "vllm_gpu_temperature_celsius", "max")
+POD_GPU_POWER = record_name("namespace_pod_model", "vllm_gpu_power_watts", "sum")
 
 KV_USAGE = record_name("namespace_pod_model", "vllm_kv_cache_usage", "max")
 RUNNING = record_name("namespace_pod_model", "vllm_num_requests_running", "sum")
@@ -60,11 +47,6 @@ REQUEST_RATE = record_name("namespace_model_finished_reason", "vllm_request_succ
 def latency_bucket_record(family: str) -> str:
     """Per-model histogram buckets summed over pods, for fleet percentiles."""
     return record_name("namespace_model_le", f"vllm_{family}_seconds_bucket", "rate5m")
-
-
-def window_record(level: str, metric: str, op: str, window: str) -> str:
-    """A record whose range window comes from the config, e.g. `...:rate30m`."""
-    return record_name(level, metric, f"{op}{window}")
 
 
 def by(cfg: ObspackConfig, *labels: str) -> str:

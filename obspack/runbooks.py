@@ -19,7 +19,8 @@ from obspack.config import ObspackConfig
 from obspack.errors import RenderError
 from obspack.rules.alerts import all_alerts, dashboard_url
 from obspack.rules.model import AlertRule, tidy
-from obspack.rules.recording.vllm import prefix_window_records
+from obspack.rules.recording import dcgm
+from obspack.rules.recording.vllm import prefix_hits_rate, prefix_queries_rate
 from obspack.templating import render_template
 
 TEMPLATE_DIR = "runbooks"
@@ -81,9 +82,12 @@ class _Page:
         multi-cluster Prometheus stays on the alert's cluster.
         """
         configured = getattr(self.cfg.selectors, source) if source else ""
+        return c.selector(configured, *extra, *self.placeholders(*labels))
+
+    def placeholders(self, *labels: str) -> list[str]:
+        """Matchers of the cluster label and `labels` on their placeholders, cluster first."""
         held = [f'{self.cfg.cluster_label}="{CLUSTER_PLACEHOLDER}"']
-        held += [f'{label}="{PLACEHOLDERS[label]}"' for label in labels]
-        return c.selector(configured, *extra, *held)
+        return held + [f'{label}="{PLACEHOLDERS[label]}"' for label in labels]
 
     def on(self, *labels: str) -> str:
         return c.by(self.cfg, *labels)
@@ -104,6 +108,22 @@ class _Page:
     def summary(self, name: str) -> str:
         return self.catalogue[name].summary
 
+    def gpu_field(self, *metrics: str) -> str:
+        """A DCGM field for each GPU the alert's pod holds: raw series joined to the attribution record."""
+        info = c.GPU_INFO + self.match("namespace", "pod")
+        return dcgm.held(self.cfg, dcgm.field(self.cfg, *metrics), dcgm.GPU_LABELS, info)
+
+    def gpu_ratio(self) -> str:
+        """Framebuffer used / (used + free) for each GPU the alert's pod holds."""
+        info = c.GPU_INFO + self.match("namespace", "pod")
+        return dcgm.held(self.cfg, dcgm.framebuffer_ratio(self.cfg), dcgm.GPU_LABELS, info)
+
+    def prefix_ratio(self, window: str) -> str:
+        """Prefix-cache hits / queried tokens of the alert's pod over `window`, from the counters."""
+        pod = self.placeholders("namespace", "pod")
+        hits, queries = prefix_hits_rate(self.cfg, window, *pod), prefix_queries_rate(self.cfg, window, *pod)
+        return f"{hits}\n/ on ({self.on('namespace', 'pod', 'model_name')})\n{queries}"
+
 
 def _dashboard(cfg: ObspackConfig) -> dict[str, str]:
     """The triage dashboard: a URL with placeholders (as the alert's dashboard_url) and, if known, a home link."""
@@ -121,7 +141,6 @@ def _dashboard(cfg: ObspackConfig) -> dict[str, str]:
 
 def _context(cfg: ObspackConfig, alert: AlertRule, catalogue: dict[str, AlertRule]) -> dict[str, Any]:
     page = _Page(cfg, alert, catalogue)
-    hits_window, queries_window = prefix_window_records(cfg)
     return {
         "cfg": cfg,
         "alert": alert,
@@ -130,8 +149,9 @@ def _context(cfg: ObspackConfig, alert: AlertRule, catalogue: dict[str, AlertRul
         "triage": with_placeholders(cfg, alert.triage),
         "c": c,
         "dashboard": _dashboard(cfg),
-        "prefix_hits_window": hits_window,
-        "prefix_queries_window": queries_window,
+        "gpu_field": page.gpu_field,
+        "gpu_ratio": page.gpu_ratio,
+        "prefix_ratio": page.prefix_ratio,
         "match": page.match,
         "on": page.on,
         "link": page.link,

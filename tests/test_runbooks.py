@@ -321,10 +321,9 @@ def test_queries_use_the_configured_cluster_label_and_selectors(custom_pages: di
         'obspack_cuda_allocator_fragmentation_ratio{job="obspack-exporter"'
         in custom_pages["vllm-cuda-allocator-fragmentation-high"]
     )
-    assert (
-        'namespace_pod_model_gpu:vllm_gpu_xid_last:max{k8s_cluster="<cluster>", namespace="<namespace>"'
-        in custom_pages["vllm-zero-throughput"]
-    )
+    zero = custom_pages["vllm-zero-throughput"]
+    assert 'max by (k8s_cluster, instance, gpu, GPU_I_ID) (DCGM_FI_DEV_XID_ERRORS{job="dcgm-exporter"})' in zero
+    assert 'namespace_pod_model_gpu:vllm_gpu:info{k8s_cluster="<cluster>", namespace="<namespace>", pod="<pod>"}' in zero
 
 
 @pytest.mark.parametrize(
@@ -332,7 +331,7 @@ def test_queries_use_the_configured_cluster_label_and_selectors(custom_pages: di
     [
         ("vllm-host-memory-near-limit", ["above 85% of its memory limit", "ratio_limit > 0.85"]),
         ("vllm-container-oom-killed", ["within the last 30m", "[30m]", "below the 85% of the limit"]),
-        ("vllm-gpu-memory-near-full", ["more than 95% of a GPU's framebuffer", "for 10m", "ratio > 0.95"]),
+        ("vllm-gpu-memory-near-full", ["more than 95% of a GPU's framebuffer", "for 10m", ") > 0.95"]),
         ("vllm-kv-cache-usage-high", ["above 80% for 10m", "usage:max > 0.8", "Above 98%"]),
         ("vllm-kv-cache-usage-critical", ["above 98%", "usage:max > 0.98"]),
         (
@@ -340,7 +339,7 @@ def test_queries_use_the_configured_cluster_label_and_selectors(custom_pages: di
             ["at least 10 requests wait", "more than 2 times", "below 10 at peak"],
         ),
         ("vllm-request-preemptions", ["more than 0.05 preemptions per second", "rate5m > 0.05"]),
-        ("vllm-prefix-cache-hit-rate-low", ["fewer than 20%", "last 1h", ":rate1h", "< 0.2"]),
+        ("vllm-prefix-cache-hit-rate-low", ["fewer than 20%", "last 1h", "_hits_total{", "[1h])", "< 0.2"]),
         ("vllm-kv-cache-usage-critical", ["https://grafana.example.com/d/obspack-vllm-pod-memory-planes/"]),
     ],
 )

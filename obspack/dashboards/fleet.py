@@ -196,7 +196,7 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
                 table=True,
             ),
             p.target(
-                q.with_model(cfg, q.max_by(cfg, c.GPU_FB_RATIO, "namespace", "pod", variables=q.POD)),
+                q.max_by(cfg, c.POD_GPU_FB_RATIO_MAX, "namespace", "pod", "model_name"),
                 instant=True,
                 table=True,
             ),

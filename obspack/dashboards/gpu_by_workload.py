@@ -1,9 +1,10 @@
-"""GPU / by workload: DCGM fields per GPU, each labelled with the namespace, pod and model holding it.
+"""GPU / by workload: the GPUs vLLM pods hold, fleet-wide per pod, and GPU by GPU for one pod.
 
-Every panel reads the per-GPU records of obspack/rules/recording/dcgm.py: the DCGM label modes are
-normalised and the model joined once per rule evaluation, not per panel and step, and GPUs no vLLM pod
-holds are already left out. Graphs per GPU draw the 20 highest (or lowest) GPUs at each step, so a
-fleet of thousands of GPUs stays readable and light; a table lists every GPU."""
+Fleet-wide panels (stats, the pod table, the per-pod graphs) follow the cluster, namespace and model
+variables and read the per-pod summaries of obspack/rules/recording/dcgm.py: one series per pod, so a
+fleet of thousands of GPUs stays light with everything at All. The per-GPU panels show the GPUs of the
+one pod the `pod` variable picks: raw DCGM fields joined to the attribution record, read only from that
+pod's dcgm-exporter. Click a series or a row to pick its pod."""
 
 from __future__ import annotations
 
@@ -14,24 +15,40 @@ from obspack.config import ObspackConfig
 from obspack.dashboards import panels as p
 from obspack.dashboards import queries as q
 from obspack.dashboards import variables
-from obspack.dashboards.defaults import dashboard, runbook_link, triage_from_row, triage_from_series
+from obspack.rules.recording import dcgm
+from obspack.dashboards.defaults import dashboard, dashboard_path, runbook_link, triage_from_row, triage_from_series
 
 NAME = "gpu-by-workload"
-LEGEND = "{{Hostname}} GPU {{gpu}} {{namespace}}/{{pod}}"
+POD_LEGEND = "{{namespace}}/{{pod}}"
+GPU_LEGEND = "GPU {{gpu}} {{Hostname}}"
 # NVIDIA's reference dashboard colours GPU temperature from these (datacenter GPUs slow down near 85-90 C).
 TEMP_WARNING = 83
 TEMP_CRITICAL = 87
-TOP_NOTE = f"With more than {q.TOP} GPUs selected, the {q.TOP} {{}} at each step are drawn; the table lists all."
+TOP_NOTE = f"With more than {q.TOP} pods selected, the {q.TOP} {{}} at each step are drawn; the table lists all."
+ONE_POD = "GPUs of the pod picked in the Pod variable (click a pod in the panels above to pick it). "
 
 
-def dashboard_for(cfg: ObspackConfig) -> Dashboard:
-    gpu_ratio = cfg.alerts.VLLMGPUMemoryNearFull.ratio
-    series_links = [triage_from_series(cfg)]
-    vram_runbook = [runbook_link(cfg, "vllm-gpu-memory-near-full", "GPU memory near full")]
-    panels = [
+def _fleet(cfg: ObspackConfig, record: str) -> str:
+    return q.rec(cfg, record, q.FLEET)
+
+
+def _pick_pod(cfg: ObspackConfig, field: str) -> dict[str, object]:
+    """A data link that keeps this page and picks the pod of the clicked series or row."""
+    fields = "&".join(
+        f"var-{var}=${{{field}.{label}}}"
+        for var, label in (("cluster", cfg.cluster_label), ("namespace", "namespace"), ("pod", "pod"))
+    )
+    return {
+        "title": "Show this pod's GPUs",
+        "url": f"{dashboard_path(NAME)}?var-datasource=${{datasource}}&var-model=$__all&{fields}&${{__url_time_range}}",
+    }
+
+
+def _stats(cfg: ObspackConfig, gpu_ratio: float, vram_runbook: list[dict[str, object]]) -> list[p.Panel]:
+    return [
         p.stat(
             "GPUs held by vLLM",
-            p.target(f"count({q.rec(cfg, c.WORKLOAD_GPU_FB_USED)})", "GPUs"),
+            p.target(f"sum({_fleet(cfg, c.POD_GPU_COUNT)})", "GPUs"),
             unit=p.NONE,
             description=(
                 "GPUs that DCGM attributes to a vLLM pod in the selection. Fewer than the pods requested "
@@ -42,7 +59,7 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
         ),
         p.stat(
             "Mean GPU utilisation",
-            p.target(q.total(cfg, c.GPU_UTILIZATION, "avg"), "mean"),
+            p.target(q.weighted_gpu_mean(cfg, c.POD_GPU_UTILIZATION), "mean"),
             unit=p.PERCENT,
             description=(
                 "Mean DCGM GPU utilisation over the selected GPUs. Low utilisation with a request queue means "
@@ -53,7 +70,7 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
         ),
         p.stat(
             "Highest framebuffer used",
-            p.target(q.total(cfg, c.WORKLOAD_GPU_FB_RATIO, "max"), "max"),
+            p.target(f"max({_fleet(cfg, c.POD_GPU_FB_RATIO_MAX)})", "max"),
             unit=p.PERCENT_UNIT,
             description=(
                 "The fullest GPU's framebuffer. About --gpu-memory-utilization (0.9) is normal for vLLM; red from "
@@ -65,7 +82,7 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
         ),
         p.stat(
             "Hottest GPU",
-            p.target(q.total(cfg, c.GPU_TEMPERATURE, "max"), "max"),
+            p.target(f"max({_fleet(cfg, c.POD_GPU_TEMPERATURE)})", "max"),
             unit=p.CELSIUS,
             description=(
                 f"Highest GPU temperature. Orange from {TEMP_WARNING} C, red from {TEMP_CRITICAL} C: the GPU "
@@ -76,7 +93,7 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
         ),
         p.stat(
             "Total power",
-            p.target(q.total(cfg, c.GPU_POWER), "power"),
+            p.target(f"sum({_fleet(cfg, c.POD_GPU_POWER)})", "power"),
             unit=p.WATT,
             description=(
                 "Power drawn by the selected GPUs. A drop while requests are queued means GPUs idle or throttle; "
@@ -87,7 +104,7 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
         ),
         p.stat(
             "GPUs with an XID error",
-            p.target(f"count({q.rec(cfg, c.GPU_XID)} > 0) or vector(0)", "GPUs"),
+            p.target(f"sum({_fleet(cfg, c.POD_GPU_XID_COUNT)})", "GPUs"),
             unit=p.NONE,
             description=(
                 "GPUs whose last XID error code is not zero. XID 48, 63, 64, 74, 79, 94, 95 are hardware or "
@@ -95,63 +112,146 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
             ),
             thresholds=p.steps("green", (1, "red")),
         ),
-        p.section("Inventory"),
+    ]
+
+
+def _pods(cfg: ObspackConfig, gpu_ratio: float, vram_runbook: list[dict[str, object]]) -> list[p.Panel]:
+    pick = [_pick_pod(cfg, "__field.labels"), triage_from_series(cfg)]
+    table_columns = (
+        ("A", c.POD_GPU_COUNT, "GPUs", p.NONE, None),
+        ("B", c.POD_GPU_UTILIZATION, "Utilisation (mean)", p.PERCENT, None),
+        ("C", c.POD_GPU_FB_RATIO_MAX, "Framebuffer used (fullest)", p.PERCENT_UNIT, p.above(None, gpu_ratio)),
+        ("D", c.POD_GPU_TEMPERATURE, "Temperature (hottest)", p.CELSIUS, p.above(TEMP_WARNING, TEMP_CRITICAL)),
+        ("E", c.POD_GPU_POWER, "Power", p.WATT, None),
+        ("F", c.POD_GPU_XID_COUNT, "GPUs with XID", p.NONE, p.steps("green", (1, "red"))),
+    )
+    return [
+        p.section("Pods"),
         p.table(
-            "GPUs and the workloads holding them",
-            p.target(q.gpu_row(cfg, c.GPU_UTILIZATION), instant=True, table=True),
-            p.target(q.gpu_row(cfg, c.WORKLOAD_GPU_FB_RATIO), instant=True, table=True),
-            p.target(q.gpu_row(cfg, c.GPU_TEMPERATURE), instant=True, table=True),
-            p.target(q.gpu_row(cfg, c.GPU_POWER), instant=True, table=True),
-            p.target(q.gpu_row(cfg, c.GPU_XID), instant=True, table=True),
-            description=(
-                "One row per GPU: node, index, UUID, GPU model, and the namespace, pod and served model holding "
-                "it. Click a row to open that pod's triage page. Red cells are over the alert or hardware limits."
+            "vLLM pods and their GPUs",
+            *(
+                p.target(q.max_by(cfg, record, "namespace", "pod", "model_name", variables=q.FLEET), instant=True, table=True)
+                for _, record, *_ in table_columns
             ),
-            columns=[
-                p.column("A", "Utilisation", p.PERCENT),
-                p.column("B", "Framebuffer used", p.PERCENT_UNIT, p.above(None, gpu_ratio)),
-                p.column("C", "Temperature", p.CELSIUS, p.above(TEMP_WARNING, TEMP_CRITICAL)),
-                p.column("D", "Power", p.WATT),
-                p.column("E", "Last XID", p.NONE, p.steps("green", (1, "red"))),
-            ],
-            row_links=[triage_from_row(cfg)],
+            description=(
+                "One row per vLLM pod: its GPUs, their mean utilisation, the fullest framebuffer, the hottest "
+                "GPU, power and GPUs with an XID error. Sort a column to find the pod to look at; click a row "
+                "to show its GPUs below or open its triage page. Red cells are over the alert or hardware limits."
+            ),
+            columns=[p.column(ref, title, unit, steps) for ref, _, title, unit, steps in table_columns],
+            row_links=[_pick_pod(cfg, "__data.fields"), triage_from_row(cfg)],
             h=9,
         ),
-        p.section("Per GPU"),
         p.timeseries(
-            "GPU utilisation",
-            p.target(q.extremes(q.rec(cfg, c.GPU_UTILIZATION), lowest=True), LEGEND),
+            "GPU utilisation per pod",
+            p.target(q.extremes(_fleet(cfg, c.POD_GPU_UTILIZATION), lowest=True), POD_LEGEND),
             unit=p.PERCENT,
             description=(
-                "Share of time a kernel ran on the GPU (DCGM_FI_DEV_GPU_UTIL, coarse). A GPU of a busy model "
-                "near zero points at a stuck engine or broken routing: open the pod's triage page. "
-                + TOP_NOTE.format("least busy")
+                "Mean share of time a kernel ran on the pod's GPUs (DCGM_FI_DEV_GPU_UTIL, coarse). A busy model "
+                "near zero points at a stuck engine or broken routing. " + TOP_NOTE.format("least busy")
             ),
             soft_max=100,
-            data_links=series_links,
+            data_links=pick,
         ),
         p.timeseries(
-            "SM activity",
-            p.target(q.extremes(q.rec(cfg, c.GPU_SM_ACTIVE), lowest=True), LEGEND),
+            "SM activity per pod",
+            p.target(q.extremes(_fleet(cfg, c.POD_GPU_SM_ACTIVE), lowest=True), POD_LEGEND),
             unit=p.PERCENT_UNIT,
             description=(
-                "Share of time streaming multiprocessors were busy (DCGM profiling: SM_ACTIVE where enabled, "
+                "Mean share of time streaming multiprocessors were busy (DCGM profiling: SM_ACTIVE where enabled, "
                 "else GR_ENGINE_ACTIVE). Much lower than utilisation means small batches: raise max_num_seqs or "
                 "consolidate replicas. Empty on GPUs without profiling support. " + TOP_NOTE.format("least busy")
             ),
             soft_max=1,
-            data_links=series_links,
+            data_links=pick,
+        ),
+        p.timeseries(
+            "Fullest GPU framebuffer per pod",
+            p.target(q.extremes(_fleet(cfg, c.POD_GPU_FB_RATIO_MAX)), POD_LEGEND),
+            unit=p.PERCENT_UNIT,
+            description=(
+                f"Framebuffer used / total of each pod's fullest GPU. Dashed line: VLLMGPUMemoryNearFull "
+                f"({gpu_ratio:.0%}). About 90% is vLLM's own reservation; above the line the next large "
+                "allocation fails with CUDA OOM: lower --gpu-memory-utilization on that pod. "
+                + TOP_NOTE.format("fullest")
+            ),
+            thresholds=p.above(None, gpu_ratio),
+            draw_thresholds=True,
+            soft_max=1,
+            links=vram_runbook,
+            data_links=pick,
+        ),
+        p.timeseries(
+            "Hottest GPU per pod",
+            p.target(q.extremes(_fleet(cfg, c.POD_GPU_TEMPERATURE)), POD_LEGEND),
+            unit=p.CELSIUS,
+            description=(
+                f"Temperature of each pod's hottest GPU. Dashed lines at {TEMP_WARNING} C and {TEMP_CRITICAL} C, "
+                "where datacenter GPUs start to throttle. " + TOP_NOTE.format("hottest")
+            ),
+            thresholds=p.above(TEMP_WARNING, TEMP_CRITICAL),
+            draw_thresholds=True,
+            w=8,
+            data_links=pick,
+        ),
+        p.timeseries(
+            "GPU power per pod",
+            p.target(q.extremes(_fleet(cfg, c.POD_GPU_POWER)), POD_LEGEND),
+            unit=p.WATT,
+            description=(
+                "Power drawn by each pod's GPUs together. Flat at the power limit while latency rises means "
+                "power capping; far below peers serving the same model means the GPUs idle. "
+                + TOP_NOTE.format("most power-hungry")
+            ),
+            w=8,
+            data_links=pick,
+        ),
+        p.timeseries(
+            "GPUs with an XID error per pod",
+            p.target(q.extremes(_fleet(cfg, c.POD_GPU_XID_COUNT)), POD_LEGEND),
+            unit=p.NONE,
+            description=(
+                "How many of the pod's GPUs report a non-zero last XID error code. Pick the pod to see the code "
+                "of each GPU below; hardware XIDs mean cordon and drain the node. " + TOP_NOTE.format("highest")
+            ),
+            thresholds=p.steps("green", (1, "red")),
+            draw_thresholds=True,
+            w=8,
+            data_links=pick,
+        ),
+    ]
+
+
+def _one_pod(cfg: ObspackConfig, gpu_ratio: float, vram_runbook: list[dict[str, object]]) -> list[p.Panel]:
+    triage = [triage_from_series(cfg)]
+    return [
+        p.section("GPUs of the selected pod"),
+        p.timeseries(
+            "GPU utilisation",
+            p.target(q.gpu_field(cfg, "DCGM_FI_DEV_GPU_UTIL"), GPU_LEGEND),
+            unit=p.PERCENT,
+            description=ONE_POD + "Share of time a kernel ran on each GPU. One GPU far below its peers in a "
+            "tensor-parallel pod points at a straggler or a broken GPU.",
+            soft_max=100,
+            data_links=triage,
+        ),
+        p.timeseries(
+            "SM activity",
+            p.target(q.gpu_field(cfg, "DCGM_FI_PROF_SM_ACTIVE", "DCGM_FI_PROF_GR_ENGINE_ACTIVE"), GPU_LEGEND),
+            unit=p.PERCENT_UNIT,
+            description=ONE_POD + "Share of time each GPU's streaming multiprocessors were busy (SM_ACTIVE, "
+            "else GR_ENGINE_ACTIVE). Empty on GPUs without DCGM profiling.",
+            soft_max=1,
+            data_links=triage,
         ),
         p.timeseries(
             "Framebuffer used and total",
-            p.target(q.extremes(q.rec(cfg, c.WORKLOAD_GPU_FB_USED)), f"{LEGEND} used"),
-            p.target(q.total(cfg, c.WORKLOAD_GPU_FB_TOTAL, "max"), "largest GPU total"),
+            p.target(q.gpu_field(cfg, "DCGM_FI_DEV_FB_USED", scale=dcgm.MIB), f"{GPU_LEGEND} used"),
+            p.target(q.gpu_framebuffer_total(cfg), f"{GPU_LEGEND} total"),
             unit=p.BYTES,
-            description=(
-                "DCGM framebuffer used per GPU against the largest selected GPU's size (used + free). vLLM "
-                "reserves its share at start; used rising later is memory outside the KV cache (CUDA graphs, "
-                "NCCL, PyTorch): watch for CUDA OOM. " + TOP_NOTE.format("fullest")
-            ),
+            description=ONE_POD + "Framebuffer used per GPU against its size (used + free, dashed). vLLM "
+            "reserves its share at start; used rising later is memory outside the KV cache (CUDA graphs, NCCL, "
+            "PyTorch): watch for CUDA OOM.",
             overrides=[
                 {
                     "matcher": {"id": "byRegexp", "options": "/total/"},
@@ -159,67 +259,65 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
                 }
             ],
             links=vram_runbook,
-            data_links=series_links,
+            data_links=triage,
         ),
         p.timeseries(
             "Framebuffer used / total",
-            p.target(q.extremes(q.rec(cfg, c.WORKLOAD_GPU_FB_RATIO)), LEGEND),
+            p.target(q.gpu_framebuffer_ratio(cfg), GPU_LEGEND),
             unit=p.PERCENT_UNIT,
-            description=(
-                f"Framebuffer used per GPU. Dashed line: VLLMGPUMemoryNearFull ({gpu_ratio:.0%}). A GPU above it "
-                "will fail its next large allocation: lower --gpu-memory-utilization on that pod. "
-                + TOP_NOTE.format("fullest")
-            ),
+            description=ONE_POD + f"Dashed line: VLLMGPUMemoryNearFull ({gpu_ratio:.0%}). A GPU above it will "
+            "fail its next large allocation: lower --gpu-memory-utilization on that pod.",
             thresholds=p.above(None, gpu_ratio),
             draw_thresholds=True,
             soft_max=1,
             links=vram_runbook,
-            data_links=series_links,
+            data_links=triage,
         ),
         p.timeseries(
             "Temperature",
-            p.target(q.extremes(q.rec(cfg, c.GPU_TEMPERATURE)), LEGEND),
+            p.target(q.gpu_field(cfg, "DCGM_FI_DEV_GPU_TEMP"), GPU_LEGEND),
             unit=p.CELSIUS,
-            description=(
-                f"GPU temperature. Dashed lines at {TEMP_WARNING} C and {TEMP_CRITICAL} C, where datacenter GPUs "
-                "start to throttle. One hot GPU: node cooling; all GPUs of a node: the chassis. "
-                + TOP_NOTE.format("hottest")
-            ),
+            description=ONE_POD + f"Dashed lines at {TEMP_WARNING} C and {TEMP_CRITICAL} C. One hot GPU: node "
+            "cooling; all GPUs of the node: the chassis.",
             thresholds=p.above(TEMP_WARNING, TEMP_CRITICAL),
             draw_thresholds=True,
             w=8,
-            data_links=series_links,
+            data_links=triage,
         ),
         p.timeseries(
             "Power",
-            p.target(q.extremes(q.rec(cfg, c.GPU_POWER)), LEGEND),
+            p.target(q.gpu_field(cfg, "DCGM_FI_DEV_POWER_USAGE"), GPU_LEGEND),
             unit=p.WATT,
-            description=(
-                "GPU power draw. Flat at the power limit while latency rises means power capping; far below "
-                "peers on the same model means the GPU idles. " + TOP_NOTE.format("most power-hungry")
-            ),
+            description=ONE_POD + "Power draw per GPU. Flat at the power limit while latency rises means power "
+            "capping.",
             w=8,
-            data_links=series_links,
+            data_links=triage,
         ),
         p.timeseries(
             "XID errors (last code)",
-            p.target(q.extremes(q.rec(cfg, c.GPU_XID)), LEGEND),
+            p.target(q.gpu_field(cfg, "DCGM_FI_DEV_XID_ERRORS"), GPU_LEGEND),
             unit=p.NONE,
-            description=(
-                "The last XID error code DCGM saw per GPU (0: none). A non-zero code is a driver or hardware "
-                "event: look it up in NVIDIA's XID catalogue, then cordon and drain the node for hardware XIDs. "
-                + TOP_NOTE.format("highest codes")
-            ),
+            description=ONE_POD + "The last XID error code DCGM saw per GPU (0: none). Look a non-zero code up "
+            "in NVIDIA's XID catalogue; for hardware XIDs cordon and drain the node.",
             thresholds=p.steps("green", (1, "red")),
             draw_thresholds=True,
             w=8,
-            data_links=series_links,
+            data_links=triage,
         ),
     ]
+
+
+def dashboard_for(cfg: ObspackConfig) -> Dashboard:
+    gpu_ratio = cfg.alerts.VLLMGPUMemoryNearFull.ratio
+    vram_runbook = [runbook_link(cfg, "vllm-gpu-memory-near-full", "GPU memory near full")]
     return dashboard(
         cfg,
         NAME,
-        description="DCGM GPU fields per GPU, labelled with the namespace, pod and model that holds each GPU.",
-        variables=variables.fleet(cfg),
-        panels=panels,
+        description="GPUs held by vLLM pods: per pod across the fleet, and GPU by GPU for one pod.",
+        variables=variables.gpu_page(cfg),
+        panels=[
+            *_stats(cfg, gpu_ratio, vram_runbook),
+            *_pods(cfg, gpu_ratio, vram_runbook),
+            *_one_pod(cfg, gpu_ratio, vram_runbook),
+        ],
     )

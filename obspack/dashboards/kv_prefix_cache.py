@@ -65,7 +65,8 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
             p.target(q.prefix_hit_ratio_total(cfg), "hit rate"),
             unit=p.PERCENT_UNIT,
             description=(
-                "Prompt tokens served from the prefix cache over tokens looked up, over the selection. Below "
+                "Prompt tokens served from the prefix cache over tokens looked up, over the selection (on vLLM V0, "
+                "which has no counters, the mean lifetime hit rate of its pods). Below "
                 f"{hit_low:.0%} (VLLMPrefixCacheHitRateLow) the cache saves little prefill: check that requests "
                 "sharing a prefix reach the same pod (session or prefix-aware routing)."
             ),
@@ -206,10 +207,12 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
                 _exporter_extremes(cfg, "obspack_vllm_prefix_cache_hit_ratio_lifetime", lowest=True),
                 f"{ENGINE_LEGEND} since start",
             ),
+            p.target(q.v0_prefix_hit_rate(cfg), f"{POD_LEGEND} since start (V0 gauge)"),
             unit=p.PERCENT_UNIT,
             description=(
                 "Hits / queried prompt tokens per pod: over 5 minutes (recording rule) and since the engine "
-                f"started (obspack exporter; the only source on vLLM V0). Dashed line: {hit_low:.0%} "
+                "started (obspack exporter). vLLM V0 pods have no counters: their own lifetime block hit-rate "
+                f"gauge is drawn instead. Dashed line: {hit_low:.0%} "
                 "(VLLMPrefixCacheHitRateLow). Low rates with shared prompts mean requests miss the pod that holds "
                 f"their prefix: use prefix-aware routing. Since start: the {q.TOP} lowest engines."
             ),
@@ -233,7 +236,7 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
             description=(
                 "Prompt tokens per second looked up in the prefix cache and found there, per model. A falling hit "
                 "share after a deploy or a routing change means prompts no longer share prefixes or reach "
-                "different pods."
+                "different pods. vLLM V0 exports no such counters: its pods show in the hit-rate panels only."
             ),
             links=prefix_runbook,
         ),

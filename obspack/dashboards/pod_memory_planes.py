@@ -12,6 +12,7 @@ from obspack.dashboards import panels as p
 from obspack.dashboards import queries as q
 from obspack.dashboards import variables
 from obspack.dashboards.defaults import dashboard, runbook_link
+from obspack.rules.recording.dcgm import MIB
 
 NAME = c.TRIAGE_DASHBOARD
 GPU_LEGEND = "GPU {{gpu}} {{Hostname}}"
@@ -46,7 +47,7 @@ def _stats(cfg: ObspackConfig) -> list[p.Panel]:
         ),
         p.stat(
             "GPU VRAM: framebuffer used",
-            p.target(q.total(cfg, c.GPU_FB_RATIO, "max", q.POD), "GPU VRAM"),
+            p.target(q.total(cfg, c.POD_GPU_FB_RATIO_MAX, "max", q.POD), "GPU VRAM"),
             unit=p.PERCENT_UNIT,
             description=(
                 "The fullest GPU this pod holds. vLLM reserves --gpu-memory-utilization (0.9 by default) at "
@@ -138,7 +139,7 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
             p.target(
                 q.max_by(cfg, c.MEMORY_WORKING_SET, *CONTAINER, variables=q.POD), "{{container}} working set"
             ),
-            p.target(q.max_by(cfg, c.MEMORY_REQUEST, *CONTAINER, variables=q.POD), "{{container}} request"),
+            p.target(q.memory_request(cfg), "{{container}} request"),
             p.target(q.max_by(cfg, c.MEMORY_LIMIT, *CONTAINER, variables=q.POD), "{{container}} limit"),
             unit=p.BYTES,
             description=(
@@ -184,9 +185,9 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
         p.section("GPU memory (VRAM)"),
         p.timeseries(
             "GPU framebuffer per GPU: used, free, total",
-            p.target(q.gpu_record(cfg, c.GPU_FB_USED), f"{GPU_LEGEND} used"),
-            p.target(q.gpu_record(cfg, c.GPU_FB_FREE), f"{GPU_LEGEND} free"),
-            p.target(q.gpu_total(cfg), f"{GPU_LEGEND} total"),
+            p.target(q.gpu_field(cfg, "DCGM_FI_DEV_FB_USED", scale=MIB), f"{GPU_LEGEND} used"),
+            p.target(q.gpu_field(cfg, "DCGM_FI_DEV_FB_FREE", scale=MIB), f"{GPU_LEGEND} free"),
+            p.target(q.gpu_framebuffer_total(cfg), f"{GPU_LEGEND} total"),
             unit=p.BYTES,
             description=(
                 "DCGM framebuffer of each GPU the pod holds (either DCGM label mode). vLLM takes "
@@ -199,7 +200,7 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
         ),
         p.timeseries(
             "GPU framebuffer used / total",
-            p.target(q.gpu_record(cfg, c.GPU_FB_RATIO), GPU_LEGEND),
+            p.target(q.gpu_framebuffer_ratio(cfg), GPU_LEGEND),
             unit=p.PERCENT_UNIT,
             description=(
                 f"Framebuffer used per GPU. The dashed line is VLLMGPUMemoryNearFull ({gpu_ratio:.0%}). Around the "

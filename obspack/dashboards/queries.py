@@ -14,14 +14,14 @@ from __future__ import annotations
 from obspack import conventions as c
 from obspack.config import ObspackConfig
 from obspack.rules.alerts import all_alerts
-from obspack.rules.recording.dcgm import WORKLOAD_GPU_LABELS
-from obspack.rules.recording.vllm import pod_model
+from obspack.rules.recording import dcgm
+from obspack.rules.recording.vllm import PREFIX_HITS, PREFIX_QUERIES, pod_model
 
 ALL = ("cluster", "namespace", "model", "pod")
 POD = ("cluster", "namespace", "pod")  # for series without model_name
 MODEL = ("cluster", "namespace", "model")  # for per-model records without pod
+FLEET = MODEL  # fleet-wide panels of a page whose pod variable picks one pod for its detail panels
 HAS_MODEL = 'model_name!=""'
-GPU = ("namespace", "pod", "gpu", "UUID", "Hostname")
 QUANTILES = (0.5, 0.9, 0.99)
 # Per-GPU and per-engine graphs draw this many lines at most; with All selected a fleet has thousands.
 TOP = 20
@@ -124,17 +124,24 @@ def request_rate_by_reason(cfg: ObspackConfig) -> str:
     return sum_by(cfg, c.REQUEST_RATE, "model_name", "finished_reason", variables=MODEL)
 
 
-PREFIX_HITS = ("vllm:prefix_cache_hits_total", "vllm:gpu_prefix_cache_hits_total")
-PREFIX_QUERIES = ("vllm:prefix_cache_queries_total", "vllm:gpu_prefix_cache_queries_total")
 
 
 def prefix_tokens_rate(cfg: ObspackConfig, which: tuple[str, ...], *labels: str) -> str:
     return f"sum by ({c.by(cfg, *labels)}) (\n  {rate(cfg, which)}\n)"
 
 
+def v0_prefix_hit_rate(cfg: ObspackConfig) -> str:
+    """vLLM V0's lifetime block hit-rate gauge per pod (-1, caching off, left out), for pods without the
+    hit and query counters (V0 up to 0.9.0 has only this gauge)."""
+    gauge = vllm(cfg, "vllm:gpu_prefix_cache_hit_rate")
+    return f"max by ({c.by(cfg, 'namespace', 'pod', 'model_name')}) ({gauge} >= 0)\nunless on ({c.by(cfg, 'namespace', 'pod')})\n{rec(cfg, c.PREFIX_HIT_RATIO)}"
+
+
 def prefix_hit_ratio_total(cfg: ObspackConfig) -> str:
-    """Hits / queries over the whole selection (tokens), from the counters of either vLLM generation."""
-    return f"sum({rate(cfg, PREFIX_HITS)})\n/\n(sum({rate(cfg, PREFIX_QUERIES)}) > 0)"
+    """Hits / queries over the whole selection (tokens), from the counters of either vLLM generation;
+    where no pod has counters (only V0 pods selected), the mean of their lifetime hit-rate gauges."""
+    counters = f"sum({rate(cfg, PREFIX_HITS)})\n/\n(sum({rate(cfg, PREFIX_QUERIES)}) > 0)"
+    return f"(\n{counters}\n)\nor\navg({v0_prefix_hit_rate(cfg)})"
 
 
 def cache_config(cfg: ObspackConfig) -> str:
@@ -158,6 +165,13 @@ def cache_config(cfg: ObspackConfig) -> str:
 # Host memory plane (records from obspack/rules/recording/kubernetes.py) and restarts
 
 
+def memory_request(cfg: ObspackConfig) -> str:
+    """The memory request of the selected pod's vLLM containers (raw: no record needed for one pod)."""
+    on = c.by(cfg, "namespace", "pod", "container")
+    requests = ksm(cfg, "kube_pod_container_resource_requests", 'resource="memory"')
+    return f"max by ({on}) ({requests})\nand on ({on})\n{rec(cfg, c.VLLM_CONTAINER, POD)}"
+
+
 def restarts(cfg: ObspackConfig, window: str = "$__rate_interval") -> str:
     metric = ksm(cfg, "kube_pod_container_status_restarts_total")
     return f"max by ({c.by(cfg, 'namespace', 'pod', 'container')}) (increase({metric}[{window}]))"
@@ -170,20 +184,39 @@ def last_termination(cfg: ObspackConfig) -> str:
 
 
 # ---------------------------------------------------------------------------------------------------
-# GPU plane: per-pod records for the triage page, per-GPU records (with the model) for the GPU page
+# GPU plane. Fleet-wide panels read the per-pod summaries of obspack/rules/recording/dcgm.py. Per-GPU
+# panels join raw DCGM fields to the attribution record for the selected pod, with the raw series
+# narrowed to that pod's dcgm-exporter (`$gpu_instance`, a hidden variable): a pod runs on one node, so
+# a few series are read instead of every GPU of the fleet.
+
+GPU_INSTANCE = 'instance=~"$gpu_instance"'
 
 
-def gpu_record(cfg: ObspackConfig, record: str) -> str:
-    return f"max by ({c.by(cfg, *GPU)}) ({rec(cfg, record, POD)})"
+def gpu(cfg: ObspackConfig, per_key: str) -> str:
+    """A per-key DCGM expression (built with `where=GPU_INSTANCE`) for each GPU of the selected pod."""
+    return dcgm.held(cfg, per_key, dcgm.GPU_LABELS, rec(cfg, c.GPU_INFO, POD))
 
 
-def gpu_total(cfg: ObspackConfig) -> str:
-    return f"{gpu_record(cfg, c.GPU_FB_USED)}\n+ on ({c.by(cfg, *GPU)})\n{gpu_record(cfg, c.GPU_FB_FREE)}"
+def gpu_field(cfg: ObspackConfig, *metrics: str, scale: int = 1) -> str:
+    """One DCGM field (the first of `metrics` present) per GPU of the selected pod."""
+    expr = gpu(cfg, dcgm.field(cfg, *metrics, where=GPU_INSTANCE))
+    return f"{scale} * (\n{expr}\n)" if scale != 1 else expr
 
 
-def gpu_row(cfg: ObspackConfig, record: str) -> str:
-    """A GPU-page record as a table column: one row per GPU, without __name__ so columns merge into rows."""
-    return f"max by ({c.by(cfg, *WORKLOAD_GPU_LABELS)}) ({rec(cfg, record)})"
+def gpu_framebuffer_ratio(cfg: ObspackConfig) -> str:
+    return gpu(cfg, dcgm.framebuffer_ratio(cfg, where=GPU_INSTANCE))
+
+
+def gpu_framebuffer_total(cfg: ObspackConfig) -> str:
+    """used + free in bytes, per GPU of the selected pod."""
+    used, free = (dcgm.field(cfg, m, where=GPU_INSTANCE) for m in ("DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE"))
+    return f"{dcgm.MIB} * (\n{gpu(cfg, f'{used} + {free}')}\n)"
+
+
+def weighted_gpu_mean(cfg: ObspackConfig, record: str) -> str:
+    """The mean of a per-pod GPU average over every selected GPU (pods weighted by their GPU count)."""
+    pm = c.by(cfg, *dcgm.POD_MODEL)
+    return f"sum({rec(cfg, record, FLEET)} * on ({pm}) {rec(cfg, c.POD_GPU_COUNT, FLEET)})\n/\nsum({rec(cfg, c.POD_GPU_COUNT, FLEET)})"
 
 
 def extremes(series: str, lowest: bool = False) -> str:

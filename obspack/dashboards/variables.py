@@ -89,6 +89,27 @@ def fleet(cfg: ObspackConfig) -> list[Template]:
     ]
 
 
+def gpu_instance(cfg: ObspackConfig) -> Template:
+    """Hidden: the dcgm-exporter instances holding the selected pod's GPUs (a pod runs on one node).
+
+    Per-GPU panels filter raw DCGM series with it, so they read that node's GPUs instead of the fleet's.
+    All, without an allValue, is the list of the values found, as a regex alternation."""
+    return Template(
+        name="gpu_instance",
+        label="GPU exporter",
+        type="query",
+        dataSource=DATASOURCE,
+        query=f"label_values({q.rec(cfg, c.GPU_INFO, q.POD)}, instance)",
+        refresh=REFRESH_ON_TIME_RANGE_CHANGE,
+        sort=SORT_ALPHA_ASC,
+        multi=True,
+        includeAll=True,
+        default="$__all",
+        regex="",
+        hide=HIDE_VARIABLE,
+    )
+
+
 def single_pod(cfg: ObspackConfig) -> list[Template]:
     """For the triage page: exactly one cluster, namespace and pod."""
     return [
@@ -97,4 +118,17 @@ def single_pod(cfg: ObspackConfig) -> list[Template]:
         namespace(cfg, multi=False),
         model(cfg),
         pod(cfg, multi=False),
+        gpu_instance(cfg),
+    ]
+
+
+def gpu_page(cfg: ObspackConfig) -> list[Template]:
+    """For the GPU page: fleet-wide filters, and one pod whose GPUs the per-GPU panels show."""
+    return [
+        datasource(cfg),
+        cluster(cfg, multi=True),
+        namespace(cfg, multi=True),
+        model(cfg),
+        pod(cfg, multi=False),
+        gpu_instance(cfg),
     ]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import copy
 import json
 from typing import Any
@@ -87,13 +89,20 @@ def test_raw_series_carry_the_configured_source_matchers(metric: str, matcher: s
     assert seen, f"no dashboard reads {metric}"
 
 
-def test_no_panel_reads_raw_dcgm_series() -> None:
-    """DCGM label modes are normalised once per rule evaluation (obspack-dcgm-*.rules): a panel doing it
-    per step over thousands of GPUs timed out at 1,000 pods (docs/benchmarks.md)."""
+def test_panels_read_raw_dcgm_series_only_from_the_selected_pods_exporter() -> None:
+    """A raw DCGM field over every GPU at every step takes seconds at 8,000 GPUs (docs/benchmarks.md):
+    fleet-wide panels read the per-pod summaries, and per-GPU panels narrow every raw DCGM selector to the
+    dcgm-exporter of the selected pod's node (`$gpu_instance`), which the page's variables define."""
+    reads = 0
     for name, model in all_dashboards(CUSTOM):
+        names = {v["name"] for v in model["templating"]["list"]}
         for panel in panels(model):
             for target in panel.get("targets") or []:
-                assert "DCGM_FI_" not in target["expr"], (name, panel["title"])
+                for m in re.finditer(r"\bDCGM_FI_\w+(\{[^}]*\})?", target["expr"]):
+                    reads += 1
+                    assert 'instance=~"$gpu_instance"' in (m.group(1) or ""), (name, panel["title"], m.group(0))
+                    assert "gpu_instance" in names, name
+    assert reads >= 10
 
 
 def _thresholds(model: dict[str, Any], title: str) -> list[float]:
@@ -142,7 +151,8 @@ def _variables(model: dict[str, Any]) -> dict[str, dict[str, Any]]:
 @pytest.mark.parametrize("name", list(c.DASHBOARDS))
 def test_variables_are_chained(name: str) -> None:
     v = _variables(_dashboards(ObspackConfig())[name])
-    assert list(v) == ["datasource", "cluster", "namespace", "model", "pod"]
+    assert list(v)[:5] == ["datasource", "cluster", "namespace", "model", "pod"]
+    assert list(v)[5:] in ([], ["gpu_instance"])
     assert "$cluster" in v["namespace"]["query"]
     assert "$namespace" in v["model"]["query"] and "$cluster" in v["model"]["query"]
     assert "$model" in v["pod"]["query"], "picking a model must narrow the pods"
@@ -153,6 +163,17 @@ def test_triage_page_selects_exactly_one_pod() -> None:
     v = _variables(_dashboards(ObspackConfig())[c.TRIAGE_DASHBOARD])
     for name in ("cluster", "namespace", "pod"):
         assert not v[name]["multi"] and not v[name]["includeAll"], name
+
+
+@pytest.mark.parametrize("name", [c.TRIAGE_DASHBOARD, "gpu-by-workload"])
+def test_per_gpu_panels_follow_one_pod_through_its_exporter(name: str) -> None:
+    """The pod is a single value, and the hidden exporter variable lists that pod's exporters: All, with no
+    allValue, is the alternation of what it found (never `.*`, which would read every GPU)."""
+    v = _variables(_dashboards(ObspackConfig())[name])
+    assert not v["pod"]["multi"] and not v["pod"]["includeAll"]
+    gpu = v["gpu_instance"]
+    assert gpu["hide"] == 2 and gpu["includeAll"] and gpu["allValue"] is None
+    assert '$pod"' in gpu["query"] and gpu["query"].endswith(", instance)")
 
 
 def test_alert_links_open_the_triage_page_with_its_variables() -> None:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import textwrap
+
 from obspack import conventions as c
 from obspack.config import ObspackConfig
 from obspack.rules.model import AlertRule
+from obspack.rules.recording import dcgm
 
 CONTAINER = ("namespace", "pod", "container")
 
@@ -96,9 +99,11 @@ def container_restarted(cfg: ObspackConfig) -> AlertRule:
 def gpu_memory_near_full(cfg: ObspackConfig) -> AlertRule:
     t = cfg.alerts.VLLMGPUMemoryNearFull
     # vLLM preallocates --gpu-memory-utilization (0.9 by default) of each GPU at start, so ~90% is normal.
+    # Raw DCGM series joined on the exporter key to the attribution record: one rule-group hop from raw.
+    per_gpu = dcgm.held(cfg, dcgm.framebuffer_ratio(cfg), dcgm.GPU_LABELS)
     return AlertRule(
         alert="VLLMGPUMemoryNearFull",
-        expr=f"{c.GPU_FB_RATIO} > {t.ratio}",
+        expr=f"max by ({c.by(cfg, *dcgm.GPU_LABELS)}) (\n{textwrap.indent(per_gpu, '  ')}\n) > {t.ratio}",
         for_=t.for_,
         severity=t.severity,
         summary="GPU memory held by a vLLM pod is almost full; the next allocation may fail with CUDA OOM.",

@@ -6,10 +6,12 @@ renamed metrics, drop production-stack router copies and collapse per-process an
 
 from __future__ import annotations
 
+import textwrap
+
 from obspack import conventions as c
 from obspack.config import ObspackConfig, promql_string
 from obspack.rules.model import AlertRule
-from obspack.rules.recording.vllm import prefix_window_records
+from obspack.rules.recording.vllm import prefix_hits_rate, prefix_queries_rate
 
 POD_MODEL = ("namespace", "pod", "model_name")
 WHO = "{{ $labels.namespace }}/{{ $labels.pod }} ({{ $labels.model_name }})"
@@ -138,28 +140,25 @@ def request_preemptions(cfg: ObspackConfig) -> AlertRule:
 def prefix_cache_hit_rate_low(cfg: ObspackConfig) -> AlertRule:
     t = cfg.alerts.VLLMPrefixCacheHitRateLow
     on = c.by(cfg, *POD_MODEL)
-    hits, queries = prefix_window_records(cfg)
+    hits, queries = prefix_hits_rate(cfg, t.window), prefix_queries_rate(cfg, t.window)
     disabled = c.selector(cfg.selectors.vllm, 'enable_prefix_caching="False"')
     v0 = c.selector(cfg.selectors.vllm, 'model_name!=""')
+    # Rates over the configured window straight from the counters (no record: one series per pod saved).
     # Queries only move while prefix caching is on; pods that say it is off are left out explicitly.
     # vLLM V0 (up to 0.9.0) has no counters but a lifetime hit-rate gauge, -1 when caching is off; it
     # counts only while the pod takes prompts, so an idle V0 model stays quiet.
+    counters = f"{hits}\n/ on ({on})\n({queries} > {t.min_query_tokens_per_second:g})"
+    gauge = (
+        f"max by ({on}) (avg_over_time(vllm:gpu_prefix_cache_hit_rate{v0}[{t.window}]) >= 0)\n"
+        f"and on ({on}) {c.PROMPT_RATE} > 0"
+    )
+    either = textwrap.indent(f"{counters}\nor\n(\n{textwrap.indent(gauge, '  ')}\n)", "  ")
     return AlertRule(
         alert="VLLMPrefixCacheHitRateLow",
-        expr=f"""
-            (
-              {hits}
-              / on ({on})
-              ({queries} > {t.min_query_tokens_per_second:g})
-              or
-              (
-                max by ({on}) (avg_over_time(vllm:gpu_prefix_cache_hit_rate{v0}[{t.window}]) >= 0)
-                and on ({on}) {c.PROMPT_RATE} > 0
-              )
-            ) < {t.ratio}
-            unless on ({c.by(cfg, 'namespace', 'pod')})
-            vllm:cache_config_info{disabled}
-        """,
+        expr=(
+            f"(\n{either}\n) < {t.ratio}\n"
+            f"unless on ({c.by(cfg, 'namespace', 'pod')})\nvllm:cache_config_info{disabled}"
+        ),
         for_=t.for_,
         severity=t.severity,
         summary="vLLM prefix caching rarely hits; it costs memory and hashing for little gain.",

@@ -1,30 +1,46 @@
-"""The GPU plane: dcgm-exporter fields per GPU, attributed to the vLLM pod (and model) that holds the GPU.
+"""The GPU plane: which vLLM pod (and model) holds each GPU, and per-pod summaries of the DCGM fields.
 
 dcgm-exporter puts the workload in `pod`/`namespace`/`container` when scraped with honorLabels: true,
 and in `exported_pod`/`exported_namespace`/`exported_container` with the default honorLabels: false
 (the target's own labels then name the exporter pod). With --use-old-namespace they are `pod_name`,
 `pod_namespace`, `container_name` and `uuid`; newer releases spell `Hostname` as `hostname`. All modes
-are normalised here, without configuration, by one attribution rule; every field record joins it on the
-exporter series' own key, so the expensive normalisation runs once per evaluation, not once per field.
+are normalised here, without configuration, by one attribution rule.
+
+The design keeps the GPU plane cheap and live (docs/rules.md, "The GPU plane"):
+- One series per held GPU, `namespace_pod_model_gpu:vllm_gpu:info`, keyed by the exporter series
+  (`instance`, `gpu`, `GPU_I_ID`). It reads raw series only, so it is one rule-group hop from them.
+- Consumers join raw DCGM fields to it on that key: the GPU alert (one hop from raw), the per-GPU
+  panels of the pods a dashboard selects, and the per-pod summaries below.
+- Per-pod summaries (`namespace_pod_model:vllm_gpu_*`) are what the fleet-wide GPU panels draw: one
+  series per pod instead of one per GPU and field.
 """
 
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+
+import promql_parser
 
 from obspack import conventions as c
 from obspack.config import ObspackConfig
 from obspack.rules.model import RecordingRule, RuleGroup
-from obspack.rules.recording.vllm import pod_model
+from obspack.rules.recording.kubernetes import vllm_pods
+from obspack.rules.recording.vllm import HAS_MODEL
 
 MIB = 1024 * 1024
-GPU_LABELS = ("namespace", "pod", "gpu", "UUID", "Hostname")
 EXPORTED_POD = 'exported_pod!=""'
 NO_EXPORTED_POD = 'exported_pod=""'
 OLD_POD = 'pod_name!=""'  # dcgm-exporter --use-old-namespace: pod_name, pod_namespace, container_name
 NO_OLD_POD = 'pod_name=""'
+
+# One dcgm-exporter series per GPU (or MIG instance) has this key in every label mode.
+KEY = ("instance", "gpu", "GPU_I_ID")
+HOLDER = ("namespace", "pod", "UUID", "Hostname", "modelName")  # what the attribution adds to the key
+POD_MODEL = ("namespace", "pod", "model_name")
+# The labels of a GPU as alerts and per-GPU panels show it.
+GPU_LABELS = ("namespace", "pod", "gpu", "UUID", "Hostname")
 
 
 def _label_replace(inner: str, args: str) -> str:
@@ -45,113 +61,107 @@ def normalised(cfg: ObspackConfig, metric: str) -> str:
     return _label_replace(_label_replace(every, '"Hostname", "$1", "hostname", "(.+)"'), '"UUID", "$1", "uuid", "(.+)"')
 
 
-# One dcgm-exporter series per GPU (or MIG instance) has this key in every label mode.
-KEY = ("instance", "gpu", "GPU_I_ID")
-HOLDER = ("namespace", "pod", "UUID", "Hostname", "modelName")  # what the attribution adds to the key
-WORKLOAD_GPU_LABELS = ("namespace", "pod", "model_name", "gpu", "UUID", "Hostname", "modelName")
+def pod_models(cfg: ObspackConfig) -> str:
+    """One series per vLLM pod, with its served model where the engine metrics say it, from raw series.
 
-
-@dataclass(frozen=True)
-class Field:
-    """A DCGM field recorded per held GPU; the first metric present per GPU wins."""
-
-    record: str
-    metrics: tuple[str, ...]
-    group: str  # rules that read every GPU sit at most two to a group: groups evaluate concurrently
-    scale: int = 1
-
-
-FIELDS = (
-    Field(c.WORKLOAD_GPU_FB_USED, ("DCGM_FI_DEV_FB_USED",), "framebuffer", MIB),
-    Field(c.WORKLOAD_GPU_FB_FREE, ("DCGM_FI_DEV_FB_FREE",), "framebuffer", MIB),
-    Field(c.GPU_UTILIZATION, ("DCGM_FI_DEV_GPU_UTIL",), "utilization"),
-    # SM activity needs DCGM profiling; GR_ENGINE_ACTIVE is the coarser field where SM_ACTIVE is off.
-    Field(c.GPU_SM_ACTIVE, ("DCGM_FI_PROF_SM_ACTIVE", "DCGM_FI_PROF_GR_ENGINE_ACTIVE"), "utilization"),
-    Field(c.GPU_TEMPERATURE, ("DCGM_FI_DEV_GPU_TEMP",), "thermal"),
-    Field(c.GPU_POWER, ("DCGM_FI_DEV_POWER_USAGE",), "thermal"),
-    Field(c.GPU_XID, ("DCGM_FI_DEV_XID_ERRORS",), "xid"),
-)
+    vLLM pods whose engine metrics are missing (crash-looping, not scraped yet) stay, without model_name,
+    so their GPUs are still attributed. topk keeps one model per pod for the join."""
+    pod = c.by(cfg, "namespace", "pod")
+    running = "vllm:num_requests_running" + c.selector(cfg.selectors.vllm, HAS_MODEL)
+    return (
+        f"topk by ({pod}) (1, group by ({pod}, model_name) ({running}))\n"
+        f"or on ({pod})\n{vllm_pods(cfg)}"
+    )
 
 
 def attribution(cfg: ObspackConfig) -> str:
-    """Each GPU a vLLM pod holds, keyed by its exporter series and labelled with the pod.
+    """Each GPU a vLLM pod holds, keyed by its exporter series, labelled with the pod and its model.
 
-    Normalising the label modes reads every GPU through nested label_replace: done once here, so each
-    field below is a plain join on the key. topk keeps one holder per key, so a GPU shared by two pods
+    Normalising the label modes reads every GPU through nested label_replace: done once here, so every
+    consumer joins on the key. The outer topk keeps one holder per key, so a GPU shared by two pods
     (time-slicing) or a pod rescheduled within the lookback cannot break the joins with duplicates."""
     key = c.by(cfg, *KEY)
     held = textwrap.indent(normalised(cfg, "DCGM_FI_DEV_FB_USED"), "    ")
+    models = textwrap.indent(pod_models(cfg), "    ")
     return (
         f"topk by ({key}) (1,\n"
         f"  group by ({key}, {', '.join(HOLDER)}) (\n{held}\n  )\n"
-        f"  and on ({c.by(cfg, 'namespace', 'pod')}) {c.VLLM_POD}\n)"
+        f"  * on ({c.by(cfg, 'namespace', 'pod')}) group_left (model_name)\n  (\n{models}\n  )\n)"
     )
 
 
-def workload_attribution(cfg: ObspackConfig) -> str:
-    """The attribution with the pod's served model; GPUs of a pod whose engine metrics are missing stay."""
-    pod = c.by(cfg, "namespace", "pod")
-    return (
-        f"{c.GPU_INFO}\n* on ({pod}) group_left (model_name)\n{pod_model(cfg)}\n"
-        f"or on ({c.by(cfg, *KEY)})\n{c.GPU_INFO}"
-    )
+def field(cfg: ObspackConfig, *metrics: str, where: str = "") -> str:
+    """A raw DCGM field per exporter key; the first metric present per GPU wins. `where` adds matchers
+    (dashboards narrow to the exporters of the selected pods).
+
+    `max by` the key first: two jobs scraping one exporter, or label modes that differ only in the
+    workload labels, would otherwise collide in the join."""
+    sel = c.selector(cfg.selectors.dcgm, where)
+    reads = [f"max by ({c.by(cfg, *KEY)}) ({m}{sel})" for m in metrics]
+    return reads[0] if len(reads) == 1 else "(\n  " + "\n  or\n  ".join(reads) + "\n)"
 
 
-def field_expr(cfg: ObspackConfig, f: Field) -> str:
-    """One DCGM field per held GPU: the raw series joined on the key, workload labels from the attribution.
-
-    The raw series are reduced to the key first, so series that differ only in the labels the join
-    replaces (two jobs scraping one exporter, a GPU shared by two pods) cannot collide."""
-    key = c.by(cfg, *KEY)
-    raw = "\nor\n".join(f"max by ({key}) ({m}{c.selector(cfg.selectors.dcgm)})" for m in f.metrics)
-    raw = f"(\n{textwrap.indent(raw, '  ')}\n)" if len(f.metrics) > 1 else raw
-    copied = ", ".join(label for label in WORKLOAD_GPU_LABELS if label not in KEY)
-    joined = f"{raw}\n* on ({key}) group_left ({copied})\n{c.WORKLOAD_GPU_INFO}"
-    scale = f"{f.scale} * " if f.scale != 1 else ""
-    return f"{scale}max by ({c.by(cfg, *WORKLOAD_GPU_LABELS)}) (\n{textwrap.indent(joined, '  ')}\n)"
+def framebuffer_ratio(cfg: ObspackConfig, where: str = "") -> str:
+    """Framebuffer used / (used + free) per exporter key."""
+    used, free = field(cfg, "DCGM_FI_DEV_FB_USED", where=where), field(cfg, "DCGM_FI_DEV_FB_FREE", where=where)
+    return f"{used}\n/ on ({c.by(cfg, *KEY)})\n({used} + {free})"
 
 
-def framebuffer_size(cfg: ObspackConfig) -> tuple[RecordingRule, ...]:
-    """Framebuffer size and used share per held GPU, from the two framebuffer fields."""
-    return (
-        RecordingRule(c.WORKLOAD_GPU_FB_TOTAL, f"{c.WORKLOAD_GPU_FB_USED} + {c.WORKLOAD_GPU_FB_FREE}"),
-        RecordingRule(c.WORKLOAD_GPU_FB_RATIO, f"{c.WORKLOAD_GPU_FB_USED} / {c.WORKLOAD_GPU_FB_TOTAL}"),
-    )
+def held(cfg: ObspackConfig, per_key: str, labels: tuple[str, ...], info: str = c.GPU_INFO) -> str:
+    """A per-key DCGM expression on the GPUs vLLM pods hold, labelled with `labels` of the holder."""
+    copied = ", ".join(label for label in labels if label not in KEY)
+    if isinstance(promql_parser.parse(per_key), promql_parser.BinaryExpr):
+        per_key = f"(\n{textwrap.indent(per_key, '  ')}\n)"
+    return f"{per_key}\n* on ({c.by(cfg, *KEY)}) group_left ({copied})\n{info}"
 
 
-def per_pod(cfg: ObspackConfig) -> tuple[RecordingRule, ...]:
-    """The framebuffer records without the model: alerts and the triage page read these."""
-    labels = c.by(cfg, *GPU_LABELS)
-    return tuple(
-        RecordingRule(record, f"max by ({labels}) ({source})")
-        for record, source in (
-            (c.GPU_FB_USED, c.WORKLOAD_GPU_FB_USED),
-            (c.GPU_FB_FREE, c.WORKLOAD_GPU_FB_FREE),
-            (c.GPU_FB_RATIO, c.WORKLOAD_GPU_FB_RATIO),
-        )
-    )
+@dataclass(frozen=True)
+class Summary:
+    """A DCGM field summarised over the GPUs of each vLLM pod."""
+
+    record: str
+    agg: str
+    per_key: Callable[[ObspackConfig], str]  # the field per exporter key, before the join
+    group: str  # rules that read every GPU sit two to a group: groups evaluate concurrently
+
+
+SUMMARIES = (
+    Summary(c.POD_GPU_FB_RATIO_MAX, "max", framebuffer_ratio, "framebuffer"),
+    # The number of GPUs whose last XID error is not 0: present (0) on healthy pods, so panels show 0.
+    Summary(c.POD_GPU_XID_COUNT, "sum", lambda cfg: f"{field(cfg, 'DCGM_FI_DEV_XID_ERRORS')} != bool 0", "framebuffer"),
+    Summary(c.POD_GPU_UTILIZATION, "avg", lambda cfg: field(cfg, "DCGM_FI_DEV_GPU_UTIL"), "utilization"),
+    # SM activity needs DCGM profiling; GR_ENGINE_ACTIVE is the coarser field where SM_ACTIVE is off.
+    Summary(
+        c.POD_GPU_SM_ACTIVE,
+        "avg",
+        lambda cfg: field(cfg, "DCGM_FI_PROF_SM_ACTIVE", "DCGM_FI_PROF_GR_ENGINE_ACTIVE"),
+        "utilization",
+    ),
+    Summary(c.POD_GPU_TEMPERATURE, "max", lambda cfg: field(cfg, "DCGM_FI_DEV_GPU_TEMP"), "thermal"),
+    Summary(c.POD_GPU_POWER, "sum", lambda cfg: field(cfg, "DCGM_FI_DEV_POWER_USAGE"), "thermal"),
+)
+
+
+def summary_expr(cfg: ObspackConfig, s: Summary) -> str:
+    joined = held(cfg, s.per_key(cfg), POD_MODEL)
+    return f"{s.agg} by ({c.by(cfg, *POD_MODEL)}) (\n{textwrap.indent(joined, '  ')}\n)"
 
 
 def groups(cfg: ObspackConfig) -> list[RuleGroup]:
-    """The GPU plane's groups, in dependency order.
+    """The GPU plane's groups: the attribution, then the per-pod summaries reading it.
 
-    A rule over every GPU costs 0.1 to 0.5 s at 8,000 GPUs with the rule groups sharing two cores
+    A rule over every GPU costs 0.1 to 0.3 s at 8,000 GPUs with the rule groups sharing two cores
     (docs/benchmarks.md). Prometheus evaluates the rules of a group one after the other and groups
-    concurrently, so those rules sit at most two or three (the cheap ones) to a group, and every group
-    stays under a second on a large fleet."""
+    concurrently, so the summaries sit two to a group and every group stays well under a second."""
 
     def group(suffix: str, rules: Iterable[RecordingRule]) -> RuleGroup:
-        name = f"{c.GROUP_PREFIX}-dcgm{suffix}.rules"
-        return RuleGroup(name=name, rules=tuple(rules), interval=cfg.rule_interval)
+        return RuleGroup(name=f"{c.GROUP_PREFIX}-dcgm{suffix}.rules", rules=tuple(rules), interval=cfg.rule_interval)
 
-    def fields(name: str) -> list[RecordingRule]:
-        return [RecordingRule(f.record, field_expr(cfg, f)) for f in FIELDS if f.group == name]
+    def summaries(name: str) -> list[RecordingRule]:
+        return [RecordingRule(s.record, summary_expr(cfg, s)) for s in SUMMARIES if s.group == name]
 
+    count = f"count by ({c.by(cfg, *POD_MODEL)}) ({c.GPU_INFO})"
     return [
-        group("-attribution", (RecordingRule(c.GPU_INFO, attribution(cfg)),)),
-        group("-attribution-model", (RecordingRule(c.WORKLOAD_GPU_INFO, workload_attribution(cfg)),)),
-        group("-framebuffer", fields("framebuffer")),
-        group("", framebuffer_size(cfg)),
-        group("-pod", per_pod(cfg)),
-        *(group(f"-{name}", fields(name)) for name in ("utilization", "thermal", "xid")),
+        group("-attribution", (RecordingRule(c.GPU_INFO, attribution(cfg)), RecordingRule(c.POD_GPU_COUNT, count))),
+        *(group(f"-{name}", summaries(name)) for name in ("framebuffer", "utilization", "thermal")),
     ]

@@ -11,7 +11,7 @@ NOT_PAUSE = 'container!="POD"'
 HAS_MODEL = 'model_name!=""'
 
 
-def _vllm_container_sources(cfg: ObspackConfig, keep: str) -> str:
+def _vllm_sources(cfg: ObspackConfig, keep: str) -> str:
     """Series that mark a container as vLLM: its image (kube-state-metrics or cAdvisor), its name,
     or the vLLM engine metrics scraped from it. Any one is enough; `group by` removes duplicates."""
     s = cfg.selectors
@@ -30,14 +30,24 @@ def _vllm_container_sources(cfg: ObspackConfig, keep: str) -> str:
     return f"group by ({c.by(cfg, 'namespace', 'pod', *([keep] if keep else []))}) (\n  {joined}\n)"
 
 
+def vllm_containers(cfg: ObspackConfig) -> str:
+    """One series per vLLM container, from raw series."""
+    return _vllm_sources(cfg, "container")
+
+
+def vllm_pods(cfg: ObspackConfig) -> str:
+    """One series per pod that runs vLLM, from raw series (also read inline by the GPU attribution)."""
+    return _vllm_sources(cfg, "")
+
+
 def group(cfg: ObspackConfig) -> RuleGroup:
     s = cfg.selectors
     on = c.by(cfg, "namespace", "pod", "container")
     cadvisor = c.selector(s.cadvisor, HAS_CONTAINER, NOT_PAUSE)
     ksm_memory = c.selector(s.kube_state_metrics, 'resource="memory"')
     rules = [
-        RecordingRule(record=c.VLLM_CONTAINER, expr=_vllm_container_sources(cfg, "container")),
-        RecordingRule(record=c.VLLM_POD, expr=_vllm_container_sources(cfg, "")),
+        RecordingRule(record=c.VLLM_CONTAINER, expr=vllm_containers(cfg)),
+        RecordingRule(record=c.VLLM_POD, expr=vllm_pods(cfg)),
         # container!="" cuts the pod-level cgroup and containerd's pause sandbox, container!="POD" the
         # dockershim one. max by: a restarted container can leave its dead cgroup behind for a while, and the
         # kubelet's /metrics/resource endpoint repeats the same value without an image label.
@@ -58,13 +68,6 @@ def group(cfg: ObspackConfig) -> RuleGroup:
                   or
                   max by ({on}) (container_spec_memory_limit_bytes{cadvisor} > 0)
                 )
-                and on ({on}) {c.VLLM_CONTAINER}
-            """,
-        ),
-        RecordingRule(
-            record=c.MEMORY_REQUEST,
-            expr=f"""
-                max by ({on}) (kube_pod_container_resource_requests{ksm_memory})
                 and on ({on}) {c.VLLM_CONTAINER}
             """,
         ),

@@ -28,9 +28,12 @@ def gauge_sum(cfg: ObspackConfig, metric: str) -> str:
     return f"sum by ({c.by(cfg, *POD_MODEL)}) (max without (pid) ({metric}{_sel(cfg)}))"
 
 
-def counter_rate(cfg: ObspackConfig, metrics: tuple[str, ...], window: str, keep: tuple[str, ...] = POD_MODEL) -> str:
-    """Rate of a counter that vLLM renamed: the first name present wins per series, then sum."""
-    rates = "\n  or\n  ".join(f"rate({m}{_sel(cfg)}[{window}])" for m in metrics)
+def counter_rate(
+    cfg: ObspackConfig, metrics: tuple[str, ...], window: str, keep: tuple[str, ...] = POD_MODEL, *extra: str
+) -> str:
+    """Rate of a counter that vLLM renamed: the first name present wins per series, then sum. `extra`
+    matchers narrow it (runbooks: one pod)."""
+    rates = "\n  or\n  ".join(f"rate({m}{_sel(cfg, *extra)}[{window}])" for m in metrics)
     return f"sum by ({c.by(cfg, *keep)}) (\n  {rates}\n)"
 
 
@@ -43,26 +46,20 @@ def pod_model(cfg: ObspackConfig, running: str = c.RUNNING) -> str:
     return f"topk by ({pod}) (1, group by ({pod}, model_name) ({running}))"
 
 
-def prefix_hits_rate(cfg: ObspackConfig, window: str) -> str:
-    return counter_rate(cfg, ("vllm:prefix_cache_hits_total", "vllm:gpu_prefix_cache_hits_total"), window)
+PREFIX_HITS = ("vllm:prefix_cache_hits_total", "vllm:gpu_prefix_cache_hits_total")
+PREFIX_QUERIES = ("vllm:prefix_cache_queries_total", "vllm:gpu_prefix_cache_queries_total")
 
 
-def prefix_queries_rate(cfg: ObspackConfig, window: str) -> str:
-    return counter_rate(cfg, ("vllm:prefix_cache_queries_total", "vllm:gpu_prefix_cache_queries_total"), window)
+def prefix_hits_rate(cfg: ObspackConfig, window: str, *extra: str) -> str:
+    return counter_rate(cfg, PREFIX_HITS, window, POD_MODEL, *extra)
 
 
-def prefix_window_records(cfg: ObspackConfig) -> tuple[str, str]:
-    window = cfg.alerts.VLLMPrefixCacheHitRateLow.window
-    return (
-        c.window_record("namespace_pod_model", "vllm_prefix_cache_hits", "rate", window),
-        c.window_record("namespace_pod_model", "vllm_prefix_cache_queries", "rate", window),
-    )
+def prefix_queries_rate(cfg: ObspackConfig, window: str, *extra: str) -> str:
+    return counter_rate(cfg, PREFIX_QUERIES, window, POD_MODEL, *extra)
 
 
 def group(cfg: ObspackConfig) -> RuleGroup:
     pm = c.by(cfg, *POD_MODEL)
-    hits_w, queries_w = prefix_window_records(cfg)
-    window = cfg.alerts.VLLMPrefixCacheHitRateLow.window
     rules = [
         RecordingRule(
             record=c.KV_USAGE,
@@ -83,8 +80,6 @@ def group(cfg: ObspackConfig) -> RuleGroup:
             record=c.PREFIX_HIT_RATIO,
             expr=f"{prefix_hits_rate(cfg, '5m')}\n/ on ({pm})\n({prefix_queries_rate(cfg, '5m')} > 0)",
         ),
-        RecordingRule(record=hits_w, expr=prefix_hits_rate(cfg, window)),
-        RecordingRule(record=queries_w, expr=prefix_queries_rate(cfg, window)),
         RecordingRule(
             record=c.REQUEST_RATE,
             expr=counter_rate(
