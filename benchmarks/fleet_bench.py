@@ -25,6 +25,10 @@ two clusters, 1 h at a 30 s scrape interval), with every pod holding 8 GPUs (`--
    is measured on the same block layout. It also evaluates every rule group alone and counts the
    series each record adds.
 
+5. plays the e2e incidents (obspack/demo: the engine incident and the memory planes, with a new pod
+   appearing) on a live Prometheus and Alertmanager scraping and evaluating every 5 s, and reads how late
+   each alert fired after the fake exporters began to show its condition (`--no-lags` skips this).
+
 It prints progress to stderr and writes the tables into the "Fleet scale" section of docs/benchmarks.md
 (other sections of that file are kept). Not part of CI: at 1000 pods the fleet is ~38 M samples and
 13 GB of OpenMetrics text (each file deleted once backfilled); the whole run takes about 8 minutes on
@@ -504,6 +508,17 @@ def _timed_label_values(
 # ---------------------------------------------------------------------------------------------------
 
 
+def measure_lags(work: Path) -> list[dict[str, Any]]:
+    """Both e2e incidents on a live stack (obspack/demo/narrate.py), every alert's lag."""
+    from obspack.demo.narrate import all_pods, play_engine, play_memory_planes
+    from obspack.demo.stack import Stack, Tools
+
+    with Stack(work / "live", all_pods(), Tools.find()) as stack:
+        stack.wait_for_data()
+        lags = play_engine(stack) + play_memory_planes(stack)
+    return [{**dataclasses.asdict(lag), "interval_s": stack.interval_s} for lag in lags]
+
+
 def render_pack(out: Path) -> None:
     command = [sys.executable, "-m", "obspack", "render", "--out", str(out)]
     subprocess.run(command, check=True, capture_output=True, cwd=ROOT)
@@ -528,6 +543,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--from-json", type=Path, default=None, help="only render the section from saved numbers"
     )
+    parser.add_argument("--no-lags", action="store_true", help="skip the live alert-lag run")
     args = parser.parse_args(argv)
     if args.from_json:
         results, settings, total, meta = fleet_report.from_json(json.loads(args.from_json.read_text()))
@@ -556,13 +572,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             results.append(result)
             prep = result.phases["generate + backfill"] + result.phases["backfill recording rules"]
             per_sample = prep / result.samples
+        lags = [] if args.no_lags else measure_lags(work)
+        log(f"live alert lags measured: {len(lags)} alerts")
     finally:
         if args.workdir is None:
             shutil.rmtree(work, ignore_errors=True)
     total = time.perf_counter() - started
     log(f"benchmark done in {total:.0f}s")
 
-    numbers = fleet_report.as_json(results, settings, total)
+    numbers = fleet_report.as_json(results, settings, total, lags)
     if args.json:
         args.json.write_text(json.dumps(numbers, indent=2))
     return _report(args, fleet_report.section(results, settings, total, numbers))

@@ -15,8 +15,14 @@ from obspack.config import ObspackConfig
 from obspack.dashboards import panels as p
 from obspack.dashboards import queries as q
 from obspack.dashboards import variables
+from obspack.dashboards.defaults import (
+    dashboard,
+    dashboard_path,
+    runbook_link,
+    triage_from_row,
+    triage_from_series,
+)
 from obspack.rules.recording import dcgm
-from obspack.dashboards.defaults import dashboard, dashboard_path, runbook_link, triage_from_row, triage_from_series
 
 NAME = "gpu-by-workload"
 POD_LEGEND = "{{namespace}}/{{pod}}"

@@ -1,7 +1,7 @@
-"""python -m obspack.demo: play a vLLM incident on a real Prometheus and Alertmanager."""
+"""python -m obspack.demo: play the vLLM incidents on a real Prometheus and Alertmanager."""
 
 import sys
 
-from obspack.demo.incident import main
+from obspack.demo.narrate import main
 
 sys.exit(main())

@@ -9,20 +9,18 @@
 - `vllm-down-0`: vLLM answers 503 (VLLMTargetDown, to the pager; the exporter sidecar's
   ObspackExporterTargetDown on the same pod is inhibited).
 
-Then every pod recovers and every alert resolves.
+Then every pod recovers and every alert resolves. The steps return when each alert's condition became
+visible (`lag.Onset`), so the alerts' lags can be measured.
+
+The demo (obspack.demo.narrate) plays this incident, then the memory-plane one, on one stack.
 """
 
 from __future__ import annotations
 
-import argparse
-import sys
-import tempfile
-import time
-from pathlib import Path
-
 from obspack.demo import fake_vllm as fv
-from obspack.demo.clients import ALERTMANAGER, PROMETHEUS, Change, format_change
-from obspack.demo.stack import PodSpec, Stack, StackError, Tools
+from obspack.demo import lag
+from obspack.demo.lag import Onset
+from obspack.demo.stack import PodSpec, Stack
 
 HEALTHY = "vllm-healthy-0"
 IDLE = "vllm-idle-0"
@@ -32,12 +30,12 @@ BACKLOG = "vllm-backlog-0"
 DOWN = "vllm-down-0"
 
 PODS = [
-    PodSpec(HEALTHY, fv.NORMAL),
-    PodSpec(IDLE, fv.IDLE),
-    PodSpec(KV, fv.NORMAL),
-    PodSpec(STALL, fv.NORMAL),
-    PodSpec(BACKLOG, fv.NORMAL),
-    PodSpec(DOWN, fv.NORMAL),
+    PodSpec(HEALTHY, fv.NORMAL, node="gpu-node-a", gpus=2),
+    PodSpec(IDLE, fv.IDLE, node="gpu-node-b"),
+    PodSpec(KV, fv.NORMAL, node="gpu-node-a"),
+    PodSpec(STALL, fv.NORMAL, node="gpu-node-b"),
+    PodSpec(BACKLOG, fv.NORMAL, node="gpu-node-a"),
+    PodSpec(DOWN, fv.NORMAL, node="gpu-node-b"),
 ]
 QUIET = (HEALTHY, IDLE)
 
@@ -56,112 +54,24 @@ INHIBITED = [
 ]
 
 
-def start_incident(stack: Stack) -> None:
-    """KV high, engine stalled, queue backlog, target down."""
-    stack.set_load(KV, fv.KV_HIGH)
-    stack.set_load(STALL, fv.STALLED)
-    stack.set_load(BACKLOG, fv.QUEUE_BACKLOG)
-    stack.take_down(DOWN)
+def start_incident(stack: Stack) -> list[Onset]:
+    """KV high, engine stalled, queue backlog, target down. A stalled engine shows as one only once a
+    whole window has gone by without a generated token."""
+    stalled = stack.set_load(STALL, fv.STALLED) + lag.window_seconds(stack, "VLLMZeroThroughput")
+    down = stack.take_down(DOWN)
+    return [
+        Onset("VLLMKVCacheUsageHigh", KV, stack.set_load(KV, fv.KV_HIGH)),
+        Onset("VLLMRequestQueueBacklog", BACKLOG, stack.set_load(BACKLOG, fv.QUEUE_BACKLOG)),
+        Onset("VLLMTargetDown", DOWN, down),
+        Onset("ObspackExporterTargetDown", DOWN, down),
+        Onset("VLLMZeroThroughput", STALL, stalled),
+    ]
 
 
-def saturate_kv_cache(stack: Stack) -> None:
-    stack.set_load(KV, fv.KV_FULL)
+def saturate_kv_cache(stack: Stack) -> Onset:
+    return Onset("VLLMKVCacheUsageCritical", KV, stack.set_load(KV, fv.KV_FULL))
 
 
 def end_incident(stack: Stack) -> None:
     for pod in (KV, STALL, BACKLOG, DOWN):
         stack.set_load(pod, fv.NORMAL)
-
-
-# --- the narrated demo -----------------------------------------------------------------------------------
-
-
-def _say(text: str) -> None:
-    print(f"\n== {text}", flush=True)
-
-
-def _wait_all(stack: Stack, source: str, alerts: list[tuple[str, str]], state: str, timeout: float) -> None:
-    for alertname, pod in alerts:
-        stack.wait_alert(source, alertname, pod, state, timeout)
-
-
-def play(stack: Stack) -> None:
-    """Play the incident on a started stack, waiting for each expected state before moving on."""
-    _say("waiting for the first scrapes (Prometheus applies new targets within ~5 s)")
-    stack.wait_for_data()
-    _say(
-        f"all {len(PODS)} pods scraped; incident starts: KV cache 93%, engine stalled, queue backlog, vLLM 503"
-    )
-    start_incident(stack)
-    firing = [("VLLMKVCacheUsageHigh", KV), ("VLLMRequestQueueBacklog", BACKLOG), ("VLLMTargetDown", DOWN)]
-    _wait_all(stack, PROMETHEUS, firing, "firing", 30)
-    stack.wait_alert(ALERTMANAGER, "ObspackExporterTargetDown", DOWN, "suppressed", 30)
-    _say("KV cache at 98.5%")
-    saturate_kv_cache(stack)
-    stack.wait_alert(ALERTMANAGER, "VLLMKVCacheUsageHigh", KV, "suppressed", 30)
-    stack.wait_alert(ALERTMANAGER, "VLLMZeroThroughput", STALL, "active", 30)
-    time.sleep(1.5)  # let the notifications go out
-    _say("every pod recovers")
-    end_incident(stack)
-    resolved = [(a, p) for a, p, _ in NOTIFIED] + [(a, p) for a, p, _ in INHIBITED]
-    _wait_all(stack, ALERTMANAGER, resolved, "resolved", 30)
-    time.sleep(1.5)
-
-
-def _print_change(change: Change) -> None:
-    print(format_change(change), flush=True)
-
-
-def _summary(stack: Stack) -> None:
-    assert stack.webhook is not None
-    _say("notifications the receivers got (the webhook stands in for pager, chat and ticket)")
-    for receiver, status, labels in stack.webhook.deliveries():
-        print(
-            f"   {receiver:<32} {status:<9} {labels.get('alertname')} on {labels.get('namespace')}/{labels.get('pod')}"
-        )
-    print(f"\nrendered pack: {stack.pack}\nlogs and configs: {stack.workdir}")
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m obspack.demo",
-        description="Play a vLLM incident through obspack's rules on a real Prometheus and Alertmanager (127.0.0.1).",
-    )
-    parser.add_argument(
-        "--workdir", type=Path, help="where to put the pack, configs, data and logs (default: a temp dir)"
-    )
-    parser.add_argument("--keep", action="store_true", help="keep everything running at the end until Ctrl-C")
-    args = parser.parse_args(argv)
-    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="obspack-demo-"))
-    try:
-        tools = Tools.find()
-    except StackError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
-    stack = Stack(workdir, PODS, tools)
-    started = time.monotonic()
-    try:
-        _say(
-            f"rendering the pack and starting {len(PODS)} fake vLLM pods, their exporters, Prometheus, Alertmanager"
-        )
-        stack.start(on_change=_print_change)
-        assert stack.prometheus and stack.alertmanager
-        print(
-            f"   Prometheus   {stack.prometheus.url}/alerts\n   Alertmanager {stack.alertmanager.url}/#/alerts"
-        )
-        print("   time     server       alert                        pod                          state")
-        play(stack)
-        _summary(stack)
-        print(f"\ndone in {time.monotonic() - started:.0f} s")
-        if args.keep:
-            print("everything keeps running; Ctrl-C stops it")
-            while True:
-                time.sleep(3600)
-    except KeyboardInterrupt:
-        pass
-    except (StackError, TimeoutError) as e:
-        print(f"error: {e}\n\n{stack.report()}", file=sys.stderr)
-        return 1
-    finally:
-        stack.stop()
-    return 0

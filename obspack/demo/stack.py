@@ -1,13 +1,22 @@
-"""The whole chain on 127.0.0.1: fake vLLM pods, their obspack exporter sidecars, real Prometheus and
-Alertmanager, and a webhook receiver standing in for pager, chat and ticket integrations.
+"""The whole chain on 127.0.0.1: fake vLLM pods, their obspack exporter sidecars, the Kubernetes-side
+exporters of their nodes (cAdvisor, kube-state-metrics, dcgm-exporter), real Prometheus and Alertmanager,
+and a webhook receiver standing in for pager, chat and ticket integrations.
 
 `Stack.start()` renders the pack with `obspack render` from a config with short `for` durations
-(`E2E_CONFIG`), points Prometheus at the rendered rule files and Alertmanager at the rendered example
+(`e2e_config`), points Prometheus at the rendered rule files and Alertmanager at the rendered example
 config (receivers plugged into the local webhook, grouping timers shortened), and waits until every
-server answers. `stop()` stops everything it started, also after a failed start.
+server answers. Prometheus scrapes and evaluates every `interval` seconds (5 by default, like a real
+server's scrape and rule intervals, only shorter). `stop()` stops everything it started, also after a
+failed start.
 
-Kubernetes is simulated with static target labels: each fake pod's targets carry `namespace`, `pod`,
-`container` and the cluster label, as Prometheus' Kubernetes service discovery would add them.
+Kubernetes is simulated the way Prometheus sees it:
+- vLLM and exporter targets come from file-based service discovery, with the `namespace`, `pod`,
+  `container` and cluster labels Kubernetes discovery would add; `add_pod` writes a new pod's targets,
+  and Prometheus picks them up as it would a new pod.
+- The nodes' cAdvisor, kube-state-metrics (two HA replicas) and dcgm-exporter are fake_k8s.FakeSources,
+  scraped as kube-prometheus-stack does: cAdvisor and kube-state-metrics with `honor_labels: true`,
+  dcgm-exporter on gpu-node-a with `honor_labels: true` (workload in `pod`) and on gpu-node-b with the
+  chart's default `false` (workload in `exported_pod`), both with the exporter pod's own target labels.
 """
 
 from __future__ import annotations
@@ -15,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import ctypes
+import json
 import os
 import shutil
 import signal
@@ -39,6 +49,7 @@ from obspack.demo.clients import (
     is_ready,
     wait_until,
 )
+from obspack.demo.fake_k8s import PREALLOCATED, Cluster, FakeSources
 from obspack.demo.fake_vllm import FakeVLLM, Load
 from obspack.demo.webhook import WebhookReceiver
 from obspack.errors import ObspackError
@@ -49,30 +60,48 @@ VLLM_JOB = "vllm"
 EXPORTER_JOB = "obspack-exporter"
 RUNBOOK_BASE_URL = "https://runbooks.example.com/obspack"
 
-# The obspack config of the demo: every `for` shortened so that an incident fires within seconds, the
-# rule groups evaluated every second, and the config-driven windows cut to fit a short run. The fixed
-# 5m windows of the recording rules need no change: at a 1s scrape they have two samples after a second.
-E2E_CONFIG = f"""\
+INTERVAL_S = 5  # scrape and rule evaluation interval of the stack
+# Nodes of the simulated cluster and how their dcgm-exporter is scraped (honor_labels).
+NODES = {"gpu-node-a": True, "gpu-node-b": False}
+KSM_REPLICAS = ("10.0.0.11:8080", "10.0.0.12:8080")
+DCGM_JOB = {True: "nvidia-dcgm-exporter-honor", False: "nvidia-dcgm-exporter"}
+
+
+def e2e_config(interval_s: int = INTERVAL_S) -> str:
+    """The obspack config of the demo: every `for` cut to two evaluations (the muted exporter alert to
+    three, longer than VLLMTargetDown that inhibits it), rule groups on the stack's interval, and the
+    config-driven windows cut to fit a short run. The recording rules' fixed 5m windows need no change:
+    a rate has its two samples after two scrapes."""
+    two, three = f"{2 * interval_s}s", f"{3 * interval_s}s"
+    return f"""\
 # obspack config of the end-to-end demo: short `for` durations so alerts fire within seconds.
 selectors:
   vllm: job="{VLLM_JOB}"
   exporter: job="{EXPORTER_JOB}"
-rule_interval: 1s
+  cadvisor: job="kubelet", metrics_path="/metrics/cadvisor"
+  kube_state_metrics: job="kube-state-metrics"
+  dcgm: job=~"nvidia-dcgm-exporter.*"
+rule_interval: {interval_s}s
 runbook_base_url: {RUNBOOK_BASE_URL}
 alerts:
-  VLLMHostMemoryNearLimit: {{for: 3s}}
-  VLLMGPUMemoryNearFull: {{for: 3s}}
-  VLLMKVCacheUsageHigh: {{for: 2s}}
-  VLLMKVCacheUsageCritical: {{for: 2s}}
-  VLLMRequestQueueBacklog: {{for: 2s}}
-  VLLMZeroThroughput: {{for: 3s, window: 10s, labels: {{team: ml-platform}}}}
-  VLLMTargetDown: {{for: 2s, lookback: 10m}}
-  VLLMRequestPreemptions: {{for: 3s}}
-  VLLMPrefixCacheHitRateLow: {{for: 3s, window: 1m}}
-  VLLMKVCacheFragmentationHigh: {{for: 3s}}
-  VLLMCUDAAllocatorFragmentationHigh: {{for: 3s}}
-  ObspackExporterTargetDown: {{for: 4s}}  # longer than VLLMTargetDown, which inhibits it
+  VLLMHostMemoryNearLimit: {{for: {two}}}
+  VLLMContainerOOMKilled: {{window: {6 * interval_s}s}}
+  VLLMContainerRestarted: {{window: {6 * interval_s}s}}
+  VLLMGPUMemoryNearFull: {{for: {two}}}
+  VLLMKVCacheUsageHigh: {{for: {two}}}
+  VLLMKVCacheUsageCritical: {{for: {two}}}
+  VLLMRequestQueueBacklog: {{for: {two}}}
+  VLLMZeroThroughput: {{for: {two}, window: {4 * interval_s}s, labels: {{team: ml-platform}}}}
+  VLLMTargetDown: {{for: {two}, lookback: 10m}}
+  VLLMRequestPreemptions: {{for: {two}}}
+  VLLMPrefixCacheHitRateLow: {{for: {two}, window: 1m}}
+  VLLMKVCacheFragmentationHigh: {{for: {two}}}
+  VLLMCUDAAllocatorFragmentationHigh: {{for: {two}}}
+  ObspackExporterTargetDown: {{for: {three}}}  # longer than VLLMTargetDown, which inhibits it
 """
+
+
+E2E_CONFIG = e2e_config()
 
 
 class StackError(ObspackError):
@@ -103,11 +132,14 @@ class Tools:
 
 @dataclass(frozen=True)
 class PodSpec:
-    """One simulated vLLM pod: its name and the load its engine starts with."""
+    """One simulated vLLM pod: its name, the load its engine starts with, its node and GPUs."""
 
     name: str
     load: Load
     namespace: str = NAMESPACE
+    node: str = "gpu-node-a"
+    gpus: int = 1
+    vram: float = PREALLOCATED  # framebuffer used / total on its GPUs at start
 
 
 def _die_with_parent() -> None:
@@ -235,25 +267,46 @@ def local_alertmanager_config(example: dict[str, Any], webhook: WebhookReceiver)
 
 
 def prometheus_config(
-    rule_files: list[Path],
-    alertmanager: str,
-    vllm: list[tuple[str, dict[str, str]]],
-    exporters: list[tuple[str, dict[str, str]]],
+    rule_files: list[Path], alertmanager: str, sources: str, targets: Path, cluster: tuple[str, str], interval_s: int
 ) -> dict[str, Any]:
-    """Scrape every target each second with its pod's labels; evaluate rules each second."""
+    """Scrape every target and evaluate rules every `interval_s`; vLLM and exporter targets from files."""
 
-    def job(name: str, targets: list[tuple[str, dict[str, str]]]) -> dict[str, Any]:
+    def static(job: str, honor: bool, entries: list[dict[str, str]]) -> dict[str, Any]:
         return {
-            "job_name": name,
-            "static_configs": [{"targets": [addr], "labels": labels} for addr, labels in targets],
+            "job_name": job,
+            "honor_labels": honor,
+            "static_configs": [{"targets": [sources], "labels": {cluster[0]: cluster[1], **e}} for e in entries],
         }
 
+    def discovered(job: str) -> dict[str, Any]:
+        return {"job_name": job, "file_sd_configs": [{"files": [str(targets / f"{job}.json")], "refresh_interval": "5s"}]}
+
+    exporter_pod = {"namespace": "gpu-operator", "container": "nvidia-dcgm-exporter"}
+    interval = f"{interval_s}s"
     return {
-        "global": {"scrape_interval": "1s", "scrape_timeout": "900ms", "evaluation_interval": "1s"},
+        "global": {"scrape_interval": interval, "scrape_timeout": f"{interval_s * 0.8:g}s", "evaluation_interval": interval},
         "rule_files": [str(p) for p in rule_files],
         "alerting": {"alertmanagers": [{"static_configs": [{"targets": [alertmanager]}]}]},
-        "scrape_configs": [job(VLLM_JOB, vllm), job(EXPORTER_JOB, exporters)],
-    }
+        "scrape_configs": [
+            discovered(VLLM_JOB),
+            discovered(EXPORTER_JOB),
+            static("kubelet", True, [
+                {"__metrics_path__": f"/nodes/{node}/metrics/cadvisor", "metrics_path": "/metrics/cadvisor",
+                 "node": node, "instance": f"{node}:10250"}
+                for node in NODES
+            ]),
+            static("kube-state-metrics", True, [
+                {"__metrics_path__": "/kube-state-metrics/metrics", "instance": replica} for replica in KSM_REPLICAS
+            ]),
+            *(
+                static(DCGM_JOB[honor], honor, [{
+                    "__metrics_path__": f"/nodes/{node}/dcgm", "instance": f"{node}:9400",
+                    "pod": f"nvidia-dcgm-exporter-{node}", **exporter_pod,
+                }])
+                for node, honor in NODES.items()
+            ),
+        ],
+    }  # fmt: skip
 
 
 @dataclass
@@ -263,10 +316,13 @@ class Stack:
     workdir: Path
     pods: list[PodSpec]
     tools: Tools
-    config: str = E2E_CONFIG
+    interval_s: int = INTERVAL_S
+    config: str = ""  # the obspack config; empty: e2e_config(interval_s)
+    cluster: Cluster = field(default_factory=Cluster)
     fakes: dict[str, FakeVLLM] = field(default_factory=dict)
     exporters: dict[str, Server] = field(default_factory=dict)
     servers: list[Server] = field(default_factory=list)
+    sources: FakeSources | None = None
     webhook: WebhookReceiver | None = None
     watcher: Watcher | None = None
     prometheus: Prometheus | None = None
@@ -275,25 +331,32 @@ class Stack:
     warm_at: float | None = None  # watcher time at which every pod had two samples (see wait_for_data)
     _cleanup: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
 
+    def __post_init__(self) -> None:
+        self.config = self.config or e2e_config(self.interval_s)
+
     # --- lifecycle ----------------------------------------------------------------------------------
 
     @property
     def cluster_label(self) -> str:
         return str((yaml.safe_load(self.config) or {}).get("cluster_label", "cluster"))
 
+    @property
+    def targets(self) -> Path:
+        return self.workdir / "targets"
+
     def start(self, *, watch: bool = True, on_change: Callable[[Change], None] | None = None) -> Stack:
         try:
             self.workdir.mkdir(parents=True, exist_ok=True)
+            self.targets.mkdir(exist_ok=True)
             self.pack = self.render()
             self.webhook = WebhookReceiver()
             self._cleanup.callback(self.webhook.stop)
-            for pod in self.pods:
-                fake = FakeVLLM(pod.load)
-                self._cleanup.callback(fake.stop)
-                self.fakes[pod.name] = fake
+            self.sources = FakeSources(self.cluster)
+            self._cleanup.callback(self.sources.stop)
             self.alertmanager = Alertmanager(f"http://{self._start_alertmanager().address}")
             for pod in self.pods:
-                self.exporters[pod.name] = self._start_exporter(pod)
+                self._start_pod(pod)
+            self._write_targets()
             for exporter in self.exporters.values():
                 wait_ready(exporter, f"http://{exporter.address}/healthz")
             self.prometheus = Prometheus(f"http://{self._start_prometheus().address}")
@@ -339,6 +402,34 @@ class Stack:
             "container": container,
         }
 
+    def add_pod(self, pod: PodSpec) -> float:
+        """A new pod appears: its engine, its exporter sidecar, its series on its node's exporters, and its
+        targets for discovery. Returns the wall-clock time (time.time()) at which its series appeared."""
+        self._start_pod(pod)
+        wait_ready(self.exporters[pod.name], f"http://{self.exporters[pod.name].address}/healthz")
+        self.pods.append(pod)
+        self._write_targets()
+        return time.time()
+
+    def _start_pod(self, pod: PodSpec) -> None:
+        fake = FakeVLLM(pod.load)
+        self._cleanup.callback(fake.stop)
+        self.fakes[pod.name] = fake
+        self.exporters[pod.name] = self._start_exporter(pod)
+        self.cluster.add(pod.name, pod.namespace, pod.node, pod.gpus, pod.vram)
+
+    def _write_targets(self) -> None:
+        """The file-based discovery files of the vLLM and exporter jobs, replaced atomically."""
+        pods = [p for p in self.pods if p.name in self.fakes]
+        for job, address, container in (
+            (VLLM_JOB, lambda p: self.fakes[p.name].address, "vllm"),
+            (EXPORTER_JOB, lambda p: self.exporters[p.name].address, "obspack-exporter"),
+        ):
+            groups = [{"targets": [address(p)], "labels": self.labels(p, container)} for p in pods]
+            tmp = self.targets / f".{job}.json"
+            tmp.write_text(json.dumps(groups, indent=1))
+            tmp.replace(self.targets / f"{job}.json")
+
     def _start_alertmanager(self) -> Server:
         assert self.pack is not None and self.webhook is not None
         example = yaml.safe_load(
@@ -363,15 +454,14 @@ class Stack:
         return self._track(server)
 
     def _start_prometheus(self) -> Server:
-        assert self.pack is not None and self.alertmanager is not None
+        assert self.pack is not None and self.alertmanager is not None and self.sources is not None
         rules = [self.pack / "prometheus" / "recording-rules.yaml", self.pack / "prometheus" / "alerts.yaml"]
-        vllm = [(self.fakes[p.name].address, self.labels(p, "vllm")) for p in self.pods]
-        exporters = [(self.exporters[p.name].address, self.labels(p, "obspack-exporter")) for p in self.pods]
         am_address = self.alertmanager.url.removeprefix("http://")
-        path = self.workdir / "prometheus.yml"
-        path.write_text(
-            yaml.safe_dump(prometheus_config(rules, am_address, vllm, exporters), sort_keys=False)
+        config = prometheus_config(
+            rules, am_address, self.sources.address, self.targets, (self.cluster_label, CLUSTER), self.interval_s
         )
+        path = self.workdir / "prometheus.yml"
+        path.write_text(yaml.safe_dump(config, sort_keys=False))
         argv = prometheus_argv(self.tools.prometheus, path, self.workdir / "prometheus-data")
         return self._track(start_server("prometheus", argv, "/-/ready", self.workdir, self._cleanup))
 
@@ -379,53 +469,84 @@ class Stack:
         self.servers.append(server)
         return server
 
-    # --- steering -----------------------------------------------------------------------------------
+    # --- steering: each returns the wall-clock time of the change, for lag measurements ----------------
 
-    def set_load(self, pod: str, load: Load) -> None:
+    def set_load(self, pod: str, load: Load) -> float:
         """Give a pod's engine a new load (and bring it back up if it was down)."""
         self.fakes[pod].set(load)
         self.fakes[pod].down = False
+        return time.time()
 
-    def take_down(self, pod: str) -> None:
+    def take_down(self, pod: str) -> float:
         """The pod's vLLM answers 503 from now on, to Prometheus and to its exporter alike."""
         self.fakes[pod].down = True
+        return time.time()
+
+    def set_host_memory(self, pod: str, ratio: float) -> float:
+        """The vLLM container's host-RAM working set, as a share of its memory limit (cAdvisor)."""
+        self.cluster.set_host_memory(pod, ratio)
+        return time.time()
+
+    def set_vram(self, pod: str, ratio: float) -> float:
+        """Framebuffer used / total on each GPU the pod holds (dcgm-exporter)."""
+        self.cluster.set_vram(pod, ratio)
+        return time.time()
+
+    def terminate(self, pod: str, reason: str, exit_code: int) -> float:
+        """The vLLM container ended and restarted (kube-state-metrics: restarts, last terminated reason)."""
+        self.cluster.terminate(pod, reason, exit_code)
+        return time.time()
 
     # --- waiting ------------------------------------------------------------------------------------
 
-    def wait_for_data(self, timeout: float = 30.0) -> float:
-        """Wait until every pod has rates (two scrapes) from vLLM and from its exporter, then until the rules
-        have run twice on them; return the seconds waited."""
+    def sleep_scrape(self) -> None:
+        """Wait one scrape interval, so that the next change lands in another scrape."""
+        time.sleep(self.interval_s)
+
+    def wait_for_data(self, timeout: float | None = None) -> float:
+        """Wait until every pod has rates (two scrapes) from vLLM and from its exporter and GPU attribution,
+        then until the rules have run twice on them; return the seconds waited."""
         assert self.prometheus is not None
         prometheus = self.prometheus
         pods = {p.name for p in self.pods}
         started = time.monotonic()
 
         def ready() -> bool:
-            rates = prometheus.query("namespace_pod_model:vllm_generation_tokens:rate5m")
-            exporter = prometheus.query(f'obspack_target_up{{job="{EXPORTER_JOB}"}} == 1')
-            return {r["metric"]["pod"] for r in rates} >= pods and {
-                r["metric"]["pod"] for r in exporter
-            } >= pods
+            found = [
+                prometheus.query("namespace_pod_model:vllm_generation_tokens:rate5m"),
+                prometheus.query(f'obspack_target_up{{job="{EXPORTER_JOB}"}} == 1'),
+                prometheus.query("namespace_pod_model:vllm_gpu:count"),
+            ]
+            return all({r["metric"]["pod"] for r in rows} >= pods for rows in found)
 
-        wait_until(ready, timeout, "the first scrapes of every pod")
-        time.sleep(2.5)  # two rule evaluations on two samples: verdicts made on one sample have cleared
+        wait_until(ready, timeout or 12 * self.interval_s, "the first scrapes of every pod")
+        time.sleep(2.5 * self.interval_s)  # two rule evaluations on two samples: one-sample verdicts cleared
         if self.watcher is not None:
             self.warm_at = time.monotonic() - self.watcher.started
         return time.monotonic() - started
 
     def wait_alert(
-        self, source: str, alertname: str, pod: str, state: str, timeout: float = 30.0
+        self, source: str, alertname: str, pod: str, state: str, timeout: float | None = None
     ) -> AlertTrack:
         """Wait until the watcher sees the pod's alert in `state` in `source`; its track then."""
         watcher = self.watcher
         assert watcher is not None, "start the stack with watch=True"
         what = f"{alertname} on {pod} to be {state} in {source}"
-        wait_until(lambda: watcher.state(source, alertname, pod=pod) == state, timeout, what)
+        wait_until(lambda: watcher.state(source, alertname, pod=pod) == state, timeout or 12 * self.interval_s, what)
         track = watcher.track(source, alertname, pod=pod)
         if track is None:  # only possible for the 'gone' states, which need no details
             assert state == GONE[source]
             return AlertTrack(source, {"alertname": alertname, "pod": pod})
         return track
+
+    def first_firing(self, alertname: str, pod: str, since: float) -> float | None:
+        """The evaluation time (Unix seconds) at which the pod's alert first fired after `since`, read from
+        Prometheus' own ALERTS series; None if it has not fired."""
+        assert self.prometheus is not None
+        series = f'ALERTS{{alertname="{alertname}", pod="{pod}", alertstate="firing"}}'
+        window = max(1, int(time.time() - since) + 2)
+        rows = self.prometheus.query(f"min(min_over_time((timestamp({series}) >= {since:.3f})[{window}s:1s]))")
+        return float(rows[0]["value"][1]) if rows else None
 
     def report(self) -> str:
         """The alert timeline and the end of every log, for failure messages."""

@@ -8,17 +8,28 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 
 import pytest
 
 from obspack.config import ObspackConfig
 from obspack.demo import incident
-from obspack.demo.clients import ALERTMANAGER, PROMETHEUS, AlertTrack, wait_until
+from obspack.demo.clients import ALERTMANAGER, PROMETHEUS, wait_until
 from obspack.demo.fake_vllm import DEFAULT_MODEL
-from obspack.demo.stack import CLUSTER, NAMESPACE, RUNBOOK_BASE_URL, Stack, Tools
+from obspack.demo.lag import measure
+from obspack.demo.stack import Stack, Tools
+from tests.e2e.checks import (
+    CRITICAL,
+    WARNING,
+    check_delivered,
+    deliveries,
+    explained,
+    inhibited_by,
+    now,
+    pending_then_firing,
+    report_lags,
+)
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(150)]
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 
 KV, STALL, BACKLOG, DOWN = incident.KV, incident.STALL, incident.BACKLOG, incident.DOWN
 # Alerts allowed to go pending (never firing) on a quiet pod before it has two samples: see
@@ -29,68 +40,12 @@ QUIET_FOR_AT_LEAST_S = 25.0
 
 @pytest.fixture(scope="module")
 def stack(e2e_tools: Tools, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    with Stack(tmp_path_factory.mktemp("incident"), incident.PODS, e2e_tools) as stack:
+    with Stack(tmp_path_factory.mktemp("incident"), list(incident.PODS), e2e_tools) as stack:
         with explained(stack):
             stack.wait_for_data()
         yield stack
 
 
-@contextmanager
-def explained(stack: Stack) -> Iterator[None]:
-    """Fail with the alert timeline and the servers' logs attached."""
-    try:
-        yield
-    except (TimeoutError, AssertionError) as e:
-        pytest.fail(f"{type(e).__name__}: {e}\n\n{stack.report()}")
-
-
-def now(stack: Stack) -> float:
-    """The watcher's clock (seconds since it started), to mark when an incident step began."""
-    assert stack.watcher is not None
-    return time.monotonic() - stack.watcher.started
-
-
-def pending_then_firing(stack: Stack, alertname: str, pod: str, since: float) -> AlertTrack:
-    """Wait until the alert fires in Prometheus; since the step began it must have been pending first."""
-    track = stack.wait_alert(PROMETHEUS, alertname, pod, "firing")
-    states = [state for at, state in track.states if at >= since and state != "inactive"]
-    assert states[:2] == ["pending", "firing"], f"{alertname} on {pod} since {since:.1f}s: {track.states}"
-    return track
-
-
-def check_delivered(
-    stack: Stack, alertname: str, pod: str, labels: dict[str, str], runbook: str, receiver: str
-) -> AlertTrack:
-    """The alert as Alertmanager holds it: the rule's labels and the pod's target labels, a rendered
-    description, the runbook link, and the receiver the routes picked."""
-    track = stack.wait_alert(ALERTMANAGER, alertname, pod, "active")
-    want = {"alertname": alertname, "cluster": CLUSTER, "namespace": NAMESPACE, "pod": pod, **labels}
-    assert {k: track.labels.get(k) for k in want} == want
-    annotations = track.last["annotations"]
-    assert annotations["runbook_url"] == f"{RUNBOOK_BASE_URL}/{runbook}.md"
-    assert f"{NAMESPACE}/{pod}" in annotations["description"] and "{{" not in annotations["description"]
-    assert annotations["summary"]
-    assert [r["name"] for r in track.last["receivers"]] == [receiver]
-    return track
-
-
-def inhibited_by(track: AlertTrack) -> list[str]:
-    return list(track.last["status"]["inhibitedBy"])
-
-
-def deliveries(stack: Stack, status: str) -> set[tuple[str, str, str]]:
-    """(alert, pod, receiver) of every notification the webhook got with this status."""
-    assert stack.webhook is not None
-    sent = stack.webhook.deliveries()
-    return {
-        (labels["alertname"], labels.get("pod", ""), receiver)
-        for receiver, st, labels in sent
-        if st == status
-    }
-
-
-WARNING = {"severity": "warning"}
-CRITICAL = {"severity": "critical"}
 MODEL = {"model_name": DEFAULT_MODEL}
 
 
@@ -98,7 +53,7 @@ def test_incident_fires_routes_inhibits_and_resolves(stack: Stack) -> None:
     with explained(stack):
         # KV cache at 93%, engine stalled, queue backlog, vLLM answering 503.
         started = now(stack)
-        incident.start_incident(stack)
+        onsets = incident.start_incident(stack)
         pending_then_firing(stack, "VLLMKVCacheUsageHigh", KV, started)
         pending_then_firing(stack, "VLLMRequestQueueBacklog", BACKLOG, started)
         pending_then_firing(stack, "VLLMTargetDown", DOWN, started)
@@ -122,7 +77,7 @@ def test_incident_fires_routes_inhibits_and_resolves(stack: Stack) -> None:
 
         # KV cache at 98.5%: the critical alert pages and mutes the warning.
         saturated = now(stack)
-        incident.saturate_kv_cache(stack)
+        onsets.append(incident.saturate_kv_cache(stack))
         pending_then_firing(stack, "VLLMKVCacheUsageCritical", KV, saturated)
         critical = check_delivered(
             stack,
@@ -145,7 +100,7 @@ def test_incident_fires_routes_inhibits_and_resolves(stack: Stack) -> None:
 
         # Every receiver got its notification; the inhibited exporter alert notified nobody.
         notified = set(incident.NOTIFIED)
-        wait_until(lambda: notified <= deliveries(stack, "firing"), 15, f"notifications {notified}")
+        wait_until(lambda: notified <= deliveries(stack, "firing"), 30, f"notifications {notified}")
         assert ("ObspackExporterTargetDown", DOWN) not in {(a, p) for a, p, _ in deliveries(stack, "firing")}
 
         # The incident ends: everything resolves in Prometheus, in Alertmanager and at the receivers.
@@ -157,11 +112,13 @@ def test_incident_fires_routes_inhibits_and_resolves(stack: Stack) -> None:
         muted = {(a, p) for a, p, _ in incident.INHIBITED}
         expected = {(a, p, r) for a, p, r in notified if (a, p) not in muted}
         wait_until(
-            lambda: expected <= deliveries(stack, "resolved"), 15, f"resolved notifications {expected}"
+            lambda: expected <= deliveries(stack, "resolved"), 30, f"resolved notifications {expected}"
         )
         assert stack.prometheus is not None
         still = [a["labels"]["alertname"] for a in stack.prometheus.alerts() if a["state"] == "firing"]
         assert not still, still
+        lags = [measure(stack, onset) for onset in onsets]  # read back from Prometheus' ALERTS series
+    report_lags(stack, "Engine incident: lag from the fake vLLM showing the condition to firing", lags)
 
 
 def test_quiet_pods_raise_nothing(stack: Stack) -> None:

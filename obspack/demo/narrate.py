@@ -1,0 +1,128 @@
+"""`python -m obspack.demo` (scripts/demo.sh): play the engine incident, then the memory-plane incident,
+on one stack, print every alert state change and notification, and how late each alert fired.
+
+`play_engine` and `play_memory_planes` wait for each expected state before moving on and return the
+lags (obspack/demo/lag.py); benchmarks/fleet_bench.py calls them to measure the lags it reports.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from obspack.demo import incident
+from obspack.demo import memory_planes as mp
+from obspack.demo.clients import ALERTMANAGER, PROMETHEUS, Change, format_change
+from obspack.demo.lag import Lag, measure, table
+from obspack.demo.stack import PodSpec, Stack, StackError, Tools
+
+
+def all_pods() -> list[PodSpec]:
+    """The pods of both incidents (the healthy pod is shared)."""
+    return list({p.name: p for p in (*incident.PODS, *mp.PODS)}.values())
+
+
+def _say(text: str) -> None:
+    print(f"\n== {text}", flush=True)
+
+
+def _wait_all(stack: Stack, source: str, alerts: list[tuple[str, str]], state: str) -> None:
+    for alertname, pod in alerts:
+        stack.wait_alert(source, alertname, pod, state)
+
+
+def play_engine(stack: Stack) -> list[Lag]:
+    """KV cache, stall, backlog, target down; then the KV cache saturates; then recovery."""
+    _say("engine incident: KV cache 93%, engine stalled, queue backlog, vLLM 503")
+    lags = [measure(stack, onset) for onset in incident.start_incident(stack)]
+    stack.wait_alert(ALERTMANAGER, "ObspackExporterTargetDown", incident.DOWN, "suppressed")
+    _say("KV cache at 98.5%")
+    lags.append(measure(stack, incident.saturate_kv_cache(stack)))
+    stack.wait_alert(ALERTMANAGER, "VLLMKVCacheUsageHigh", incident.KV, "suppressed")
+    stack.wait_alert(ALERTMANAGER, "VLLMZeroThroughput", incident.STALL, "active")
+    _say("every pod recovers")
+    incident.end_incident(stack)
+    resolved = [(a, p) for a, p, _ in incident.NOTIFIED] + [(a, p) for a, p, _ in incident.INHIBITED]
+    _wait_all(stack, ALERTMANAGER, resolved, "resolved")
+    return lags
+
+
+def play_memory_planes(stack: Stack) -> list[Lag]:
+    """Host RAM to the OOM kill, VRAM to a CUDA OOM crash, a new pod with a full GPU; then recovery."""
+    _say("memory planes: VRAM of vllm-cuda-0 fills up, host RAM of vllm-ram-0 creeps to its limit")
+    vram = mp.fill_vram(stack)
+    lags = [measure(stack, vram), measure(stack, mp.creep_host_memory(stack))]
+    _say("the kernel OOM-kills vllm-ram-0 (exit 137); CUDA out of memory crashes vllm-cuda-0 (Error)")
+    lags += [measure(stack, mp.kernel_kills(stack)), measure(stack, mp.cuda_oom_crash(stack))]
+    stack.wait_alert(ALERTMANAGER, "VLLMHostMemoryNearLimit", mp.RAM, "suppressed")
+    _say("a new pod, vllm-new-0, appears with its GPU already 99% full")
+    lags.append(measure(stack, mp.new_pod_appears(stack)))
+    _say("every pod recovers; the restarts leave the alerts' window")
+    mp.recover(stack)
+    _wait_all(stack, PROMETHEUS, [(a, p) for a, p, _ in mp.NOTIFIED], "inactive")
+    _wait_all(stack, ALERTMANAGER, [(a, p) for a, p, _ in mp.NOTIFIED], "resolved")
+    return lags
+
+
+def _print_change(change: Change) -> None:
+    print(format_change(change), flush=True)
+
+
+def _summary(stack: Stack, lags: list[Lag]) -> None:
+    assert stack.webhook is not None
+    _say("notifications the receivers got (the webhook stands in for pager, chat and ticket)")
+    for receiver, status, labels in stack.webhook.deliveries():
+        print(
+            f"   {receiver:<32} {status:<9} {labels.get('alertname')} on {labels.get('namespace')}/{labels.get('pod')}"
+        )
+    _say("how late each alert fired after its condition showed at the exporters")
+    print(table(lags, stack.interval_s))
+    print(f"\nrendered pack: {stack.pack}\nlogs and configs: {stack.workdir}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m obspack.demo",
+        description="Play vLLM incidents through obspack's rules on a real Prometheus and Alertmanager (127.0.0.1).",
+    )
+    parser.add_argument(
+        "--workdir", type=Path, help="where to put the pack, configs, data and logs (default: a temp dir)"
+    )
+    parser.add_argument("--keep", action="store_true", help="keep everything running at the end until Ctrl-C")
+    args = parser.parse_args(argv)
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="obspack-demo-"))
+    try:
+        tools = Tools.find()
+    except StackError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    pods = all_pods()
+    stack = Stack(workdir, pods, tools)
+    started = time.monotonic()
+    try:
+        _say(f"rendering the pack; starting {len(pods)} fake vLLM pods, their exporters and nodes, Prometheus, Alertmanager")
+        stack.start(on_change=_print_change)
+        assert stack.prometheus and stack.alertmanager
+        print(f"   Prometheus   {stack.prometheus.url}/alerts\n   Alertmanager {stack.alertmanager.url}/#/alerts")
+        _say(f"waiting for the first scrapes (every {stack.interval_s} s; new targets apply within ~5 s)")
+        stack.wait_for_data()
+        print("   time     server       alert                        pod                          state")
+        lags = play_engine(stack) + play_memory_planes(stack)
+        time.sleep(2)  # let the last resolved notifications go out
+        _summary(stack, lags)
+        print(f"\ndone in {time.monotonic() - started:.0f} s")
+        if args.keep:
+            print("everything keeps running; Ctrl-C stops it")
+            while True:
+                time.sleep(3600)
+    except KeyboardInterrupt:
+        pass
+    except (StackError, TimeoutError) as e:
+        print(f"error: {e}\n\n{stack.report()}", file=sys.stderr)
+        return 1
+    finally:
+        stack.stop()
+    return 0
