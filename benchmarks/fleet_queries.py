@@ -248,15 +248,15 @@ NAIVE: tuple[Naive, ...] = (
         ("vllm-pod-memory-planes", "Container memory: working set / limit", "A"),
     ),
     Naive(
-        "GPU framebuffer used / total, 20 fullest GPUs, with the pod's model",
+        "Fullest GPU framebuffer per pod, 20 fullest pods, with the pod's model",
         # Raw DCGM with both label modes (pod labels on the series, or exported_* with the exporter's
         # own pod), joined to the model straight from the engine gauge; the panel draws the top 20.
-        "topk(20, max by (cluster, namespace, pod, gpu) (label_replace(label_replace("
+        "topk(20, max by (cluster, namespace, pod) (label_replace(label_replace("
         "DCGM_FI_DEV_FB_USED / (DCGM_FI_DEV_FB_USED + DCGM_FI_DEV_FB_FREE),"
         ' "pod", "$1", "exported_pod", "(.+)"), "namespace", "$1", "exported_namespace", "(.+)"))'
         " * on (cluster, namespace, pod) group_left (model_name)"
         ' group by (cluster, namespace, pod, model_name) (vllm:num_requests_running{model_name!=""}))',
         False,
-        ("gpu-by-workload", "Framebuffer used / total", "A"),
+        ("gpu-by-workload", "Fullest GPU framebuffer per pod", "A"),
     ),
 )
