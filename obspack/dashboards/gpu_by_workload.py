@@ -320,7 +320,7 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
         cfg,
         NAME,
         description="GPUs held by vLLM pods: per pod across the fleet, and GPU by GPU for one pod.",
-        variables=variables.gpu_page(cfg),
+        variables=variables.one_pod(cfg, fleet_scope=True),
         panels=[
             *_stats(cfg, gpu_ratio, vram_runbook),
             *_pods(cfg, gpu_ratio, vram_runbook),

@@ -345,6 +345,6 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
             "Triage one vLLM pod: host RAM, GPU VRAM, KV cache and queue on one time axis. The top row says "
             "which plane is closest to its limit."
         ),
-        variables=variables.single_pod(cfg),
+        variables=variables.one_pod(cfg),
         panels=panels,
     )

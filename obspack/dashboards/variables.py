@@ -110,24 +110,13 @@ def gpu_instance(cfg: ObspackConfig) -> Template:
     )
 
 
-def single_pod(cfg: ObspackConfig) -> list[Template]:
-    """For the triage page: exactly one cluster, namespace and pod."""
+def one_pod(cfg: ObspackConfig, *, fleet_scope: bool = False) -> list[Template]:
+    """For pages about one pod: exactly one pod, and its GPU exporters for per-GPU panels. The triage page
+    also takes one cluster and namespace; the GPU page (`fleet_scope`) keeps several for its fleet panels."""
     return [
         datasource(cfg),
-        cluster(cfg, multi=False),
-        namespace(cfg, multi=False),
-        model(cfg),
-        pod(cfg, multi=False),
-        gpu_instance(cfg),
-    ]
-
-
-def gpu_page(cfg: ObspackConfig) -> list[Template]:
-    """For the GPU page: fleet-wide filters, and one pod whose GPUs the per-GPU panels show."""
-    return [
-        datasource(cfg),
-        cluster(cfg, multi=True),
-        namespace(cfg, multi=True),
+        cluster(cfg, multi=fleet_scope),
+        namespace(cfg, multi=fleet_scope),
         model(cfg),
         pod(cfg, multi=False),
         gpu_instance(cfg),

@@ -23,12 +23,12 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from obspack.demo.fake_vllm import CONTENT_TYPE
+from obspack.demo.serving import TEXT, Answer, LocalServer
 
 GIB = 1024**3
 VLLM_IMAGE = "docker.io/vllm/vllm-openai:v0.33.0"
@@ -240,35 +240,15 @@ class FakeSources:
 
     def __init__(self, cluster: Cluster, port: int = 0) -> None:
         self.cluster = cluster
-        sources = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 (http.server's name)
-                body = exposition(sources.cluster, self.path.split("?")[0])
-                self.send_response(200 if body is not None else 404)
-                self.send_header("Content-Type", CONTENT_TYPE if body is not None else "text/plain")
-                body = body if body is not None else b"not found\n"
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                try:
-                    self.wfile.write(body)
-                except OSError:
-                    pass  # the client gave up first
-
-            def log_message(self, format: str, *args: object) -> None:  # noqa: A002 (base class name)
-                pass
-
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", port), Handler)
-        self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name="fake-k8s", daemon=True)
-        self._thread.start()
+        self._server = LocalServer(self._answer, "fake-k8s", port)
 
     @property
     def address(self) -> str:
-        host, port = self._httpd.server_address[:2]
-        return f"{host}:{port}"
+        return self._server.address
 
     def stop(self) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        self._thread.join(5)
+        self._server.stop()
+
+    def _answer(self, path: str) -> Answer:
+        body = exposition(self.cluster, path)
+        return (200, CONTENT_TYPE, body) if body is not None else (404, TEXT, b"not found\n")

@@ -21,9 +21,10 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from prometheus_client.utils import floatToGoString
+
+from obspack.demo.serving import TEXT, Answer, LocalServer
 
 DEFAULT_MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 ENGINE = "0"
@@ -310,25 +311,12 @@ class FakeVLLM:
         self.engine = Engine(load, model_name=model_name)
         self.down = False
         self.scrapes = 0
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 (http.server's name)
-                fake._answer(self)
-
-            def log_message(self, format: str, *args: object) -> None:  # noqa: A002 (base class name)
-                pass
-
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", port), Handler)
-        self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name="fake-vllm", daemon=True)
-        self._thread.start()
+        self._server = LocalServer(self._answer, "fake-vllm", port)
 
     @property
     def address(self) -> str:
         """HOST:PORT, as a Prometheus target."""
-        host, port = self._httpd.server_address[:2]
-        return f"{host}:{port}"
+        return self._server.address
 
     @property
     def url(self) -> str:
@@ -341,9 +329,7 @@ class FakeVLLM:
         self.engine.update(**changes)
 
     def stop(self) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        self._thread.join(5)
+        self._server.stop()
 
     def __enter__(self) -> FakeVLLM:
         return self
@@ -351,21 +337,12 @@ class FakeVLLM:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def _answer(self, handler: BaseHTTPRequestHandler) -> None:
+    def _answer(self, path: str) -> Answer:
         if self.down:
-            status, body, content_type = 503, b"engine is not running\n", "text/plain; charset=utf-8"
-        elif handler.path.split("?")[0] == "/metrics":
+            return 503, TEXT, b"engine is not running\n"
+        if path == "/metrics":
             self.scrapes += 1
-            status, body, content_type = 200, self.engine.exposition(), CONTENT_TYPE
-        elif handler.path == "/health":
-            status, body, content_type = 200, b"", "text/plain; charset=utf-8"
-        else:
-            status, body, content_type = 404, b"not found\n", "text/plain; charset=utf-8"
-        handler.send_response(status)
-        handler.send_header("Content-Type", content_type)
-        handler.send_header("Content-Length", str(len(body)))
-        handler.end_headers()
-        try:
-            handler.wfile.write(body)
-        except OSError:
-            pass  # the client gave up first
+            return 200, CONTENT_TYPE, self.engine.exposition()
+        if path == "/health":
+            return 200, TEXT, b""
+        return 404, TEXT, b"not found\n"

@@ -122,6 +122,18 @@ def test_both_memory_planes_fire_route_inhibit_resolve_on_time(stack: Stack) -> 
     report_lags(stack, "Memory planes: lag from the exporters showing the condition to firing", lags)
 
 
+def test_both_dcgm_label_modes_come_from_the_real_scrape(stack: Stack) -> None:
+    """honor_labels: true keeps the workload in `pod`; the chart's default false moves it to `exported_pod`
+    and puts the exporter's own pod in `pod`. Both nodes' GPUs are attributed all the same."""
+    assert stack.prometheus is not None
+    honored = stack.prometheus.query(f'DCGM_FI_DEV_FB_USED{{pod="{mp.RAM}"}}')
+    exported = stack.prometheus.query(f'DCGM_FI_DEV_FB_USED{{exported_pod="{mp.CUDA}"}}')
+    assert honored and "exported_pod" not in honored[0]["metric"]
+    assert exported and exported[0]["metric"]["pod"] == "nvidia-dcgm-exporter-gpu-node-b"
+    attributed = stack.prometheus.query(f'namespace_pod_model_gpu:vllm_gpu:info{{pod=~"{mp.RAM}|{mp.CUDA}"}}')
+    assert sorted(r["metric"]["pod"] for r in attributed) == sorted([mp.CUDA, mp.RAM])
+
+
 def test_healthy_pod_at_vllms_preallocation_raises_nothing(stack: Stack) -> None:
     """90% VRAM, half the RAM limit, two GPUs: scraped, attributed, and silent."""
     assert stack.watcher is not None and stack.prometheus is not None
