@@ -21,6 +21,24 @@ def grafana_to_promql(expr: str) -> str:
     return _GRAFANA_VARIABLE.sub("x", expr)
 
 
+def metric_names(expr: str) -> set[str]:
+    """The metric name of every selector in a PromQL expression (Grafana variables allowed)."""
+    names: set[str] = set()
+
+    def visit(node: object) -> bool:
+        if isinstance(node, promql_parser.VectorSelector):
+            name = node.name or next(
+                (m.value for m in node.matchers.matchers if m.name == "__name__" and str(m.op).endswith(".Equal")),
+                None,
+            )
+            if name:
+                names.add(name)
+        return True
+
+    promql_parser.walk(promql_parser.parse(grafana_to_promql(expr)), visit)
+    return names
+
+
 def _walk_panels(panels: list[dict[str, object]]) -> Iterator[dict[str, object]]:
     for panel in panels:
         yield panel

@@ -28,6 +28,7 @@ class Dashboard:
 class Pack:
     version: str
     source: str  # what the pack was rendered from, for the generated headers
+    cluster_label: str  # the label every aggregation keeps (engine writers reason about it)
     recording_groups: tuple[RuleGroup, ...]
     alert_groups: tuple[RuleGroup, ...]
     alerts: tuple[AlertRule, ...]  # the whole catalogue, for runbooks and docs
@@ -50,6 +51,7 @@ def build(cfg: ObspackConfig, source: str = "built-in defaults") -> Pack:
     return Pack(
         version=__version__,
         source=source,
+        cluster_label=cfg.cluster_label,
         recording_groups=tuple(all_recording_groups(cfg)),
         alert_groups=groups,
         alerts=tuple(all_alerts(cfg)),

@@ -381,6 +381,7 @@ def chart_pack(cfg: ObspackConfig, *, dashboards: bool = True) -> Pack:
     return Pack(
         version=__version__,
         source=CHART_SOURCE,
+        cluster_label=cfg.cluster_label,
         recording_groups=tuple(all_recording_groups(cfg)),
         alert_groups=tuple(alert_groups(cfg)),
         alerts=(),

@@ -16,30 +16,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-import promql_parser
-
-from obspack.promql import grafana_to_promql
+from obspack.promql import metric_names
 from obspack.rules.model import AlertRule, RuleGroup
 
 ALERT_SERIES = ("ALERTS", "ALERTS_FOR_STATE")  # written by alerting rules, read by dashboards
-
-
-def metric_names(expr: str) -> set[str]:
-    """The metric name of every selector in a PromQL expression (Grafana variables allowed)."""
-    names: set[str] = set()
-
-    def visit(node: object) -> bool:
-        if isinstance(node, promql_parser.VectorSelector):
-            name = node.name or next(
-                (m.value for m in node.matchers.matchers if m.name == "__name__" and str(m.op).endswith(".Equal")),
-                None,
-            )
-            if name:
-                names.add(name)
-        return True
-
-    promql_parser.walk(promql_parser.parse(grafana_to_promql(expr)), visit)
-    return names
 
 
 @dataclass(frozen=True)
