@@ -1,7 +1,10 @@
 """Writers: one function per output format, each a pure function from the pack to file texts.
 
 The layout is a contract that users' tools, the Helm chart and the tests read:
-    prometheus/   plain rule files (recording rules, alerts) for Prometheus, Thanos Ruler, Mimir
+    prometheus/   plain rule files (recording rules, alerts) for Prometheus
+    thanos/       the same groups for Thanos Ruler, with partial_response_strategy
+    mimir/        the same groups as Mimir ruler namespaces (mimirtool rules load/sync)
+    vmalert/      the same groups for vmalert, expressions rewritten to MetricsQL (docs/engines.md)
     kubernetes/   a PrometheusRule and one Grafana-sidecar ConfigMap per dashboard
     grafana/      one JSON file per dashboard
     runbooks/     one Markdown runbook per alert
@@ -16,6 +19,9 @@ import json
 
 from obspack.render import yamlfmt
 from obspack.render.bundle import Dashboard, Pack
+from obspack.render.mimir import mimir_files
+from obspack.render.thanos import thanos_files
+from obspack.render.vmalert import vmalert_files
 from obspack.templating import render_template
 
 RECORDING_FILE = "prometheus/recording-rules.yaml"
@@ -101,6 +107,12 @@ def runbook_files(pack: Pack) -> dict[str, str]:
     return {f"runbooks/{slug}.md": f"<!-- {header(pack)} -->\n{text}" for slug, text in pack.runbooks}
 
 
+def engine_files(pack: Pack) -> dict[str, str]:
+    """The rule files for Thanos Ruler, Mimir's ruler and vmalert (one writer module each)."""
+    docs = {**thanos_files(pack), **mimir_files(pack), **vmalert_files(pack)}
+    return {path: _yaml_file(pack, doc) for path, doc in docs.items()}
+
+
 def test_files(pack: Pack) -> dict[str, str]:
     return {f"tests/{name}": _yaml_file(pack, data) for name, data in pack.rule_tests}
 
@@ -117,7 +129,8 @@ def readme(pack: Pack, paths: list[str]) -> str:
 def pack_files(pack: Pack) -> dict[str, str]:
     """Every file of the pack, keyed by its POSIX path relative to the output folder, sorted."""
     files: dict[str, str] = {}
-    for writer in (rule_files, kubernetes_files, grafana_files, runbook_files, test_files, alertmanager_files):
+    writers = (rule_files, engine_files, kubernetes_files, grafana_files, runbook_files, test_files, alertmanager_files)
+    for writer in writers:
         files.update(writer(pack))
     files["README.md"] = readme(pack, list(files))
     return dict(sorted(files.items()))

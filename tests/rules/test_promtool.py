@@ -12,20 +12,13 @@ from obspack.render.bundle import build
 from obspack.render.files import ALERTS_FILE, PROMETHEUS_RULE_FILE, RECORDING_FILE, pack_files
 from obspack.rules.alerts import all_alerts
 from obspack.rules.unit_tests import rule_tests
+from tests.support.packs import CONFIGS, render
 from tests.support.tools import require_tool
-
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
-CONFIGS = {"defaults": None, "custom": FIXTURES / "custom.yaml"}
 
 
 @pytest.fixture(params=sorted(CONFIGS))
 def rendered(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
-    cfg = load_config(CONFIGS[request.param])
-    for rel, text in pack_files(build(cfg)).items():
-        target = tmp_path / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text, encoding="utf-8")
-    return tmp_path
+    return render(request.param, tmp_path)
 
 
 def promtool(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:

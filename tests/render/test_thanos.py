@@ -1,0 +1,87 @@
+"""Thanos Ruler files: the Prometheus groups plus `partial_response_strategy`, and nothing else."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from obspack.render import thanos
+from obspack.render.files import ALERTS_FILE, RECORDING_FILE
+from obspack.rules.model import AlertRule, RecordingRule, RuleGroup
+from tests.support.packs import CONFIGS, pack, render
+from tests.support.tools import require_tool
+
+PAIRS = {RECORDING_FILE: thanos.RECORDING_FILE, ALERTS_FILE: thanos.ALERTS_FILE}
+
+
+@pytest.fixture(params=sorted(CONFIGS))
+def rendered(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
+    return render(request.param, tmp_path)
+
+
+def _promtool_check(*files: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([require_tool("promtool"), "check", "rules", *map(str, files)], capture_output=True, text=True)
+
+
+def test_without_the_thanos_field_the_files_are_the_prometheus_files_and_pass_promtool(rendered: Path) -> None:
+    for prometheus_file, thanos_file in PAIRS.items():
+        doc = yaml.safe_load((rendered / thanos_file).read_text())
+        assert {g.pop(thanos.FIELD) for g in doc["groups"]} <= {"warn", "abort"}
+        assert doc == yaml.safe_load((rendered / prometheus_file).read_text()), thanos_file
+        stripped = rendered / f"stripped-{Path(thanos_file).name}"
+        stripped.write_text(yaml.safe_dump(doc, sort_keys=False))
+        done = _promtool_check(stripped)
+        assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_promtool_rejects_the_thanos_field(rendered: Path) -> None:
+    """Why the Thanos files are separate: the field is Thanos Ruler's own."""
+    done = _promtool_check(rendered / thanos.ALERTS_FILE)
+    assert done.returncode != 0 and thanos.FIELD in done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("config", sorted(CONFIGS))
+def test_alerts_abort_and_the_pack_records_warn(config: str) -> None:
+    p = pack(config)
+    assert {thanos.partial_response_strategy(g, p.cluster_label) for g in p.alert_groups} == {"abort"}
+    assert {thanos.partial_response_strategy(g, p.cluster_label) for g in p.recording_groups} == {"warn"}
+
+
+SAFE = {
+    "keeps the cluster in by": "sum by (cluster, pod) (rate(x[5m]))",
+    "drops another label with without": "max without (pid) (x)",
+    "joins on the cluster": "a * on (cluster, pod) group_left (model) b",
+    "topk within a cluster": "topk by (cluster, gpu) (1, x)",
+    "or falls back within a series": "x or y",
+}
+UNSAFE = {
+    "sums over clusters": "sum by (pod) (x)",
+    "aggregates everything": "count(x)",
+    "drops the cluster with without": "sum without (cluster) (x)",
+    "joins across clusters": "a * on (pod) group_left b",
+    "ignores the cluster in a match": "a / ignoring (cluster) b",
+    "negates with unless": "x unless on (cluster, pod) y",
+    "negates with absent": "absent(x)",
+}
+
+
+@pytest.mark.parametrize("case", sorted(SAFE))
+def test_safe_on_partial_data(case: str) -> None:
+    assert thanos.safe_on_partial_data(SAFE[case], "cluster")
+
+
+@pytest.mark.parametrize("case", sorted(UNSAFE))
+def test_unsafe_on_partial_data(case: str) -> None:
+    assert not thanos.safe_on_partial_data(UNSAFE[case], "cluster")
+
+
+def test_one_unsafe_record_makes_its_group_abort() -> None:
+    group = RuleGroup("g", (RecordingRule("a:b:sum", SAFE["keeps the cluster in by"]),
+                            RecordingRule("a:c:sum", UNSAFE["sums over clusters"])))
+    assert thanos.partial_response_strategy(group, "cluster") == "abort"
+    assert thanos.partial_response_strategy(RuleGroup("g", group.rules[:1]), "cluster") == "warn"
+    alert = AlertRule("A", "vector(1)", "0m", pack("defaults").alerts[0].severity, "s.", "d", "r")
+    assert thanos.partial_response_strategy(RuleGroup("g", (alert,)), "cluster") == "abort"

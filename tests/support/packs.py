@@ -1,0 +1,32 @@
+"""The two configs the rule tests render (the defaults and a changed one), rendered to a folder."""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+
+from obspack.config import ObspackConfig, load_config
+from obspack.render.bundle import Pack, build
+from obspack.render.files import pack_files
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+CONFIGS = {"defaults": None, "custom": FIXTURES / "custom.yaml"}
+
+
+@cache
+def config_of(name: str) -> ObspackConfig:
+    return load_config(CONFIGS[name])
+
+
+@cache
+def pack(name: str) -> Pack:
+    return build(config_of(name))
+
+
+def render(name: str, folder: Path) -> Path:
+    """Write the pack of a config (a key of CONFIGS) into folder, as `obspack render` lays it out."""
+    for rel, text in pack_files(pack(name)).items():
+        target = folder / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+    return folder
