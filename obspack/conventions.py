@@ -73,3 +73,13 @@ TRIAGE_DASHBOARD = "vllm-pod-memory-planes"
 def dashboard_uid(name: str) -> str:
     """Stable, readable uid from the dashboard's file name (Grafana allows 40 characters)."""
     return f"obspack-{name}"[:40]
+
+
+# The longest scrape interval the pack is made for. Every rate/increase window must hold at least two
+# samples on Prometheus 3 (left-open windows), so it must be at least twice this.
+# Hook: once the config has a `scrape_interval` setting, return it here instead of the constant.
+LONGEST_SCRAPE_INTERVAL = "1m"
+
+
+def longest_scrape_interval(cfg: ObspackConfig) -> str:
+    return LONGEST_SCRAPE_INTERVAL

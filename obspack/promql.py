@@ -67,6 +67,38 @@ def expressions(pack: Pack) -> Iterator[tuple[str, str]]:
                     yield f"{dashboard.name}/${variable.get('name')}", grafana_to_promql(selector)
 
 
+# Prometheus 3 normalises `le` and `quantile` values on ingest ("1" becomes "1.0"), so a matcher on an
+# integer spelling stops matching; and its windows are left-open, so a window holds one sample fewer.
+NORMALISED_LABELS = ("le", "quantile")
+COUNTER_FUNCTIONS = ("rate", "irate", "increase")
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+
+
+def prometheus3_problems(pack: Pack, longest_scrape_interval: str) -> list[str]:
+    """Rules and panels that would change meaning on Prometheus 3: a matcher on an integer `le` or
+    `quantile` spelling, and a rate/increase window shorter than twice the longest scrape interval."""
+    shortest = 2 * promql_parser.parse_duration(longest_scrape_interval)
+    problems = []
+
+    def check(where: str, node: object) -> None:
+        if isinstance(node, promql_parser.VectorSelector):
+            for m in node.matchers.matchers:
+                spellings = m.value.split("|") if str(m.op).endswith("Re") else [m.value]
+                if m.name in NORMALISED_LABELS and any(_INTEGER.fullmatch(v) for v in spellings):
+                    problems.append(f"{where}: {m} matches an integer {m.name} that Prometheus 3 rewrites")
+        elif isinstance(node, promql_parser.Call) and node.func.name in COUNTER_FUNCTIONS:
+            window = next((a for a in node.args if isinstance(a, promql_parser.MatrixSelector)), None)
+            if window is not None and window.range < shortest:
+                problems.append(
+                    f"{where}: {node.func.name} over {promql_parser.display_duration(window.range)} is shorter "
+                    f"than twice the longest scrape interval ({longest_scrape_interval})"
+                )
+
+    for where, expr in expressions(pack):
+        promql_parser.walk(promql_parser.parse(expr), lambda node, w=where: check(w, node))
+    return problems
+
+
 def parse_errors(pack: Pack) -> list[str]:
     problems = []
     for where, expr in expressions(pack):
