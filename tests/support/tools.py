@@ -1,4 +1,5 @@
-"""Find the real external tools the tests need (promtool, prometheus, amtool, alertmanager, helm).
+"""Find the real external tools the tests need (promtool, prometheus, amtool, alertmanager, helm,
+victoria-metrics, vmalert).
 
 On a laptop a missing tool skips the test with the reason. In CI (CI=true) a missing tool fails the test:
 `scripts/install-test-tools.sh` must have installed it.
