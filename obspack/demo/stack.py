@@ -72,6 +72,7 @@ alerts:
   VLLMKVCacheFragmentationHigh: {{for: 3s}}
   VLLMCUDAAllocatorFragmentationHigh: {{for: 3s}}
   ObspackExporterTargetDown: {{for: 4s}}  # longer than VLLMTargetDown, which inhibits it
+slos: {{enabled: false}}  # the SLO burn has its own live test (tests/e2e/test_slo_burn.py)
 """
 
 

@@ -1,0 +1,82 @@
+"""VLLMErrorBudgetBurn: a model's SLO spends its error budget too fast (multi-window, multi-burn-rate).
+
+One rule per window pair of obspack/slos.py, all named VLLMErrorBudgetBurn: two that page (critical) and
+two that open a ticket (warning), told apart by their `long` and `short` labels. Each reads the records of
+obspack/rules/recording/slo.py directly, so it is one group boundary away from the raw series. The series
+carry the cluster label, namespace, model_name and slo; the value is the burn rate over the short window
+(1 = the pace that spends exactly the whole budget in the period).
+
+A pair fires only when the long window holds at least the model's `min_requests` requests (by default
+1/(1 - objective): with fewer, a single bad request is more than the whole budget of the window).
+"""
+
+from __future__ import annotations
+
+from obspack import conventions as c
+from obspack import slos
+from obspack.config import ObspackConfig
+from obspack.rules.model import AlertRule
+
+ALERT = "VLLMErrorBudgetBurn"
+RUNBOOK = "vllm-error-budget-burn"
+
+
+def burn_rate(window: str) -> str:
+    """Bad events over all events in the window, in units of the error budget (1 - objective)."""
+    return (
+        f"{c.slo_rate('errors', window)}\n"
+        f"/ {c.slo_rate('events', window)}\n"
+        f"/ (1 - {c.SLO_OBJECTIVE})"
+    )
+
+
+def requests_in(cfg: ObspackConfig, window: str) -> str:
+    """The model's requests in the window, from the base-window rate."""
+    return f"avg_over_time({c.slo_rate('requests', slos.base_window(cfg))}[{window}]) * {slos.seconds(window)}"
+
+
+def _indent(text: str) -> str:
+    return text.replace("\n", "\n  ")
+
+
+def error_budget_burn(cfg: ObspackConfig, pair: slos.WindowPair) -> AlertRule:
+    factor = f"{pair.factor:g}"
+    return AlertRule(
+        alert=ALERT,
+        expr=(
+            f"(\n  {_indent(burn_rate(pair.short))}\n) > {factor}\n"
+            f"and\n(\n  {_indent(burn_rate(pair.long))}\n) > {factor}\n"
+            f"and\n{requests_in(cfg, pair.long)}\n>= {c.SLO_MIN_REQUESTS}"
+        ),
+        for_=pair.for_,
+        severity=pair.severity,
+        labels=(("long", pair.long), ("short", pair.short)),
+        summary="vLLM users get slow or failed responses: a model spends its error budget too fast.",
+        description=(
+            "{{ $labels.namespace }}/{{ $labels.model_name }}: the {{ $labels.slo }} SLO spent its error "
+            "budget {{ $value | humanize }} times as fast as the period allows over the last "
+            f"{pair.short}, and more than {factor} times over {pair.long}."
+        ),
+        runbook=RUNBOOK,
+        triage="kubectl -n {{ $labels.namespace }} get pods -o wide",
+        dashboard=c.SLO_DASHBOARD,
+    )
+
+
+def page_fast(cfg: ObspackConfig) -> AlertRule:
+    return error_budget_burn(cfg, slos.window_pairs(cfg)[0])
+
+
+def page_slow(cfg: ObspackConfig) -> AlertRule:
+    return error_budget_burn(cfg, slos.window_pairs(cfg)[1])
+
+
+def ticket_fast(cfg: ObspackConfig) -> AlertRule:
+    return error_budget_burn(cfg, slos.window_pairs(cfg)[2])
+
+
+def ticket_slow(cfg: ObspackConfig) -> AlertRule:
+    return error_budget_burn(cfg, slos.window_pairs(cfg)[3])
+
+
+ALERTS = (page_fast, page_slow, ticket_fast, ticket_slow)
