@@ -89,7 +89,7 @@ class _Predictor:
     def __init__(self, traffic: Traffic, objective: float, min_requests: float, base: int) -> None:
         self.t, self.budget, self.min, self.base = traffic, 1 - objective, min_requests, base
         self._cache: dict[tuple[int, str], bool | None] = {}
-        self._sums = {base_: self._prefix(base_) for base_ in (base, base + 1)}
+        self._sums = {base: self._prefix(base)}
 
     def _prefix(self, base: int) -> list[tuple[float, float, float, int]]:
         """Running sums, per step s, of what the base-window rate at s sees: (bad, all, requests per step,
@@ -108,15 +108,16 @@ class _Predictor:
         return out
 
     def _window(self, s: int, w: int, base: int) -> tuple[float, float] | None:
-        """(burn, requests in the window) as the window record at step s has them."""
-        sums = self._sums[base]
+        """(burn, requests in the window) as the rules compute them at step s: the requests are the summed
+        base-window rates times the base window over the samples it holds (`base` of them, or one more
+        in Prometheus 2's closed windows)."""
+        sums = self._sums[self.base]
         if s < 1 or s >= len(sums):
             return None
-        lo = max(0, s - w)
+        lo, held = max(0, s - w), min(base, sums[s][3])
         bad, every = sums[s][0] - sums[lo][0], sums[s][1] - sums[lo][1]
-        points = sums[s][3] - sums[lo][3]
         burn = bad / every / self.budget if every > 0 else math.nan
-        return burn, (sums[s][2] - sums[lo][2]) / points * w
+        return burn, (sums[s][2] - sums[lo][2]) * self.base / held
 
     def _bounds(self, s: int, w: int) -> tuple[float, float, float, float]:
         """(min burn, max burn, min requests, max requests) over lag, window and base jitter."""
