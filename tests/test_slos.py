@@ -11,7 +11,7 @@ import pytest
 from obspack import slos
 from obspack.catalogue import vllm_latency
 from obspack.config import ObspackConfig, Severity, load_config
-from obspack.errors import ConfigError
+from tests.test_config import problems, write
 
 SURVEY = Path(__file__).parent / "fixtures" / "vllm-slo-metrics.json"
 
@@ -42,18 +42,6 @@ def test_releases_of_a_bound_in_words() -> None:
     assert vllm_latency.releases_with(token, 5.0) == "0.8.4 and later"
 
 
-def write(tmp_path: Path, text: str) -> Path:
-    path = tmp_path / "obspack.yaml"
-    path.write_text(text, encoding="utf-8")
-    return path
-
-
-def problems(tmp_path: Path, text: str) -> list[str]:
-    with pytest.raises(ConfigError) as err:
-        load_config(write(tmp_path, text))
-    return err.value.problems
-
-
 def test_a_threshold_that_is_no_bucket_bound_names_the_nearest(tmp_path: Path) -> None:
     found = problems(tmp_path, "slos:\n  time_to_first_token:\n    threshold: 2\n")
     assert len(found) == 1
@@ -61,23 +49,6 @@ def test_a_threshold_that_is_no_bucket_bound_names_the_nearest(tmp_path: Path) -
     assert "the nearest are 1 and 2.5" in found[0] and "vllm:time_to_first_token_seconds" in found[0]
     itl = problems(tmp_path, "slos:\n  models:\n    - model_regex: x\n      inter_token_latency: {threshold: 0.12}\n")
     assert "slos.models.0.inter_token_latency.threshold" in itl[0] and "the nearest are 0.1 and 0.15" in itl[0]
-
-
-@pytest.mark.parametrize(
-    ("text", "key", "words"),
-    [
-        ("slos:\n  availability: {objective: 1}\n", "slos.availability.objective", "less than 1"),
-        ("slos:\n  period: 7d\n", "slos.period", "'30d' or '28d'"),
-        ("slos:\n  speedup: 7\n", "slos.speedup", "allowed: 1, 2, 3"),
-        ("slos:\n  models:\n    - model_regex: '(x'\n", "slos.models.0.model_regex", "regular expression"),
-        ("slos:\n  min_requests: 0\n", "slos.min_requests", "greater than 0"),
-        ("slos:\n  labels: {severity: page}\n", "slos.labels", "severity"),
-    ],
-)
-def test_slo_settings_are_checked(tmp_path: Path, text: str, key: str, words: str) -> None:
-    found = problems(tmp_path, text)
-    assert len(found) == 1, found
-    assert f": {key}: " in found[0] and words in found[0], found[0]
 
 
 def test_both_spellings_of_a_whole_bound_are_accepted(tmp_path: Path) -> None:
@@ -128,3 +99,8 @@ def test_window_pairs_follow_the_period_and_the_speedup() -> None:
     ]  # fmt: skip
     assert (slos.period(demo), slos.base_window(demo)) == ("12h", "5s")
     assert slos.derived_windows(ObspackConfig()) == ("30m", "1h", "2h", "6h", "1d", "3d")
+
+
+def test_docs_list_the_bounds_by_release() -> None:
+    docs = (Path(__file__).parents[1] / "docs" / "slos.md").read_text()
+    assert vllm_latency.bounds_table() in docs, "docs/slos.md: paste vllm_latency.bounds_table() again"

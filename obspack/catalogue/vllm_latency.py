@@ -87,3 +87,14 @@ def check_bound(value: float, metrics: tuple[str, ...]) -> float:
         f"{value:g} s is not a bucket bound of {' / '.join(metrics)}; the nearest are {nearest} "
         f"(allowed: {', '.join(f'{b:g}' for b in allowed)}; docs/slos.md lists them by vLLM release)"
     )
+
+
+def bounds_table() -> str:
+    """A Markdown table of every bound, and the releases that export it per SLO (docs/slos.md holds it)."""
+    families = {"time to first token": (TTFT,), "inter-token latency": (ITL, TPOT)}
+    bounds = sorted({b for metrics in families.values() for b in boundaries(metrics)})
+    lines = ["| bound (s) | " + " | ".join(families) + " |", "|---|" + "---|" * len(families)]
+    for bound in bounds:
+        cells = [releases_with(m, bound) if bound in boundaries(m) else "-" for m in families.values()]
+        lines.append(f"| {bound:g} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
