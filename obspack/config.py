@@ -240,10 +240,9 @@ class Alerts(_Model):
 # SLOs: per-model objectives with multi-window, multi-burn-rate alerts (docs/slos.md explains the defaults)
 
 Objective = Annotated[float, Field(gt=0, lt=1)]
-TTFTThreshold = Annotated[float, AfterValidator(lambda v: vllm_latency.check_bound(v, (vllm_latency.TTFT,)))]
-ITLThreshold = Annotated[
-    float, AfterValidator(lambda v: vllm_latency.check_bound(v, (vllm_latency.ITL, vllm_latency.TPOT)))
-]
+_HISTOGRAMS = vllm_latency.SLO_HISTOGRAMS
+TTFTThreshold = Annotated[float, AfterValidator(lambda v: vllm_latency.check_bound(v, _HISTOGRAMS["time_to_first_token"]))]
+ITLThreshold = Annotated[float, AfterValidator(lambda v: vllm_latency.check_bound(v, _HISTOGRAMS["inter_token_latency"]))]
 MinRequests = Annotated[float, Field(gt=0)]
 SPEEDUPS = (1, 2, 3, 4, 5, 6, 10, 12, 15, 20, 30, 60)  # divisors of 60: every window stays whole seconds
 

@@ -118,7 +118,7 @@ class _SLOPage:
         self.titles = slos.TITLES
         self._cfg = cfg
         self._model = page.match("namespace", "model_name")
-        self._engine = page.match("namespace", "model_name").strip("{}")
+        self._engine = self._model.strip("{}")
         self._pod = page.match("namespace").strip("{}")
 
     @property

@@ -31,7 +31,9 @@ def test_bucket_table_matches_every_surveyed_release(metric: str) -> None:
 def test_http_requests_exist_from_0_8_3_only() -> None:
     """Availability needs http_requests_total: absent in the releases before 0.8.3 that were surveyed."""
     for release, metrics in _releases().items():
-        assert ("http_requests_total" in metrics) == (tuple(map(int, release.split("."))) >= (0, 8, 3)), release
+        assert ("http_requests_total" in metrics) == (tuple(map(int, release.split("."))) >= (0, 8, 3)), (
+            release
+        )
 
 
 def test_releases_of_a_bound_in_words() -> None:
@@ -47,8 +49,12 @@ def test_a_threshold_that_is_no_bucket_bound_names_the_nearest(tmp_path: Path) -
     assert len(found) == 1
     assert found[0].startswith(f"{tmp_path / 'obspack.yaml'}:3: slos.time_to_first_token.threshold: ")
     assert "the nearest are 1 and 2.5" in found[0] and "vllm:time_to_first_token_seconds" in found[0]
-    itl = problems(tmp_path, "slos:\n  models:\n    - model_regex: x\n      inter_token_latency: {threshold: 0.12}\n")
-    assert "slos.models.0.inter_token_latency.threshold" in itl[0] and "the nearest are 0.1 and 0.15" in itl[0]
+    itl = problems(
+        tmp_path, "slos:\n  models:\n    - model_regex: x\n      inter_token_latency: {threshold: 0.12}\n"
+    )
+    assert (
+        "slos.models.0.inter_token_latency.threshold" in itl[0] and "the nearest are 0.1 and 0.15" in itl[0]
+    )
 
 
 def test_both_spellings_of_a_whole_bound_are_accepted(tmp_path: Path) -> None:

@@ -15,7 +15,27 @@ TTFT = "vllm:time_to_first_token_seconds"
 ITL = "vllm:inter_token_latency_seconds"
 TPOT = "vllm:time_per_output_token_seconds"  # ITL's older name: default up to 0.11, hidden 0.12-0.14, gone in 0.15
 
-_TTFT_UP_TO_0_8_3 = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0)
+# The histograms of each latency SLO; for inter-token latency the first name present wins per series.
+SLO_HISTOGRAMS = {"time_to_first_token": (TTFT,), "inter_token_latency": (ITL, TPOT)}
+
+_TTFT_UP_TO_0_8_3 = (
+    0.001,
+    0.005,
+    0.01,
+    0.02,
+    0.04,
+    0.06,
+    0.08,
+    0.1,
+    0.25,
+    0.5,
+    0.75,
+    1.0,
+    2.5,
+    5.0,
+    7.5,
+    10.0,
+)
 _TOKEN_UP_TO_0_8_3 = (0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5)
 
 
@@ -30,7 +50,9 @@ class Bounds:
 
     def covers(self, release: str) -> bool:
         v = _version(release)
-        return (self.first is None or _version(self.first) <= v) and (self.last is None or v <= _version(self.last))
+        return (self.first is None or _version(self.first) <= v) and (
+            self.last is None or v <= _version(self.last)
+        )
 
     @property
     def releases(self) -> str:
@@ -91,7 +113,10 @@ def check_bound(value: float, metrics: tuple[str, ...]) -> float:
 
 def bounds_table() -> str:
     """A Markdown table of every bound, and the releases that export it per SLO (docs/slos.md holds it)."""
-    families = {"time to first token": (TTFT,), "inter-token latency": (ITL, TPOT)}
+    families = {
+        "time to first token": SLO_HISTOGRAMS["time_to_first_token"],
+        "inter-token latency": SLO_HISTOGRAMS["inter_token_latency"],
+    }
     bounds = sorted({b for metrics in families.values() for b in boundaries(metrics)})
     lines = ["| bound (s) | " + " | ".join(families) + " |", "|---|" + "---|" * len(families)]
     for bound in bounds:

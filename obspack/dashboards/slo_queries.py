@@ -14,6 +14,7 @@ from obspack.dashboards import queries as q
 from obspack.rules.alerts.slo import ALERT
 from obspack.rules.recording import slo as recording
 
+
 def rec(cfg: ObspackConfig, record: str) -> str:
     """An SLO record narrowed to the selected clusters, namespaces and models."""
     return q.rec(cfg, record, q.MODEL)

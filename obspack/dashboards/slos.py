@@ -3,7 +3,7 @@ rate per window, and the pods behind a burn (rows open the triage page)."""
 
 from __future__ import annotations
 
-from grafanalib.core import Dashboard
+from grafanalib.core import Dashboard, Panel
 
 from obspack import conventions as c
 from obspack import slos
@@ -26,7 +26,9 @@ POD_COLUMNS = {
 }
 
 
-def _burn_panel(cfg: ObspackConfig, title: str, pairs: tuple[slos.WindowPair, ...], what: str) -> p.TimeSeries:
+def _burn_panel(
+    cfg: ObspackConfig, title: str, pairs: tuple[slos.WindowPair, ...], what: str
+) -> p.TimeSeries:
     factors = sorted(pair.factor for pair in pairs)
     return p.timeseries(
         title,
@@ -49,7 +51,7 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
     base, period = slos.base_window(cfg), slos.period(cfg)
     runbook = [runbook_link(cfg, RUNBOOK, "error budget burn")]
     enabled = slos.enabled_slis(cfg)
-    panels: list[object] = [
+    panels: list[Panel] = [
         p.stat(
             "Error budget burns firing",
             p.target(sq.burn_alerts_firing(cfg), "firing"),
@@ -156,5 +158,5 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
         description="Per-model SLOs: time to first token, inter-token latency and availability against "
         "their objectives, error budgets and burn rates, and the pods behind a burn.",
         variables=variables.fleet(cfg),
-        panels=panels,  # type: ignore[arg-type]
+        panels=panels,
     )

@@ -21,7 +21,7 @@ Receivers are placeholders without integrations: add `pagerduty_configs`, `slack
 from __future__ import annotations
 
 from obspack import slos
-from obspack.config import AlertSettings, ObspackConfig, Severity
+from obspack.config import ObspackConfig, Severity
 from obspack.rules.alerts.slo import ALERT as BURN
 
 DEFAULT_RECEIVER = "default"

@@ -44,10 +44,10 @@ import annotated_types
 import yaml
 from pydantic.fields import FieldInfo
 
-from obspack import __version__
-from obspack import slos
+from obspack import __version__, slos
 from obspack.catalogue import vllm_latency
 from obspack.config import _DURATION, _LABEL_NAME, Alerts, Duration, LabelMap, ObspackConfig, Severity
+from obspack.conventions import GROUP_PREFIX
 from obspack.dashboards import all_dashboards
 from obspack.errors import RenderError
 from obspack.render import yamlfmt
@@ -55,7 +55,6 @@ from obspack.render.bundle import Dashboard, Pack
 from obspack.render.files import MARKER, dashboard_json
 from obspack.rules.alerts import alert_groups, all_alerts, runbook_url
 from obspack.rules.alerts.slo import ALERT as BURN
-from obspack.conventions import GROUP_PREFIX
 from obspack.rules.model import AlertRule, RecordingRule
 from obspack.rules.recording import all_recording_groups
 from obspack.rules.recording.slo import le_matcher
@@ -564,10 +563,7 @@ def _string(pattern: str | None = None, **extra: Any) -> dict[str, Any]:
 
 BOOL = {"type": "boolean"}
 OBJECTIVE = {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1}
-LATENCY_METRICS = {
-    "time_to_first_token": (vllm_latency.TTFT,),
-    "inter_token_latency": (vllm_latency.ITL, vllm_latency.TPOT),
-}
+
 DURATION = _string(_DURATION.pattern)
 OPTIONAL_DURATION = _string(f"^$|{_DURATION.pattern}")
 K8S_NAME = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
@@ -646,7 +642,7 @@ def _slos_section(cfg: ObspackConfig) -> S:
             "objective": V(current.objective, OBJECTIVE, "share of good events, below 1"),
         }
         if "threshold" in type(current).model_fields:
-            metrics = LATENCY_METRICS[sli]
+            metrics = vllm_latency.SLO_HISTOGRAMS[sli]
             bounds = [int(b) if b.is_integer() else b for b in vllm_latency.boundaries(metrics)]
             settings["threshold"] = V(
                 current.threshold, {"type": "number", "enum": bounds}, "seconds; a bucket bound vLLM exports"

@@ -59,7 +59,9 @@ class Traffic:
     resets: frozenset[int] = frozenset()  # steps at which one pod restarts (its counters start over)
 
     @classmethod
-    def of(cls, steps: int, requests: float, bad_share: Callable[[int], float], events_per_request: float = 1):
+    def of(
+        cls, steps: int, requests: float, bad_share: Callable[[int], float], events_per_request: float = 1
+    ) -> Traffic:
         good, bad = [0.0], [0.0]
         for s in range(1, steps + 1):
             share = bad_share(s)
@@ -227,8 +229,12 @@ class _Writer:
         # Two pods: the first carries every bad event, the second the good ones. Pod 0 writes the Go
         # client's spelling of a whole-number bound (le="1"), pod 1 Python's and Prometheus 3's ("1.0").
         carried = [
-            Traffic([0.0] * len(traffic.good), traffic.bad, [r / 2 for r in traffic.requests], traffic.resets),
-            Traffic(traffic.good, [0.0] * len(traffic.bad), [r / 2 for r in traffic.requests], traffic.resets),
+            Traffic(
+                [0.0] * len(traffic.good), traffic.bad, [r / 2 for r in traffic.requests], traffic.resets
+            ),
+            Traffic(
+                traffic.good, [0.0] * len(traffic.bad), [r / 2 for r in traffic.requests], traffic.resets
+            ),
         ]
         for i, (where, t) in enumerate(zip(pods, carried)):
             resets = frozenset(r + 20 * i for r in t.resets)  # the pods restart one after the other
@@ -328,7 +334,12 @@ class _Suite:
         ]  # fmt: skip
 
     def labels(self, sli: _SLI, cluster: str) -> dict[str, str]:
-        return {self.cfg.cluster_label: cluster, "namespace": NAMESPACE, "model_name": sli.model, "slo": sli.name}
+        return {
+            self.cfg.cluster_label: cluster,
+            "namespace": NAMESPACE,
+            "model_name": sli.model,
+            "slo": sli.name,
+        }
 
     def play(self, name: str, steps: int, plays: dict[str, tuple[str, Traffic]], at: list[int]) -> _Case:
         """Write the traffic of each SLI (per cluster) and expect, at each step of `at`, what the model of
@@ -350,7 +361,9 @@ class _Suite:
                     if verdict:
                         value = predictor.value(step, pair)
                         if value is None:
-                            raise AssertionError(f"{name}: {sli.name} {pair.name} has no steady value at {step}")
+                            raise AssertionError(
+                                f"{name}: {sli.name} {pair.name} has no steady value at {step}"
+                            )
                         firing.append(_expected(pair.rule, self.labels(sli, cluster), value))
             case.checks.append((step, firing))
         return case
@@ -362,7 +375,11 @@ class _Suite:
     def _holds(self, case: _Case, sli: _SLI, cluster: str, step: int, expr: str) -> None:
         """A query check that `expr` (a `bool` comparison) is 1 at `step`."""
         case.samples.append(
-            {"expr": expr, "eval_time": self.at(step), "exp_samples": [_sample("", self.labels(sli, cluster), 1)]}
+            {
+                "expr": expr,
+                "eval_time": self.at(step),
+                "exp_samples": [_sample("", self.labels(sli, cluster), 1)],
+            }
         )
 
     def burn_above(self, case: _Case, sli: _SLI, cluster: str, step: int, factor: float) -> None:
@@ -412,7 +429,9 @@ def fast_burn(suite: _Suite) -> _Case:
     burn = min(1 / (1 - sli.objective) for sli in suite.slis)
     for sli in suite.slis:
         share = sli.share(burn)
-        burning = Traffic.of(end, sli.requests, lambda s, sh=share: sh if s > start else 0.0, sli.events_per_request)
+        burning = Traffic.of(
+            end, sli.requests, lambda s, sh=share: sh if s > start else 0.0, sli.events_per_request
+        )
         healthy = Traffic.of(end, sli.requests, lambda s: 0.0, sli.events_per_request)
         plays[sli.name] = ("prod-a", burning)
         plays[f"{sli.name}@b"] = ("prod-b", healthy)
@@ -438,7 +457,10 @@ def slow_burn(suite: _Suite) -> _Case:
             if first is not None:
                 at.add(first)
     steps = max(at, default=60) + 5
-    plays = {k: (cl, Traffic(t.good[: steps + 1], t.bad[: steps + 1], t.requests[: steps + 1])) for k, (cl, t) in plays.items()}
+    plays = {
+        k: (cl, Traffic(t.good[: steps + 1], t.bad[: steps + 1], t.requests[: steps + 1]))
+        for k, (cl, t) in plays.items()
+    }
     return suite.play("VLLMErrorBudgetBurn: a slow burn opens tickets and never pages", steps, plays,
                       sorted(at | {30}))  # fmt: skip
 
@@ -452,8 +474,12 @@ def brief_spike(suite: _Suite) -> _Case:
         share = sli.share(20)
         plays[sli.name] = (
             "prod-a",
-            Traffic.of(steps, sli.requests, lambda s, sh=share: sh if spike < s <= spike + 5 else 0.0,
-                       sli.events_per_request),  # fmt: skip
+            Traffic.of(
+                steps,
+                sli.requests,
+                lambda s, sh=share: sh if spike < s <= spike + 5 else 0.0,
+                sli.events_per_request,
+            ),  # fmt: skip
         )
     case = suite.play("VLLMErrorBudgetBurn: a brief spike does not page", steps, plays,
                       [spike + 3, spike + 6, spike + 15, spike + 30, spike + 60])  # fmt: skip
@@ -469,13 +495,28 @@ def no_traffic(suite: _Suite) -> _Case:
     requests in the same namespace has no model, so it counts for none."""
     steps = 20
     plays = {sli.name: ("prod-a", Traffic.of(steps, 0.0, lambda s: 0.0)) for sli in suite.slis}
-    case = suite.play("VLLMErrorBudgetBurn: no traffic stays quiet, and no record is NaN", steps, plays, [10, 19])
-    router = {**(suite.builder.sel["vllm"] or {}), **suite.builder.where("prod-a", NAMESPACE, "vllm-router-5f9c")}
+    case = suite.play(
+        "VLLMErrorBudgetBurn: no traffic stays quiet, and no record is NaN", steps, plays, [10, 19]
+    )
+    router = {
+        **(suite.builder.sel["vllm"] or {}),
+        **suite.builder.where("prod-a", NAMESPACE, "vllm-router-5f9c"),
+    }
     route = suite.writer.route
-    case.series.append((_series("http_requests_total", {**router, "handler": route, "method": "POST", "status": "5xx"}), f"0+50x{steps}"))
-    case.series.append((_series("vllm:num_requests_running", {**router, "server": "http://10.1.2.3:8000"}), f"3x{steps}"))
+    case.series.append(
+        (
+            _series("http_requests_total", {**router, "handler": route, "method": "POST", "status": "5xx"}),
+            f"0+50x{steps}",
+        )
+    )
+    case.series.append(
+        (_series("vllm:num_requests_running", {**router, "server": "http://10.1.2.3:8000"}), f"3x{steps}")
+    )
     for sli in suite.slis:
-        for record in (c.slo_rate("events", slos.derived_windows(suite.cfg)[1]), c.slo_rate("errors", slos.period(suite.cfg))):
+        for record in (
+            c.slo_rate("events", slos.derived_windows(suite.cfg)[1]),
+            c.slo_rate("errors", slos.period(suite.cfg)),
+        ):
             suite.record_is(case, record, sli, "prod-a", 19, 0)
     return case
 
@@ -526,7 +567,9 @@ def uneven_traffic(suite: _Suite) -> _Case:
             "prod-a",
             Traffic([g * k for g, k in zip(t.good, scale)], [b * k for b, k in zip(t.bad, scale)], scale),
         )
-    case = suite.play("VLLMErrorBudgetBurn: the period's budget is weighted by traffic", steps, plays, [steps])
+    case = suite.play(
+        "VLLMErrorBudgetBurn: the period's budget is weighted by traffic", steps, plays, [steps]
+    )
     period = slos.period(suite.cfg)
     for sli in suite.slis:
         predictor = _Predictor(plays[sli.name][1], sli.objective, sli.min_requests, suite.base)
@@ -570,4 +613,3 @@ def slo_rule_tests(cfg: ObspackConfig) -> dict[str, dict[str, object]]:
             "tests": [_test_case(suite, scenario(suite)) for scenario in SCENARIOS],
         }
     }
-

@@ -16,7 +16,16 @@ import pytest
 from obspack import conventions as c
 from obspack.demo import fake_vllm as fv
 from obspack.demo.clients import ALERTMANAGER, PROMETHEUS, wait_until
-from obspack.demo.stack import CLUSTER, EXPORTER_JOB, NAMESPACE, RUNBOOK_BASE_URL, VLLM_JOB, PodSpec, Stack, Tools
+from obspack.demo.stack import (
+    CLUSTER,
+    EXPORTER_JOB,
+    NAMESPACE,
+    RUNBOOK_BASE_URL,
+    VLLM_JOB,
+    PodSpec,
+    Stack,
+    Tools,
+)
 from obspack.rules.alerts.slo import ALERT
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
@@ -40,12 +49,16 @@ def test_fake_vllm_reports_http_errors_by_status() -> None:
     clock = [0.0]
     engine = fv.Engine(replace(STEADY, error_ratio=0.25), clock=lambda: clock[0], history_s=0)
     clock[0] = 100.0
-    lines = [line for line in engine.exposition().decode().splitlines() if line.startswith("http_requests_total")]
+    lines = [
+        line for line in engine.exposition().decode().splitlines() if line.startswith("http_requests_total")
+    ]
     counts = {line.split('status="')[1][:3]: float(line.rsplit(" ", 1)[1]) for line in lines}
     assert counts == {"2xx": 375.0, "5xx": 125.0}
 
 
-def test_a_latency_burn_pages_through_alertmanager(e2e_tools: Tools, tmp_path_factory: pytest.TempPathFactory) -> None:
+def test_a_latency_burn_pages_through_alertmanager(
+    e2e_tools: Tools, tmp_path_factory: pytest.TempPathFactory
+) -> None:
     pods = [PodSpec(BURNING, STEADY), PodSpec(CALM, STEADY, namespace=CALM_NAMESPACE)]
     with Stack(tmp_path_factory.mktemp("slo"), pods, e2e_tools, config=SLO_CONFIG) as stack:
         assert stack.watcher is not None and stack.prometheus is not None and stack.webhook is not None
@@ -84,7 +97,9 @@ def test_a_latency_burn_pages_through_alertmanager(e2e_tools: Tools, tmp_path_fa
             assert "pod" not in track.labels
             annotations = track.last["annotations"]
             assert annotations["runbook_url"] == f"{RUNBOOK_BASE_URL}/vllm-error-budget-burn.md"
-            assert f"{NAMESPACE}/{fv.DEFAULT_MODEL}: the time_to_first_token SLO" in annotations["description"]
+            assert (
+                f"{NAMESPACE}/{fv.DEFAULT_MODEL}: the time_to_first_token SLO" in annotations["description"]
+            )
             assert [r["name"] for r in track.last["receivers"]] == ["obspack-pager"]
 
             def paged() -> bool:

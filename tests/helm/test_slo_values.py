@@ -21,7 +21,10 @@ def _groups(docs: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
 @pytest.mark.parametrize(
     "settings",
     [
-        {"time_to_first_token": {"threshold": 10, "objective": 0.9}, "inter_token_latency": {"threshold": 0.025}},
+        {
+            "time_to_first_token": {"threshold": 10, "objective": 0.9},
+            "inter_token_latency": {"threshold": 0.025},
+        },
         {"availability": {"enabled": False}, "labels": {"team": "serving"}},
         {"enabled": False},
     ],
@@ -32,7 +35,9 @@ def test_slo_values_render_what_obspack_renders(helm: Helm, settings: dict[str, 
     cfg = chart.config_from_values(merged_values({"slos": settings}))
     expected = {g["name"]: g["rules"] for g in prometheus_rule(build(cfg))["spec"]["groups"]}
     assert _groups(docs) == expected
-    text = "\n".join(f"{r.get('expr', '')}\n{r.get('labels', '')}" for rules in expected.values() for r in rules)
+    text = "\n".join(
+        f"{r.get('expr', '')}\n{r.get('labels', '')}" for rules in expected.values() for r in rules
+    )
     if settings.get("enabled") is False:
         assert "obspack-slo.rules" not in expected and "VLLMErrorBudgetBurn" not in text
     if "time_to_first_token" in settings:

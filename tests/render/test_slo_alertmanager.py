@@ -27,14 +27,24 @@ CASES = [
 
 
 @pytest.mark.tool
-@pytest.mark.parametrize(("settings", "labels", "receiver"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+@pytest.mark.parametrize(
+    ("settings", "labels", "receiver"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
+)
 def test_amtool_routes_burns(tmp_path: Path, settings: dict, labels: list[str], receiver: str) -> None:
     amtool = require_tool("amtool")
     path = tmp_path / "alertmanager.yaml"
     path.write_text(yamlfmt.dump(alertmanager_example(ObspackConfig.model_validate(settings))))
     check = subprocess.run([amtool, "check-config", str(path)], capture_output=True, text=True)
     assert check.returncode == 0, check.stdout + check.stderr
-    argv = [amtool, "config", "routes", "test", f"--config.file={path}", f"--verify.receivers={receiver}", *labels]
+    argv = [
+        amtool,
+        "config",
+        "routes",
+        "test",
+        f"--config.file={path}",
+        f"--verify.receivers={receiver}",
+        *labels,
+    ]
     run = subprocess.run(argv, capture_output=True, text=True)
     assert run.returncode == 0, run.stdout + run.stderr
 
@@ -44,7 +54,9 @@ def test_burns_group_per_model_and_a_page_mutes_the_ticket() -> None:
     critical, warning = config["route"]["routes"][0]["routes"][:2]
     for route in (critical["routes"][0], warning["routes"][0]):
         assert route["group_by"] == ["alertname", "k8s_cluster", "namespace", "model_name", "slo"]
-    burn = [r for r in config["inhibit_rules"] if r["source_matchers"][0] == 'alertname="VLLMErrorBudgetBurn"']
+    burn = [
+        r for r in config["inhibit_rules"] if r["source_matchers"][0] == 'alertname="VLLMErrorBudgetBurn"'
+    ]
     assert burn == [
         {
             "source_matchers": ['alertname="VLLMErrorBudgetBurn"', 'severity="critical"'],
@@ -57,5 +69,7 @@ def test_burns_group_per_model_and_a_page_mutes_the_ticket() -> None:
 
 
 def test_no_slo_no_burn_route() -> None:
-    config = alertmanager_example(ObspackConfig.model_validate({"slos": {"enabled": False, "labels": {"team": "serving"}}}))
+    config = alertmanager_example(
+        ObspackConfig.model_validate({"slos": {"enabled": False, "labels": {"team": "serving"}}})
+    )
     assert "VLLMErrorBudgetBurn" not in yamlfmt.dump(config)

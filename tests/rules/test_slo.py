@@ -48,11 +48,15 @@ def test_alert_contract() -> None:
     for rule, factor in zip(rules, ("14.4", "6", "3", "1")):
         assert rule.expr.count(f") > {factor}\n") == 2, rule.expr
         annotations = rule.to_dict()["annotations"]
-        assert "/d/obspack-vllm-slos/vllm-slos?var-cluster={{ $labels.cluster }}" in annotations["dashboard_url"]
+        assert (
+            "/d/obspack-vllm-slos/vllm-slos?var-cluster={{ $labels.cluster }}" in annotations["dashboard_url"]
+        )
         assert "var-model={{ $labels.model_name }}" in annotations["dashboard_url"]
         assert annotations["runbook_url"] == "runbooks/vllm-error-budget-burn.md"
     # every series the alert returns has the cluster, namespace, model and SLO: the records' labels
-    sli = [r for r in _slo_groups(ObspackConfig())[f"{c.GROUP_PREFIX}-slo.rules"] if dict(r.labels).get("slo")]
+    sli = [
+        r for r in _slo_groups(ObspackConfig())[f"{c.GROUP_PREFIX}-slo.rules"] if dict(r.labels).get("slo")
+    ]
     assert {dict(r.labels)["slo"] for r in sli} == set(slos.SLIS)
     for rule in sli:
         if rule.expr.startswith("sum by"):
@@ -62,7 +66,9 @@ def test_alert_contract() -> None:
 def test_config_labels_reach_the_alert_and_the_cluster_label_every_rule() -> None:
     cfg = CONFIGS["custom"]
     rules = [a for a in all_alerts(cfg) if a.alert == ALERT]
-    assert all(dict(r.labels)["slo_owner"] == "serving" and dict(r.labels)["team"] == "ml-platform" for r in rules)
+    assert all(
+        dict(r.labels)["slo_owner"] == "serving" and dict(r.labels)["team"] == "ml-platform" for r in rules
+    )
     for rules_ in _slo_groups(cfg).values():
         for rule in rules_:
             for clause in re.findall(r"\b(?:by|on) \(([^)]*)\)", rule.expr):
@@ -155,7 +161,9 @@ def test_every_slo_fires_and_stays_quiet_in_the_rendered_tests() -> None:
             for a in check.get("exp_alerts", [])
         }
         assert fired == {(s, p.long) for s in slos.SLIS for p in slos.window_pairs(cfg)}, name
-        quiet = [case["name"] for case in cases if not any(ch.get("exp_alerts") for ch in case["alert_rule_test"])]
+        quiet = [
+            case["name"] for case in cases if not any(ch.get("exp_alerts") for ch in case["alert_rule_test"])
+        ]
         assert len(quiet) == 5, (name, quiet)
 
 

@@ -49,6 +49,7 @@ def settings(cfg: ObspackConfig, alert: str) -> AlertSettings | SLOs:
 
 
 def enabled(cfg: ObspackConfig, alert: str) -> bool:
+    """Whether the alert is rendered: its `enabled`, or for the SLO burn alert, any SLO being on."""
     if alert == slo.ALERT:
         return bool(slos.enabled_slis(cfg))
     return settings(cfg, alert).enabled
@@ -56,13 +57,13 @@ def enabled(cfg: ObspackConfig, alert: str) -> bool:
 
 def finish(cfg: ObspackConfig, rule: AlertRule) -> AlertRule:
     """Add the config's labels, the cluster to the description, and the links."""
-    settings_ = settings(cfg, rule.alert)
-    labels = {**cfg.common_labels, **settings_.labels, **dict(rule.labels)}
+    labels = {**cfg.common_labels, **settings(cfg, rule.alert).labels, **dict(rule.labels)}
     cluster = f"{{{{ with $labels.{cfg.cluster_label} }}}} Cluster: {{{{ . }}}}.{{{{ end }}}}"
     finished = AlertRule(
         **{**rule.__dict__, "labels": tuple(sorted(labels.items())), "description": rule.description + cluster}
     )
-    return finished.with_links(runbook_url(cfg, rule.runbook), dashboard_url(cfg, rule.dashboard or c.TRIAGE_DASHBOARD))
+    page = rule.dashboard or c.TRIAGE_DASHBOARD
+    return finished.with_links(runbook_url(cfg, rule.runbook), dashboard_url(cfg, page))
 
 
 def alert_groups(cfg: ObspackConfig, topics: Iterable[tuple[str, tuple[AlertFn, ...]]] = TOPICS) -> list[RuleGroup]:

@@ -25,11 +25,7 @@ RUNBOOK = "vllm-error-budget-burn"
 
 def burn_rate(window: str) -> str:
     """Bad events over all events in the window, in units of the error budget (1 - objective)."""
-    return (
-        f"{c.slo_rate('errors', window)}\n"
-        f"/ {c.slo_rate('events', window)}\n"
-        f"/ (1 - {c.SLO_OBJECTIVE})"
-    )
+    return f"{c.slo_rate('errors', window)}\n/ {c.slo_rate('events', window)}\n/ (1 - {c.SLO_OBJECTIVE})"
 
 
 def requests_in(cfg: ObspackConfig, window: str) -> str:

@@ -36,10 +36,6 @@ from obspack.rules.model import RecordingRule, RuleGroup
 
 MODEL = ("namespace", "model_name")
 HAS_MODEL = 'model_name!=""'
-LATENCY = {
-    "time_to_first_token": (vllm_latency.TTFT,),
-    "inter_token_latency": (vllm_latency.ITL, vllm_latency.TPOT),  # first name present wins per series
-}
 
 
 def le_matcher(threshold: float) -> str:
@@ -75,7 +71,7 @@ def _latency(cfg: ObspackConfig, sli: str, branch: slos.Branch, window: str, sco
     assert branch.threshold is not None
     le = le_matcher(branch.threshold)
     bad, every = [], []
-    for metric in LATENCY[sli]:
+    for metric in vllm_latency.SLO_HISTOGRAMS[sli]:
         count = f"rate({metric}_count{_sel(cfg, branch, scope)}[{window}])"
         bucket = f"{metric}_bucket{_sel(cfg, branch, scope, le)}"
         bad.append(f"(\n    {count}\n    - ignoring (le)\n    rate({bucket}[{window}])\n  )")
@@ -87,9 +83,7 @@ def _availability(cfg: ObspackConfig, branch: slos.Branch, window: str, scope: S
     """(failed, all) HTTP requests per second, each pod's rate joined to its served model."""
     pod = c.by(cfg, "namespace", "pod")
     routes = f"handler=~{promql_string(cfg.slos.availability.handler_regex)}"
-    served = (
-        f"topk by ({pod}) (1, group by ({pod}, model_name) (vllm:num_requests_running{_sel(cfg, branch, scope)}))"
-    )
+    served = f"topk by ({pod}) (1, group by ({pod}, model_name) (vllm:num_requests_running{_sel(cfg, branch, scope)}))"
 
     def joined(*status: str) -> str:
         http = c.selector(cfg.selectors.vllm, routes, *status, scope.pod)
@@ -169,7 +163,9 @@ def groups(cfg: ObspackConfig) -> list[RuleGroup]:
     slis = slos.enabled_slis(cfg)
     if not slis:
         return []
-    rules = [rule for sli in slis for branch in slos.branches(cfg, sli) for rule in branch_rules(cfg, sli, branch)]
+    rules = [
+        rule for sli in slis for branch in slos.branches(cfg, sli) for rule in branch_rules(cfg, sli, branch)
+    ]
     return [
         RuleGroup(
             name=f"{c.GROUP_PREFIX}-slo.rules",
