@@ -154,6 +154,8 @@ class _Predictor:
         return None
 
     def firing(self, at: int, pair: _Pair) -> bool | None:
+        """Whether the pair's alert fires at step `at`: its condition clearly held for `for` (and a little
+        more), or clearly failed since the alert could have become active; None when that is unclear."""
         held = [self.condition(s, pair) for s in range(max(1, at - pair.for_ - 2), at + 1)]
         if held and all(h is True for h in held) and at - pair.for_ - 2 >= 1:
             return True
@@ -177,16 +179,13 @@ class _Predictor:
 
 
 def _fmt(v: float) -> str:
-    return repr(round(v, 12)).removesuffix(".0") if v == int(v) else repr(v)
+    return str(int(v)) if v == int(v) else repr(v)
 
 
 def counter_values(increments: list[float], resets: frozenset[int] = frozenset()) -> str:
     """promtool's expanding notation for a counter growing by increments[s] at step s (index 0 is the
     first sample, 0), starting over from 0 at each reset step."""
-    parts: list[str] = []
-    value, s = 0.0, 0
-    parts.append("0")
-    s = 1
+    parts, value, s = ["0"], 0.0, 1
     while s < len(increments):
         if s in resets:
             value = 0.0
