@@ -8,7 +8,6 @@ The config sets `slos.speedup: 60`, the documented knob for demos and live tests
 
 from __future__ import annotations
 
-import time
 from dataclasses import replace
 
 import pytest
@@ -72,14 +71,12 @@ def test_a_latency_burn_pages_through_alertmanager(
             )
             assert not watcher.tracks(PROMETHEUS, ALERT), "nothing burns before the incident"
 
-            started = time.monotonic()
             stack.set_load(BURNING, replace(STEADY, ttft_s=8.0))  # ~97% of first tokens after 2.5 s
             wait_until(
                 lambda: watcher.state(PROMETHEUS, ALERT, namespace=NAMESPACE, **PAGE) == "firing",
                 45,
                 "the 1m/5s page to fire",
             )
-            paged_after = time.monotonic() - started
 
             track = wait_until(
                 lambda: watcher.track(ALERTMANAGER, ALERT, namespace=NAMESPACE, **PAGE), 15, "Alertmanager"
@@ -116,6 +113,5 @@ def test_a_latency_burn_pages_through_alertmanager(
             )
             assert calm and float(calm[0]["value"][1]) < 0.01, calm
             assert not watcher.tracks(PROMETHEUS, ALERT, namespace=CALM_NAMESPACE)
-            assert paged_after < 40, f"paged {paged_after:.0f}s after the burn started"
         except (TimeoutError, AssertionError) as e:
             pytest.fail(f"{type(e).__name__}: {e}\n\n{stack.report()}")
