@@ -126,12 +126,12 @@ def test_the_model_of_the_rules_refuses_a_check_at_a_threshold() -> None:
 
 
 @pytest.fixture(params=sorted(CONFIGS))
-def rendered(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
+def rendered(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, Path]:
     for rel, text in pack_files(build(CONFIGS[request.param])).items():
         target = tmp_path / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text, encoding="utf-8")
-    return tmp_path
+    return request.param, tmp_path
 
 
 def promtool(tests: Path, name: str) -> subprocess.CompletedProcess[str]:
@@ -140,13 +140,16 @@ def promtool(tests: Path, name: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_rendered_slo_tests_pass_in_either_group_order(rendered: Path) -> None:
-    tests = rendered / "tests"
+def test_rendered_slo_tests_pass_in_either_group_order(rendered: tuple[str, Path]) -> None:
+    """The file's own order (tests/rules/test_promtool.py runs it for the defaults and the custom config)
+    and the groups reversed, so nothing depends on another group running first at the same time."""
+    config, root = rendered
+    tests = root / "tests"
     data = yaml.safe_load((tests / FILE).read_text())
     assert len(data["tests"]) == 7
     data["group_eval_order"] = list(reversed(data["group_eval_order"]))
     (tests / "reversed_test.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
-    for name in (FILE, "reversed_test.yaml"):
+    for name in ("reversed_test.yaml", *([FILE] if config == "speedup" else [])):
         done = promtool(tests, name)
         assert done.returncode == 0 and "SUCCESS" in done.stdout, done.stdout + done.stderr
 
