@@ -49,6 +49,22 @@ def latency_bucket_record(family: str) -> str:
     return record_name("namespace_model_le", f"vllm_{family}_seconds_bucket", "rate5m")
 
 
+def window_record(level: str, metric: str, op: str, window: str) -> str:
+    """A record whose range window comes from the config, e.g. `...:rate30m`."""
+    return record_name(level, metric, f"{op}{window}")
+
+
+# SLO records: one series per cluster, namespace, model and SLO (`slo` label), never per pod.
+SLO_LEVEL = "namespace_model_slo"
+SLO_OBJECTIVE = record_name(SLO_LEVEL, "vllm_slo_objective", "ratio")
+SLO_MIN_REQUESTS = record_name(SLO_LEVEL, "vllm_slo_min_requests", "count")
+
+
+def slo_rate(metric: str, window: str) -> str:
+    """Per second over `window`: errors (bad events), events (all events) or requests (the guard's count)."""
+    return window_record(SLO_LEVEL, f"vllm_slo_{metric}", "rate", window)
+
+
 def by(cfg: ObspackConfig, *labels: str) -> str:
     """The `by (...)`/`on (...)` label list, always led by the cluster label."""
     return ", ".join((cfg.cluster_label, *labels))
@@ -66,8 +82,10 @@ DASHBOARDS = {
     "vllm-pod-memory-planes": "vLLM / Pod memory planes",
     "vllm-kv-prefix-cache": "vLLM / KV and prefix cache",
     "gpu-by-workload": "GPU / by workload",
+    "vllm-slos": "vLLM / SLOs",
 }
 TRIAGE_DASHBOARD = "vllm-pod-memory-planes"
+SLO_DASHBOARD = "vllm-slos"
 
 
 def dashboard_uid(name: str) -> str:

@@ -21,22 +21,42 @@ def grafana_to_promql(expr: str) -> str:
     return _GRAFANA_VARIABLE.sub("x", expr)
 
 
-def metric_names(expr: str) -> set[str]:
-    """The metric name of every selector in a PromQL expression (Grafana variables allowed)."""
-    names: set[str] = set()
+Matcher = tuple[str, str, str]  # label, operator (=, !=, =~, !~), value
+_OPS = {"Equal": "=", "NotEqual": "!=", "Re": "=~", "NotRe": "!~"}
+
+
+def selectors(expr: str) -> list[tuple[str, tuple[Matcher, ...]]]:
+    """The metric name and the other label matchers of every selector in a PromQL expression (Grafana
+    variables allowed); selectors without a fixed name are left out."""
+    found: list[tuple[str, tuple[Matcher, ...]]] = []
 
     def visit(node: object) -> bool:
         if isinstance(node, promql_parser.VectorSelector):
-            name = node.name or next(
-                (m.value for m in node.matchers.matchers if m.name == "__name__" and str(m.op).endswith(".Equal")),
-                None,
-            )
+            matchers = [(m.name, _OPS[str(m.op).rsplit(".", 1)[-1]], m.value) for m in node.matchers.matchers]
+            name = node.name or next((v for label, op, v in matchers if label == "__name__" and op == "="), None)
             if name:
-                names.add(name)
+                found.append((name, tuple(m for m in matchers if m[0] != "__name__")))
         return True
 
     promql_parser.walk(promql_parser.parse(grafana_to_promql(expr)), visit)
-    return names
+    return found
+
+
+def metric_names(expr: str) -> set[str]:
+    """The metric name of every selector in a PromQL expression (Grafana variables allowed)."""
+    return {name for name, _ in selectors(expr)}
+
+
+def may_match(matchers: tuple[Matcher, ...], labels: dict[str, str]) -> bool:
+    """Whether series carrying these fixed labels (and any others) can satisfy the matchers: a matcher on a
+    label the series does not fix could go either way."""
+    for label, op, value in matchers:
+        if label not in labels:
+            continue
+        hit = labels[label] == value if op in ("=", "!=") else re.fullmatch(value, labels[label]) is not None
+        if hit != (op in ("=", "=~")):
+            return False
+    return True
 
 
 def _walk_panels(panels: list[dict[str, object]]) -> Iterator[dict[str, object]]:

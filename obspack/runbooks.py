@@ -15,11 +15,13 @@ from typing import Any
 import jinja2
 
 from obspack import conventions as c
+from obspack import slos
 from obspack.config import ObspackConfig
 from obspack.errors import RenderError
-from obspack.rules.alerts import all_alerts, dashboard_url
+from obspack.rules.alerts import all_alerts, dashboard_url, settings
 from obspack.rules.model import AlertRule, tidy
 from obspack.rules.recording import dcgm
+from obspack.rules.recording import slo as slo_recording
 from obspack.rules.recording.vllm import prefix_hits_rate, prefix_queries_rate
 from obspack.templating import render_template
 
@@ -125,13 +127,46 @@ class _Page:
         return f"{hits}\n/ on ({self.on('namespace', 'pod', 'model_name')})\n{queries}"
 
 
-def _dashboard(cfg: ObspackConfig) -> dict[str, str]:
-    """The triage dashboard: a URL with placeholders (as the alert's dashboard_url) and, if known, a home link."""
-    name = c.TRIAGE_DASHBOARD
+class _SLOPage:
+    """What the SLO burn page shows: the window pairs, and queries with the page's placeholders."""
+
+    def __init__(self, cfg: ObspackConfig, page: _Page) -> None:
+        self.pairs = slos.window_pairs(cfg)
+        self.base = slos.base_window(cfg)
+        self.period = slos.period(cfg)
+        self.slis = slos.enabled_slis(cfg) or slos.SLIS
+        self.titles = slos.TITLES
+        self._cfg = cfg
+        self._model = page.match("namespace", "model_name")
+        self._engine = self._model.strip("{}")
+        self._pod = page.match("namespace").strip("{}")
+
+    @property
+    def rule(self) -> str:
+        """The window pairs in words: factor, long and short window, severity."""
+        return "; ".join(
+            f"{p.factor:g}x over {p.long} and {p.short} ({p.severity.value}, for {p.for_})" for p in self.pairs
+        )
+
+    def burn(self, window: str) -> str:
+        """The model's burn rate over one window, per SLO."""
+        errors, events = c.slo_rate("errors", window), c.slo_rate("events", window)
+        return f"{errors}{self._model}\n/ ({events}{self._model} > 0)\n/ (1 - {c.SLO_OBJECTIVE}{self._model})"
+
+    def pod_share(self, sli: str) -> str:
+        """The share of each pod's events that miss the SLO, over the base window."""
+        return slo_recording.pod_bad_share(self._cfg, sli, self.base, self._engine, self._pod)
+
+
+def _dashboard(cfg: ObspackConfig, name: str) -> dict[str, str]:
+    """The page the alert links to: a URL with placeholders (as its dashboard_url) and, if known, a home link."""
     uid = c.dashboard_uid(name)
-    url = with_placeholders(cfg, dashboard_url(cfg))
+    url = with_placeholders(cfg, dashboard_url(cfg, name))
     base = cfg.grafana.url.rstrip("/")
+    on = "model" if name == c.SLO_DASHBOARD else "pod"
     return {
+        "kind": "SLO dashboard" if name == c.SLO_DASHBOARD else "Triage dashboard",
+        "on": on,
         "title": c.DASHBOARDS[name],
         "uid": uid,
         "url": url if base else f"<grafana-url>{url}",
@@ -139,16 +174,20 @@ def _dashboard(cfg: ObspackConfig) -> dict[str, str]:
     }
 
 
-def _context(cfg: ObspackConfig, alert: AlertRule, catalogue: dict[str, AlertRule]) -> dict[str, Any]:
+def _context(
+    cfg: ObspackConfig, alert: AlertRule, catalogue: dict[str, AlertRule], rules: list[AlertRule]
+) -> dict[str, Any]:
     page = _Page(cfg, alert, catalogue)
     return {
         "cfg": cfg,
         "alert": alert,
-        "t": getattr(cfg.alerts, alert.alert),
+        "t": settings(cfg, alert.alert),
         "expr": tidy(alert.expr),
+        "rules": rules,
+        "severity": ", ".join(f"`{s}`" for s in dict.fromkeys(r.severity.value for r in rules)),
         "triage": with_placeholders(cfg, alert.triage),
         "c": c,
-        "dashboard": _dashboard(cfg),
+        "dashboard": _dashboard(cfg, alert.dashboard or c.TRIAGE_DASHBOARD),
         "gpu_field": page.gpu_field,
         "gpu_ratio": page.gpu_ratio,
         "prefix_ratio": page.prefix_ratio,
@@ -158,14 +197,18 @@ def _context(cfg: ObspackConfig, alert: AlertRule, catalogue: dict[str, AlertRul
         "summary": page.summary,
         "pct": _percent,
         "held": _held,
+        "slo": _SLOPage(cfg, page),
     }
 
 
-def render_runbook(cfg: ObspackConfig, alert: AlertRule, catalogue: dict[str, AlertRule]) -> str:
-    """One alert's page. Errors name the alert and the template to fix."""
+def render_runbook(
+    cfg: ObspackConfig, alert: AlertRule, catalogue: dict[str, AlertRule], rules: list[AlertRule] | None = None
+) -> str:
+    """One alert's page (`rules`: every rule of that alert, for an alert with several). Errors name the
+    alert and the template to fix."""
     name = template_name(alert.runbook)
     try:
-        text = render_template(name, **_context(cfg, alert, catalogue))
+        text = render_template(name, **_context(cfg, alert, catalogue, rules or [alert]))
     except jinja2.TemplateNotFound as e:
         raise RenderError(
             f"alert {alert.alert} has no runbook: add templates/{name} (template not found: {e.name})"
@@ -180,14 +223,19 @@ def render_runbook(cfg: ObspackConfig, alert: AlertRule, catalogue: dict[str, Al
 
 
 def render_runbooks(cfg: ObspackConfig) -> dict[str, str]:
-    """Every alert of the catalogue, enabled or not, gets its page, keyed by its runbook slug."""
+    """Every alert of the catalogue, enabled or not, gets its page, keyed by its runbook slug. An alert
+    made of several rules (one per window pair) gets one page that shows them all."""
     alerts = all_alerts(cfg)
     catalogue = {a.alert: a for a in alerts}
-    pages: dict[str, str] = {}
+    by_alert: dict[str, list[AlertRule]] = {}
     for alert in alerts:
+        by_alert.setdefault(alert.alert, []).append(alert)
+    pages: dict[str, str] = {}
+    for rules in by_alert.values():
+        alert = rules[0]
         if alert.runbook in pages:
             raise RenderError(
                 f"two alerts share the runbook slug {alert.runbook!r}: give {alert.alert} its own"
             )
-        pages[alert.runbook] = render_runbook(cfg, alert, catalogue)
+        pages[alert.runbook] = render_runbook(cfg, alert, catalogue, rules)
     return pages

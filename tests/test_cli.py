@@ -116,7 +116,7 @@ def test_every_alert_disabled_is_an_error(tmp_path: Path) -> None:
 
     names = ObspackConfig.model_fields["alerts"].annotation.model_fields
     config = tmp_path / "obspack.yaml"
-    config.write_text("alerts:\n" + "".join(f"  {n}: {{enabled: false}}\n" for n in names))
+    config.write_text("slos: {enabled: false}\nalerts:\n" + "".join(f"  {n}: {{enabled: false}}\n" for n in names))
     result = run("render", "--config", str(config), "--out", str(tmp_path / "pack"))
     assert result.exit_code == 1
     assert "every alert is disabled" in result.output

@@ -105,6 +105,12 @@ def test_all_errors_reported_at_once_with_lines(tmp_path: Path) -> None:
         ("alerts:\n  VLLMTargetDown:\n    labels: {severity: page}\n", "alerts.VLLMTargetDown.labels", "severity"),
         ("prometheus_rule:\n  name: Not_A_Name\n", "prometheus_rule.name", "Kubernetes name"),
         ("alerts:\n  VLLMRequestQueueBacklog:\n    min_waiting: zero\n", "alerts.VLLMRequestQueueBacklog.min_waiting", "number"),
+        ("slos:\n  availability: {objective: 1}\n", "slos.availability.objective", "less than 1"),
+        ("slos:\n  period: 7d\n", "slos.period", "'30d' or '28d'"),
+        ("slos:\n  speedup: 7\n", "slos.speedup", "allowed: 1, 2, 3"),
+        ("slos:\n  models:\n    - model_regex: '(x'\n", "slos.models.0.model_regex", "regular expression"),
+        ("slos:\n  min_requests: 0\n", "slos.min_requests", "greater than 0"),
+        ("slos:\n  labels: {severity: page}\n", "slos.labels", "severity"),
     ],
 )
 def test_values_that_reach_promql_or_kubernetes_are_checked(tmp_path: Path, text: str, key: str, words: str) -> None:

@@ -152,7 +152,7 @@ def custom_pages() -> dict[str, str]:
 def test_every_alert_has_exactly_one_runbook(rendered: tuple[ObspackConfig, dict[str, str]]) -> None:
     cfg, pages = rendered
     alerts = all_alerts(cfg)
-    assert sorted(pages) == sorted(a.runbook for a in alerts)
+    assert sorted(pages) == sorted({a.runbook for a in alerts})  # an alert of several rules has one page
     for a in alerts:
         assert pages[a.runbook].startswith(f"# {a.alert}\n"), a.runbook
 

@@ -229,7 +229,7 @@ def extremes(series: str, lowest: bool = False) -> str:
 
 
 def obspack_alert_names(cfg: ObspackConfig) -> str:
-    return "|".join(sorted(a.alert for a in all_alerts(cfg)))
+    return "|".join(sorted({a.alert for a in all_alerts(cfg)}))
 
 
 def firing_alerts(cfg: ObspackConfig) -> str:

@@ -9,9 +9,11 @@ it answer 503 to everything, like a vLLM whose engine died behind a still-listen
 
 The exposition follows vLLM 0.33 with one API server: every engine series has the labels `engine` and
 `model_name` (sorted), counters end in `_total` and come with a `_created` gauge, histograms have vLLM's
-bucket bounds, and `vllm:cache_config_info` carries the cache settings as labels. Families that only
-exist with extra flags (spec decode, LoRA, KV connectors) and the `python_*`, `process_*` and `http_*`
-families are left out: obspack reads none of them.
+bucket bounds, and `vllm:cache_config_info` carries the cache settings as labels. The API server's
+`http_requests_total{handler,method,status}` counts the requests on /v1/chat/completions, a share
+`error_ratio` of them answered 5xx (the availability SLO reads it). Families that only exist with extra
+flags (spec decode, LoRA, KV connectors) and the `python_*`, `process_*` and other `http_*` families are
+left out: obspack reads none of them.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ class Load:
     ttft_s: float = 0.15
     itl_s: float = 0.03
     queue_s: float = 0.05
+    error_ratio: float = 0.0  # share of API requests answered with a 5xx status
 
 
 NORMAL = Load(running=24, waiting=2, kv_usage=0.35, requests_per_s=2.5)
@@ -150,6 +153,8 @@ class Engine:
             "prefix_queries": 0.0,
             "prefix_hits": 0.0,
             "preemptions": 0.0,
+            "http_2xx": 0.0,
+            "http_5xx": 0.0,
             **{f"success_{reason}": 0.0 for reason, _ in FINISHED_REASONS},
         }
         self._histograms = {name: _Histogram(bounds) for name, (_, bounds) in _HISTOGRAMS.items()}
@@ -195,6 +200,8 @@ class Engine:
         c["prefix_queries"] += prompt
         c["prefix_hits"] += prompt * load.prefix_hit_ratio
         c["preemptions"] += load.preemptions_per_s * dt
+        c["http_2xx"] += finished * (1 - load.error_ratio)
+        c["http_5xx"] += finished * load.error_ratio
         for reason, share in FINISHED_REASONS:
             c[f"success_{reason}"] += finished * share
         h = self._histograms
@@ -284,6 +291,12 @@ class Engine:
         )
         for name, (help_text, _) in _HISTOGRAMS.items():
             yield from self._histogram(name, help_text, self._histograms[name])
+        route = 'handler="/v1/chat/completions",method="POST"'
+        yield from self._counter(
+            "http_requests",
+            "Total number of requests by method, status and handler.",
+            [(f'{route},status="{status}"', c[f"http_{status}"]) for status in ("2xx", "5xx")],
+        )
         info = {
             "block_size": str(BLOCK_SIZE),
             "cache_dtype": "auto",

@@ -98,6 +98,7 @@ alerts:
   VLLMKVCacheFragmentationHigh: {{for: {two}}}
   VLLMCUDAAllocatorFragmentationHigh: {{for: {two}}}
   ObspackExporterTargetDown: {{for: {three}}}  # longer than VLLMTargetDown, which inhibits it
+slos: {{enabled: false}}  # the SLO burn has its own live test (tests/e2e/test_slo_burn.py)
 """
 
 
@@ -284,7 +285,7 @@ def prometheus_config(
     exporter_pod = {"namespace": "gpu-operator", "container": "nvidia-dcgm-exporter"}
     interval = f"{interval_s}s"
     return {
-        "global": {"scrape_interval": interval, "scrape_timeout": f"{interval_s * 0.8:g}s", "evaluation_interval": interval},
+        "global": {"scrape_interval": interval, "scrape_timeout": f"{interval_s * 800}ms", "evaluation_interval": interval},
         "rule_files": [str(p) for p in rule_files],
         "alerting": {"alertmanagers": [{"static_configs": [{"targets": [alertmanager]}]}]},
         "scrape_configs": [
@@ -519,7 +520,7 @@ class Stack:
             ]
             return all({r["metric"]["pod"] for r in rows} >= pods for rows in found)
 
-        wait_until(ready, timeout or 12 * self.interval_s, "the first scrapes of every pod")
+        wait_until(ready, timeout or max(30, 12 * self.interval_s), "the first scrapes of every pod")
         time.sleep(2.5 * self.interval_s)  # two rule evaluations on two samples: one-sample verdicts cleared
         if self.watcher is not None:
             self.warm_at = time.monotonic() - self.watcher.started
@@ -532,7 +533,7 @@ class Stack:
         watcher = self.watcher
         assert watcher is not None, "start the stack with watch=True"
         what = f"{alertname} on {pod} to be {state} in {source}"
-        wait_until(lambda: watcher.state(source, alertname, pod=pod) == state, timeout or 12 * self.interval_s, what)
+        wait_until(lambda: watcher.state(source, alertname, pod=pod) == state, timeout or max(30, 12 * self.interval_s), what)
         track = watcher.track(source, alertname, pod=pod)
         if track is None:  # only possible for the 'gone' states, which need no details
             assert state == GONE[source]

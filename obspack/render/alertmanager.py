@@ -7,9 +7,12 @@ The whole file is a valid Alertmanager config (`amtool check-config` passes), bu
 - Inside it, one sub-route per `team` label value found in the config (`common_labels` or an alert's
   `labels`) sends that team's alerts to its own receivers; then critical -> pager, warning -> chat,
   info -> ticket.
+- VLLMErrorBudgetBurn is per model, not per pod: its pages (critical) go to the pager and its tickets
+  (warning) to the ticket receiver, each notification grouped per cluster, namespace, model and SLO.
 - Inhibitions (same cluster, namespace and pod): VLLMKVCacheUsageCritical mutes VLLMKVCacheUsageHigh,
   VLLMContainerOOMKilled mutes VLLMHostMemoryNearLimit, and VLLMTargetDown mutes the pod's other obspack
-  alerts, except the restart alerts that tell why the target went down.
+  alerts, except the restart alerts that tell why the target went down. A burn page mutes the ticket of
+  the same model and SLO.
 
 Receivers are placeholders without integrations: add `pagerduty_configs`, `slack_configs`,
 `webhook_configs` and so on to the `obspack-*` receivers.
@@ -17,7 +20,9 @@ Receivers are placeholders without integrations: add `pagerduty_configs`, `slack
 
 from __future__ import annotations
 
-from obspack.config import AlertSettings, ObspackConfig, Severity
+from obspack import slos
+from obspack.config import ObspackConfig, Severity
+from obspack.rules.alerts.slo import ALERT as BURN
 
 DEFAULT_RECEIVER = "default"
 PAGER = "obspack-pager"
@@ -40,19 +45,22 @@ def team_receivers(team: str) -> tuple[str, str]:
     return f"obspack-team-{team}-pager", f"obspack-team-{team}-chat"
 
 
-def _settings(cfg: ObspackConfig) -> dict[str, AlertSettings]:
-    return {name: getattr(cfg.alerts, name) for name in type(cfg.alerts).model_fields}
+def _labels_of_enabled(cfg: ObspackConfig) -> dict[str, dict[str, str]]:
+    """The extra labels of every enabled alert, by name (the burn alert's come from `slos`)."""
+    out = {name: dict(getattr(cfg.alerts, name).labels) for name in type(cfg.alerts).model_fields}
+    out = {name: labels for name, labels in out.items() if getattr(cfg.alerts, name).enabled}
+    if slos.enabled_slis(cfg):
+        out[BURN] = dict(cfg.slos.labels)
+    return out
 
 
 def enabled_alerts(cfg: ObspackConfig) -> list[str]:
-    return sorted(name for name, s in _settings(cfg).items() if s.enabled)
+    return sorted(_labels_of_enabled(cfg))
 
 
 def teams(cfg: ObspackConfig) -> list[str]:
     """Every value of the `team` label that the config puts on an enabled alert."""
-    found = {
-        {**cfg.common_labels, **s.labels}.get(TEAM_LABEL, "") for s in _settings(cfg).values() if s.enabled
-    }
+    found = {{**cfg.common_labels, **labels}.get(TEAM_LABEL, "") for labels in _labels_of_enabled(cfg).values()}
     return sorted(t for t in found if t)
 
 
@@ -70,33 +78,57 @@ def _one_of(label: str, values: list[str]) -> str:
     return f"{label}=~{_quote('|'.join(values))}"
 
 
-def _team_route(team: str) -> dict[str, object]:
+def _burn_group_by(cfg: ObspackConfig) -> list[str]:
+    return ["alertname", cfg.cluster_label, "namespace", "model_name", "slo"]
+
+
+def _burn_route(cfg: ObspackConfig, receiver: str) -> dict[str, object]:
+    """VLLMErrorBudgetBurn inside a severity route: to `receiver`, one notification group per model and SLO."""
+    route: dict[str, object] = {
+        "receiver": receiver,
+        "matchers": [_eq("alertname", BURN)],
+        "group_by": _burn_group_by(cfg),
+    }
+    if receiver == TICKET:
+        route["repeat_interval"] = "24h"
+    return route
+
+
+def _team_route(cfg: ObspackConfig, team: str) -> dict[str, object]:
     pager, chat = team_receivers(team)
+    burns = BURN in enabled_alerts(cfg)
+    page: dict[str, object] = {
+        "receiver": pager,
+        "matchers": [_eq("severity", Severity.CRITICAL.value)],
+        "repeat_interval": "1h",
+    }
+    ticket = {
+        "receiver": TICKET,
+        "matchers": [_eq("severity", Severity.WARNING.value), _eq("alertname", BURN)],
+        "group_by": _burn_group_by(cfg),
+        "repeat_interval": "24h",
+    }
+    if burns:
+        page["routes"] = [_burn_route(cfg, pager)]
+    info = {"receiver": TICKET, "matchers": [_eq("severity", Severity.INFO.value)], "repeat_interval": "24h"}
     return {
         "receiver": chat,
         "matchers": [_eq(TEAM_LABEL, team)],
-        "routes": [
-            {
-                "receiver": pager,
-                "matchers": [_eq("severity", Severity.CRITICAL.value)],
-                "repeat_interval": "1h",
-            },
-            {
-                "receiver": TICKET,
-                "matchers": [_eq("severity", Severity.INFO.value)],
-                "repeat_interval": "24h",
-            },
-        ],
+        "routes": [page, *([ticket] if burns else []), info],
     }
 
 
-def _severity_routes() -> list[dict[str, object]]:
+def _severity_routes(cfg: ObspackConfig) -> list[dict[str, object]]:
+    """critical -> pager, warning -> chat, info -> ticket; the burn alert's tickets (warning) -> ticket."""
     repeat = {Severity.CRITICAL: "1h", Severity.INFO: "24h"}
+    burn = {Severity.CRITICAL: PAGER, Severity.WARNING: TICKET} if BURN in enabled_alerts(cfg) else {}
     routes: list[dict[str, object]] = []
     for severity, receiver in SEVERITY_RECEIVERS:
         route: dict[str, object] = {"receiver": receiver, "matchers": [_eq("severity", severity.value)]}
         if severity in repeat:
             route["repeat_interval"] = repeat[severity]
+        if severity in burn:
+            route["routes"] = [_burn_route(cfg, burn[severity])]
         routes.append(route)
     return routes
 
@@ -114,13 +146,21 @@ def inhibit_rules(cfg: ObspackConfig) -> list[dict[str, object]]:
     pairs = [
         ("VLLMKVCacheUsageCritical", ["VLLMKVCacheUsageHigh"], [*pod, "model_name"]),
         ("VLLMContainerOOMKilled", ["VLLMHostMemoryNearLimit"], [*pod, "container"]),
-        ("VLLMTargetDown", sorted(enabled - {"VLLMTargetDown", *DOWN_CAUSES}), pod),
+        ("VLLMTargetDown", sorted(enabled - {"VLLMTargetDown", BURN, *DOWN_CAUSES}), pod),
     ]
     rules = []
     for source, targets, equal in pairs:
         kept = [t for t in targets if t in enabled]
         if source in enabled and kept:
             rules.append(_inhibit(source, kept, equal))
+    if BURN in enabled:
+        rules.append(
+            {
+                "source_matchers": [_eq("alertname", BURN), _eq("severity", Severity.CRITICAL.value)],
+                "target_matchers": [_eq("alertname", BURN), _eq("severity", Severity.WARNING.value)],
+                "equal": [cfg.cluster_label, "namespace", "model_name", "slo"],
+            }
+        )
     return rules
 
 
@@ -129,7 +169,7 @@ def alertmanager_example(cfg: ObspackConfig) -> dict[str, object]:
     obspack_route = {
         "receiver": CHAT,
         "matchers": [_one_of("alertname", enabled_alerts(cfg))],
-        "routes": [*(_team_route(t) for t in team_names), *_severity_routes()],
+        "routes": [*(_team_route(cfg, t) for t in team_names), *_severity_routes(cfg)],
     }
     receivers = [DEFAULT_RECEIVER, PAGER, CHAT, TICKET]
     for team in team_names:

@@ -12,6 +12,7 @@ from obspack.render.alertmanager import alertmanager_example
 from obspack.rules.alerts import alert_groups, all_alerts
 from obspack.rules.model import AlertRule, RuleGroup
 from obspack.rules.recording import all_recording_groups
+from obspack.rules.slo_tests import slo_rule_tests
 from obspack.rules.unit_tests import rule_tests
 from obspack.runbooks import render_runbooks
 
@@ -57,7 +58,7 @@ def build(cfg: ObspackConfig, source: str = "built-in defaults") -> Pack:
         alerts=tuple(all_alerts(cfg)),
         dashboards=dashboards,
         runbooks=tuple(sorted(render_runbooks(cfg).items())),
-        rule_tests=tuple(sorted(rule_tests(cfg).items())),
+        rule_tests=tuple(sorted({**rule_tests(cfg), **slo_rule_tests(cfg)}.items())),
         alertmanager=alertmanager_example(cfg),
         prometheus_rule=cfg.prometheus_rule.model_dump(),
         grafana=cfg.grafana.model_dump(),

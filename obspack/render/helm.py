@@ -21,6 +21,11 @@ structural: each alert is wrapped in `{{- if }}`, and its labels come from a hel
 with two different sentinel sets: both must give the same template, and no sentinel may survive. An alert
 that computed with a setting (say `1 - ratio`) instead of printing it fails that check.
 
+SLOs work the same way: `slos.enabled` and each SLO's `enabled` wrap its rules, each objective is a
+sentinel printed where the rules print it, and each latency threshold is a sentinel inside the `le`
+matcher, which a helper writes back in both spellings. The burn alert's windows, `for` and severity are
+the window table's, not values.
+
 Dashboards compute with thresholds (`ratio - 0.1`, `{ratio:.0%}`), so they are not templated: they show
 the thresholds of the config the chart was rendered from. Settings of other types (regexes) are not
 values either; both change by rendering the chart from one's own obspack.yaml.
@@ -39,16 +44,20 @@ import annotated_types
 import yaml
 from pydantic.fields import FieldInfo
 
-from obspack import __version__
+from obspack import __version__, slos
+from obspack.catalogue import vllm_latency
 from obspack.config import _DURATION, _LABEL_NAME, Alerts, Duration, LabelMap, ObspackConfig, Severity
+from obspack.conventions import GROUP_PREFIX
 from obspack.dashboards import all_dashboards
 from obspack.errors import RenderError
 from obspack.render import yamlfmt
 from obspack.render.bundle import Dashboard, Pack
 from obspack.render.files import MARKER, dashboard_json
 from obspack.rules.alerts import alert_groups, all_alerts, runbook_url
-from obspack.rules.model import AlertRule
+from obspack.rules.alerts.slo import ALERT as BURN
+from obspack.rules.model import AlertRule, RecordingRule
 from obspack.rules.recording import all_recording_groups
+from obspack.rules.recording.slo import le_matcher
 
 RULE_TEMPLATE = "templates/generated/prometheusrule.yaml"
 DASHBOARD_DIR = "files/dashboards"
@@ -114,6 +123,10 @@ def config_from_values(values: dict[str, Any], base: ObspackConfig | None = None
     alerts = {
         name: {**settings, **values["alerts"].get(name, {})} for name, settings in data["alerts"].items()
     }
+    chart_slos = values["slos"]
+    data["slos"].update(enabled=chart_slos["enabled"], labels=chart_slos["labels"])
+    for sli in slos.SLIS:
+        data["slos"][sli].update(chart_slos[sli])
     data.update(
         alerts=alerts,
         common_labels=values["commonLabels"],
@@ -254,15 +267,38 @@ class _Sentinels:
                 if setting.alert == alert and setting.kind in ("duration", "float"):
                     update[setting.name] = self.value(i, setting)
             updates[alert] = current.model_copy(update=update)
-        return cfg.model_copy(
-            update={
-                "alerts": cfg.alerts.model_copy(update=updates),
-                "common_labels": ({}, {"obspack_sentinel_common": "b"})[self.index],
-                "rule_interval": self.interval,
-                "runbook_base_url": self.runbook_base,
-                "grafana": cfg.grafana.model_copy(update={"url": self.grafana_url}),
-            }
+        return self.slo_config(
+            cfg.model_copy(
+                update={
+                    "alerts": cfg.alerts.model_copy(update=updates),
+                    "common_labels": ({}, {"obspack_sentinel_common": "b"})[self.index],
+                    "rule_interval": self.interval,
+                    "runbook_base_url": self.runbook_base,
+                    "grafana": cfg.grafana.model_copy(update={"url": self.grafana_url}),
+                }
+            )
         )
+
+    def slo_value(self, i: int, sli: str, key: str) -> float:
+        """The sentinel of an SLO's objective or threshold; records its replacement."""
+        path = f"$.Values.slos.{sli}.{key}"
+        number = float(f"0.{7 - self.index}{900 + i:03d}3917")
+        if key == "threshold":
+            self.replace[le_matcher(number)] = f'{{{{ include "obspack.le" {path} }}}}'
+        else:
+            self.replace[repr(number)] = f'{{{{ include "obspack.float" {path} }}}}'
+        return number
+
+    def slo_config(self, cfg: ObspackConfig) -> ObspackConfig:
+        """`cfg` with every SLO on and its objectives and thresholds replaced by sentinels."""
+        updates: dict[str, Any] = {"enabled": True, "labels": ({}, {"obspack_sentinel_slo": "b"})[self.index]}
+        for i, sli in enumerate(slos.SLIS):
+            current = getattr(cfg.slos, sli)
+            update: dict[str, Any] = {"enabled": True, "objective": self.slo_value(2 * i, sli, "objective")}
+            if "threshold" in type(current).model_fields:
+                update["threshold"] = self.slo_value(2 * i + 1, sli, "threshold")
+            updates[sli] = current.model_copy(update=update)
+        return cfg.model_copy(update={"slos": cfg.slos.model_copy(update=updates)})
 
     def substitute(self, text: str) -> str:
         for sentinel in sorted(self.replace, key=len, reverse=True):
@@ -283,8 +319,33 @@ def _indent(text: str, pad: str) -> list[str]:
     return [pad + line for line in text.splitlines()]
 
 
+def _burn_block(rule: AlertRule, pad: str) -> list[str]:
+    """A VLLMErrorBudgetBurn rule: its window pair's labels, `for` and severity are fixed; commonLabels and
+    slos.labels come from the values through a helper."""
+    data = rule.to_dict()
+    fixed = {**dict(rule.labels), "severity": rule.severity.value}
+    pair = " ".join(json.dumps(f"{k}={fixed[k]}") for k in ("severity", "long", "short"))
+    data["labels"] = "__OBSPACK_BURN_LABELS__"
+    text = "\n".join(_indent(_escape(yamlfmt.dump([data])), pad))
+    line = re.compile(r"^(?P<pad> *)labels: __OBSPACK_BURN_LABELS__$", re.MULTILINE)
+    return line.sub(
+        lambda m: f'{m["pad"]}labels:{{{{ include "obspack.sloAlertLabels" (list $ {pair}) | nindent {len(m["pad"]) + 2} }}}}',
+        text,
+    ).splitlines()
+
+
+def _enabled(rule: AlertRule | RecordingRule) -> str:
+    """The value that switches a rule on: the alert's `enabled`, `slos.enabled`, or its SLO's `enabled`."""
+    if isinstance(rule, AlertRule):
+        return "$.Values.slos.enabled" if rule.alert == BURN else f"$.Values.alerts.{rule.alert}.enabled"
+    sli = dict(rule.labels).get("slo")
+    return f"$.Values.slos.{sli}.enabled" if sli else ""
+
+
 def _alert_block(rule: AlertRule, s: _Sentinels, pad: str) -> list[str]:
     """One alert as YAML lines: its `for` follows obspack's rule for zero durations, its labels a helper."""
+    if rule.alert == BURN:
+        return _burn_block(rule, pad)
     data = rule.to_dict()
     data["labels"] = f"__OBSPACK_LABELS_{rule.alert}__"
     text = "\n".join(_indent(_escape(yamlfmt.dump([data])), pad))
@@ -313,11 +374,15 @@ def _groups_lines(pack: Pack, s: _Sentinels, pad: str) -> list[str]:
     lines: list[str] = []
     inner = pad + "  "
     for group in pack.recording_groups + pack.alert_groups:
-        alerts = [r.alert for r in group.rules if isinstance(r, AlertRule)]
-        if alerts:
-            lines.append(
-                pad + "{{- if or " + " ".join(f"$.Values.alerts.{a}.enabled" for a in alerts) + " }}"
-            )
+        switches = list(dict.fromkeys(_enabled(r) for r in group.rules if isinstance(r, AlertRule)))
+        condition = "or " + " ".join(switches) if switches else ""
+        if group.name.startswith(f"{GROUP_PREFIX}-slo"):
+            # An SLI's own group goes with its SLO: no group of empty rules when the values switch it off.
+            slis = {dict(r.labels).get("slo") for r in group.rules if isinstance(r, RecordingRule)}
+            sli = slis.pop() if len(slis) == 1 else None
+            condition = f"and $.Values.slos.enabled $.Values.slos.{sli}.enabled" if sli else "$.Values.slos.enabled"
+        if condition:
+            lines.append(pad + "{{- if " + condition + " }}")
         lines += _indent(_escape(yamlfmt.dump([{"name": group.name}])), pad)
         if group.interval != s.interval:
             raise RenderError(
@@ -330,13 +395,16 @@ def _groups_lines(pack: Pack, s: _Sentinels, pad: str) -> list[str]:
         ]
         lines.append(f"{inner}rules:")
         for rule in group.rules:
+            switch = _enabled(rule)
+            if switch:
+                lines.append(f"{inner}{{{{- if {switch} }}}}")
             if isinstance(rule, AlertRule):
-                lines.append(f"{inner}{{{{- if $.Values.alerts.{rule.alert}.enabled }}}}")
                 lines += _alert_block(rule, s, inner)
-                lines.append(f"{inner}{{{{- end }}}}")
             else:
                 lines += _indent(_escape(yamlfmt.dump([rule.to_dict()])), inner)
-        if alerts:
+            if switch:
+                lines.append(f"{inner}{{{{- end }}}}")
+        if condition:
             lines.append(pad + "{{- end }}")
     return lines
 
@@ -444,6 +512,28 @@ alert's own labels, then its severity, each winning over the ones before.
 {{- $labels := merge (dict "severity" $alert.severity) ($alert.labels | default dict) ($root.Values.commonLabels | default dict) -}}
 {{- toYaml $labels -}}
 {{- end }}
+
+{{- /*
+obspack.sloAlertLabels: the labels of one VLLMErrorBudgetBurn rule, called with (list $ "severity=..."
+"long=..." "short=..."): commonLabels, then slos.labels, then the rule's window pair, each winning over
+the ones before.
+*/}}
+{{- define "obspack.sloAlertLabels" -}}
+{{- $root := index . 0 -}}
+{{- $pair := dict -}}
+{{- range (rest .) }}{{ $kv := splitn "=" 2 . }}{{ $_ := set $pair $kv._0 $kv._1 }}{{ end -}}
+{{- $labels := merge $pair ($root.Values.slos.labels | default dict) ($root.Values.commonLabels | default dict) -}}
+{{- toYaml $labels -}}
+{{- end }}
+
+{{- /*
+obspack.le: the bucket matcher of a latency threshold, as obspack writes it: le="2.5", or both
+spellings of a whole number, le=~"1(\\\\.0)?" (Python clients and Prometheus 3 write 1.0, Go clients 1).
+*/}}
+{{- define "obspack.le" -}}
+{{- $v := float64 . -}}
+{{- if eq (floor $v) $v }}le=~"{{ printf "%.0f" $v }}(\\\\.0)?"{{ else }}le="{{ $v }}"{{ end -}}
+{{- end }}
 """
 
 
@@ -477,6 +567,8 @@ def _string(pattern: str | None = None, **extra: Any) -> dict[str, Any]:
 
 
 BOOL = {"type": "boolean"}
+OBJECTIVE = {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1}
+
 DURATION = _string(_DURATION.pattern)
 OPTIONAL_DURATION = _string(f"^$|{_DURATION.pattern}")
 K8S_NAME = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
@@ -545,10 +637,39 @@ def _alerts_section(cfg: ObspackConfig) -> S:
     return S(doc, children)
 
 
+def _slos_section(cfg: ObspackConfig) -> S:
+    """slos: the switches, objectives and latency thresholds; the rest is baked in from the config."""
+    children: dict[str, V | S] = {"enabled": V(cfg.slos.enabled, BOOL, "the SLO rules and VLLMErrorBudgetBurn")}
+    for sli in slos.SLIS:
+        current = getattr(cfg.slos, sli)
+        settings: dict[str, V | S] = {
+            "enabled": V(current.enabled, BOOL),
+            "objective": V(current.objective, OBJECTIVE, "share of good events, below 1"),
+        }
+        if "threshold" in type(current).model_fields:
+            metrics = vllm_latency.SLO_HISTOGRAMS[sli]
+            bounds = [int(b) if b.is_integer() else b for b in vllm_latency.boundaries(metrics)]
+            settings["threshold"] = V(
+                current.threshold, {"type": "number", "enum": bounds}, "seconds; a bucket bound vLLM exports"
+            )
+        children[sli] = S(type(current).__doc__ or "", settings)
+    children["labels"] = V(dict(cfg.slos.labels), ALERT_LABELS, "extra labels on VLLMErrorBudgetBurn")
+    fixed = ", ".join(
+        f"{key}={getattr(cfg.slos, key)!r}" for key in ("period", "min_requests", "models", "speedup")
+    )
+    return S(
+        "Per-model SLOs and their burn-rate alert (docs/slos.md). Fixed when the chart was rendered (render "
+        f"it from your obspack.yaml to change them): {fixed}, availability.handler_regex="
+        f"{cfg.slos.availability.handler_regex!r}.",
+        children,
+    )
+
+
 def _values_table(cfg: ObspackConfig) -> dict[str, V | S]:
     g = cfg.grafana
     return {
         "alerts": _alerts_section(cfg),
+        "slos": _slos_section(cfg),
         "commonLabels": V(
             dict(cfg.common_labels),
             ALERT_LABELS,

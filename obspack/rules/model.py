@@ -38,6 +38,7 @@ class AlertRule:
     description: str
     runbook: str
     triage: str = ""
+    dashboard: str = ""  # the page its dashboard_url opens (a conventions.DASHBOARDS name); empty: triage
     labels: tuple[tuple[str, str], ...] = ()
     annotations: tuple[tuple[str, str], ...] = field(default=())
 

@@ -18,7 +18,7 @@ import promql_parser
 
 from obspack import conventions as c
 from obspack.config import ObspackConfig
-from obspack.rules.alerts import alert_groups, all_alerts
+from obspack.rules.alerts import alert_groups, all_alerts, enabled
 from obspack.rules.model import AlertRule
 from obspack.rules.recording import all_recording_groups
 
@@ -583,11 +583,11 @@ def rule_tests(cfg: ObspackConfig) -> dict[str, dict[str, object]]:
     if not builder.usable:
         return {}
     rules = {r.alert: r for r in all_alerts(cfg)}
-    enabled = {name for name in rules if getattr(cfg.alerts, name).enabled}
+    kept = {name for name in rules if enabled(cfg, name)}
     order = [g.name for g in (*all_recording_groups(cfg), *alert_groups(cfg))]
     files: dict[str, dict[str, object]] = {}
     for topic, names in TOPIC_FILES.items():
-        tests = [_test_case(INCIDENTS[name](builder), rules) for name in names if name in enabled]
+        tests = [_test_case(INCIDENTS[name](builder), rules) for name in names if name in kept]
         if tests:
             files[f"{topic}_test.yaml"] = {
                 "rule_files": ["../prometheus/recording-rules.yaml", "../prometheus/alerts.yaml"],

@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 
 from obspack.config import ObspackConfig, load_config
+from obspack.promql import metric_names
 from obspack.render.bundle import Pack, build
 from obspack.rules.model import RecordingRule, RuleGroup
-from tests.support.chains import Chains, dashboard_targets, metric_names
+from tests.support.chains import Chains, dashboard_targets
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 PACKS = {"defaults": build(ObspackConfig()), "custom": build(load_config(FIXTURES / "custom.yaml"))}

@@ -11,6 +11,7 @@ from obspack.config import ObspackConfig, load_config
 from obspack.render.bundle import build
 from obspack.render.files import ALERTS_FILE, PROMETHEUS_RULE_FILE, RECORDING_FILE, pack_files
 from obspack.rules.alerts import all_alerts
+from obspack.rules.alerts.slo import ALERT as SLO_ALERT
 from obspack.rules.unit_tests import rule_tests
 from tests.support.packs import CONFIGS, render
 from tests.support.tools import require_tool
@@ -47,10 +48,15 @@ def test_prometheusrule_spec_passes_promtool_and_the_crd_schema(rendered: Path) 
 
 def test_rendered_unit_tests_pass(rendered: Path) -> None:
     files = sorted((rendered / "tests").glob("*_test.yaml"))
-    assert [f.name for f in files] == ["exporter_test.yaml", "memory-planes_test.yaml", "vllm-engine_test.yaml"]
+    assert [f.name for f in files] == [
+        "exporter_test.yaml",
+        "memory-planes_test.yaml",
+        "slo_test.yaml",
+        "vllm-engine_test.yaml",
+    ]
     done = promtool("test", "rules", *[f.name for f in files], cwd=rendered / "tests")
     assert done.returncode == 0, done.stdout + done.stderr
-    assert done.stdout.count("SUCCESS") == 3
+    assert done.stdout.count("SUCCESS") == 4
 
 
 def _reverse_group_order(tests: Path) -> None:
@@ -110,6 +116,8 @@ def test_every_alert_has_a_firing_case_and_a_quiet_neighbour() -> None:
     cfg = ObspackConfig()
     tests = [t for f in rule_tests(cfg).values() for t in f["tests"]]  # type: ignore[union-attr]
     for alert in all_alerts(cfg):
+        if alert.alert == SLO_ALERT:
+            continue  # per model, not per pod: tests/rules/test_slo.py checks its firing and quiet cases
         mine = [t for t in tests if any(c["alertname"] == alert.alert for c in t["alert_rule_test"])]
         assert mine, f"{alert.alert} has no unit test"
         firing = [c for t in mine for c in t["alert_rule_test"] if c["alertname"] == alert.alert and c.get("exp_alerts")]
@@ -139,11 +147,12 @@ def test_alert_catalogue_contract() -> None:
         "VLLMCUDAAllocatorFragmentationHigh": "warning", "ObspackExporterTargetDown": "warning",
         "VLLMContainerRestarted": "warning",
     }
-    got = {a.alert: a.severity.value for a in all_alerts(ObspackConfig())}
-    assert got == expected
+    got = {a.alert: a.severity.value for a in all_alerts(ObspackConfig()) if a.alert != SLO_ALERT}
+    assert got == expected  # VLLMErrorBudgetBurn's contract: tests/rules/test_slo.py
     for alert in all_alerts(ObspackConfig()):
         annotations = alert.to_dict()["annotations"]
         assert alert.summary.endswith(".") and (alert.summary[0].isupper() or alert.summary.startswith("vLLM"))
         assert "{{" not in alert.summary
-        assert "{{ $labels.pod }}" in alert.description
+        who = "{{ $labels.model_name }}" if alert.alert == SLO_ALERT else "{{ $labels.pod }}"
+        assert who in alert.description
         assert {"summary", "description", "runbook_url", "dashboard_url", "triage"} <= set(annotations)

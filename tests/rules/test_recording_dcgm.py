@@ -11,8 +11,8 @@ import pytest
 
 from obspack import conventions as c
 from obspack.config import load_config
+from obspack.promql import metric_names
 from obspack.rules.recording import dcgm
-from tests.support.chains import metric_names
 
 CUSTOM = load_config(Path(__file__).resolve().parents[1] / "fixtures" / "custom.yaml")
 RAW_DCGM = re.compile(r"\bDCGM_FI_\w+")

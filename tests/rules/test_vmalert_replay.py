@@ -59,9 +59,18 @@ class Replayed:
         return {labels for (name, labels), times in self.firing.items() if name == alert and t in times}
 
 
+# The SLO tests play days of traffic for the 1d and 3d windows: minutes of replay on two cores, so they
+# are not replayed. Their *_over_time functions mean the same on MetricsQL; `rate` does not extrapolate
+# there (docs/engines.md), which moves a burn rate by the share of a scrape interval in 5 minutes. The
+# vmalert file passes `vmalert -dryRun` (tests/render/test_vmalert.py).
+NOT_REPLAYED = {"slo_test.yaml"}
+
+
 def _incidents(out: Path) -> tuple[float, list[Incident]]:
     incidents, intervals = [], set()
     for path in sorted((out / "tests").glob("*_test.yaml")):
+        if path.name in NOT_REPLAYED:
+            continue
         doc = yaml.safe_load(path.read_text())
         intervals.add(doc["evaluation_interval"])
         for case in doc["tests"]:

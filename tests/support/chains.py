@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from obspack.promql import metric_names
+from obspack.promql import Matcher, may_match, selectors
 from obspack.rules.model import AlertRule, RuleGroup
 
 ALERT_SERIES = ("ALERTS", "ALERTS_FOR_STATE")  # written by alerting rules, read by dashboards
@@ -28,67 +28,70 @@ class Rule:
     position: int
     name: str  # record or alert name
     expr: str
+    labels: tuple[tuple[str, str], ...] = ()  # a record's static labels: which reads it can serve
 
 
 def _rules(groups: Sequence[RuleGroup]) -> list[Rule]:
     return [
-        Rule(g.name, i, r.alert if isinstance(r, AlertRule) else r.record, r.expr)
+        Rule(g.name, i, r.alert, r.expr) if isinstance(r, AlertRule) else Rule(g.name, i, r.record, r.expr, r.labels)
         for g in groups
         for i, r in enumerate(g.rules)
     ]
 
 
 class Chains:
-    """Group hops of every rule of a pack (recording and alert groups together)."""
+    """Group hops of every rule of a pack (recording and alert groups together). A record may be written by
+    several rules (one per label set, e.g. per SLO); a read costs as much as the deepest writer whose
+    static labels its matchers can match."""
 
     def __init__(self, groups: Sequence[RuleGroup]) -> None:
         self.rules = _rules(groups)
         self.alerts = {r.alert for g in groups for r in g.rules if isinstance(r, AlertRule)}
-        producers: dict[str, Rule] = {}
+        self.producers: dict[str, list[Rule]] = {}
         for rule in self.rules:
-            if rule.name in self.alerts:
-                continue
-            if rule.name in producers:
-                raise ValueError(f"{rule.name} is recorded twice ({producers[rule.name].group}, {rule.group})")
-            producers[rule.name] = rule
-        self.producers = producers
-        self._depth: dict[tuple[str, str], int] = {}
+            if rule.name not in self.alerts:
+                self.producers.setdefault(rule.name, []).append(rule)
+        self._depth: dict[tuple[str, int], int] = {}
 
-    def _cost(self, reader: Rule | None, name: str, seen: frozenset[str]) -> int:
-        if name in ALERT_SERIES:
-            return 1 + max((self.depth(r, seen) for r in self.rules if r.name in self.alerts), default=0)
-        producer = self.producers.get(name)
-        if producer is None:
-            return 0
+    def _via(self, reader: Rule | None, producer: Rule, seen: frozenset[tuple[str, int]]) -> int:
         fresh = reader is not None and producer.group == reader.group and producer.position < reader.position
         return self.depth(producer, seen) + (0 if fresh else 1)
 
-    def depth(self, rule: Rule, seen: frozenset[str] = frozenset()) -> int:
-        key = (rule.group, rule.name)
+    def _writers(self, name: str, matchers: tuple[Matcher, ...]) -> list[Rule]:
+        return [p for p in self.producers.get(name, []) if may_match(matchers, dict(p.labels))]
+
+    def _cost(self, reader: Rule | None, read: tuple[str, tuple[Matcher, ...]], seen: frozenset[tuple[str, int]]) -> int:
+        name, matchers = read
+        if name in ALERT_SERIES:
+            return 1 + max((self.depth(r, seen) for r in self.rules if r.name in self.alerts), default=0)
+        return max((self._via(reader, p, seen) for p in self._writers(name, matchers)), default=0)
+
+    def depth(self, rule: Rule, seen: frozenset[tuple[str, int]] = frozenset()) -> int:
+        key = (rule.group, rule.position)
         if key not in self._depth:
-            if rule.name in seen:  # a rule reading its own past output: its inputs decide the depth
+            if key in seen:  # a rule reading its own past output: its other inputs decide the depth
                 return 0
-            inner = seen | {rule.name}
-            self._depth[key] = max((self._cost(rule, m, inner) for m in metric_names(rule.expr)), default=0)
+            inner = seen | {key}
+            self._depth[key] = max((self._cost(rule, read, inner) for read in selectors(rule.expr)), default=0)
         return self._depth[key]
 
     def of(self, name: str) -> int:
-        """The depth of a record or an alert by name."""
-        return next(self.depth(r) for r in self.rules if r.name == name)
+        """The depth of a record or an alert by name (its deepest rule)."""
+        return max(self.depth(r) for r in self.rules if r.name == name)
 
     def of_query(self, expr: str) -> int:
         """A dashboard target's depth: each record it reads is one group boundary away, plus the record's."""
-        return max((self._cost(None, m, frozenset()) for m in metric_names(expr)), default=0)
+        return max((self._cost(None, read, frozenset()) for read in selectors(expr)), default=0)
 
     def path(self, name: str) -> list[str]:
         """The deepest chain ending in a record or an alert, from raw series up (for failure messages)."""
-        rule = next(r for r in self.rules if r.name == name)
+        rule = max((r for r in self.rules if r.name == name), key=self.depth)
         chain = [f"{rule.group}/{rule.name}"]
         while True:
-            reads = [self.producers[m] for m in metric_names(rule.expr) if m in self.producers and m != rule.name]
+            reads = [p for name, m in selectors(rule.expr) if name != rule.name for p in self._writers(name, m)]
             if not reads:
                 return chain[::-1]
-            rule = max(reads, key=self.depth)
+            rule = max(reads, key=lambda p: self._via(rule, p, frozenset()))
             chain.append(f"{rule.group}/{rule.name}")
 
 

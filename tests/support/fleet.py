@@ -5,6 +5,7 @@ What it holds, per cluster (every cluster has the same namespace and pod names):
   `prefix_cache_*` counters, `inter_token_latency`, no `_created` series), some with two data-parallel
   engines or tensor parallelism over two GPUs; and V0 (0.6 style: no `engine`, `gpu_cache_usage_perc`,
   the lifetime `gpu_prefix_cache_hit_rate` gauge, `time_per_output_token`, the older latency buckets).
+- the API server's `http_requests_total{handler,method,status}` on V1 pods (none on V0, as in vLLM).
 - production-stack router copies of engine gauges (a `server` label, no `model_name`).
 - cAdvisor: the vLLM and exporter containers, the pod-level cgroup and the pause sandbox (containerd
   style in one cluster, dockershim `container="POD"` in the next), plus kubelet /metrics/resource copies.
@@ -505,6 +506,19 @@ class _Fleet:
                     w.series(
                         "vllm:request_success_total", self.engine(pod, e, finished_reason=reason), values
                     )
+
+        # The API server's counter (prometheus-fastapi-instrumentator, vLLM 0.8.3+): per pod, no model_name.
+        w.family("http_requests", "counter", "Total number of requests by method, status and handler.")
+        for pod in self.pods:
+            if pod.generation == "v1":
+                for status, share in (("2xx", 0.9985), ("4xx", 0.001), ("5xx", 0.0005)):
+                    labels = _labels(
+                        **self.target(pod, "vllm", "vllm", 8000),
+                        handler="/v1/chat/completions",
+                        method="POST",
+                        status=status,
+                    )
+                    w.series("http_requests_total", labels, [float(int(x * share)) for x in self.profile(pod).requests])
 
     def vllm_histograms(self, w: _Writer) -> None:
         def histogram(name: str, help_text: str, shape: Callable[[Pod, Profile], tuple | None]) -> None:

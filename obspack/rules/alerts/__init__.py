@@ -6,8 +6,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from obspack import conventions as c
-from obspack.config import ObspackConfig
-from obspack.rules.alerts import exporter, memory, vllm
+from obspack import slos
+from obspack.config import AlertSettings, ObspackConfig, SLOs
+from obspack.rules.alerts import exporter, memory, slo, vllm
 from obspack.rules.model import AlertRule, RuleGroup
 
 AlertFn = Callable[[ObspackConfig], AlertRule]
@@ -16,6 +17,7 @@ TOPICS: tuple[tuple[str, tuple[AlertFn, ...]], ...] = (
     ("memory-planes", memory.ALERTS),
     ("vllm-engine", vllm.ALERTS),
     ("exporter", exporter.ALERTS),
+    ("slo", slo.ALERTS),
 )
 
 
@@ -26,35 +28,51 @@ def runbook_url(cfg: ObspackConfig, slug: str) -> str:
     return f"{base.rstrip('/')}/{slug}.md"
 
 
-def dashboard_url(cfg: ObspackConfig) -> str:
-    """Link to the triage dashboard with the alert's cluster, namespace and pod preselected."""
-    uid = c.dashboard_uid(c.TRIAGE_DASHBOARD)
-    cl = cfg.cluster_label
-    query = (
-        f"var-cluster={{{{ $labels.{cl} }}}}&var-namespace={{{{ $labels.namespace }}}}"
-        "&var-pod={{ $labels.pod }}"
+# The dashboard variables an alert link sets, per page, and the alert label each one takes.
+LINK_VARIABLES = {c.TRIAGE_DASHBOARD: ("namespace", "pod"), c.SLO_DASHBOARD: ("namespace", "model")}
+
+
+def dashboard_url(cfg: ObspackConfig, name: str = c.TRIAGE_DASHBOARD) -> str:
+    """Link to a dashboard with the alert's cluster and namespace, and its pod (triage page) or model (SLO
+    page), preselected."""
+    uid = c.dashboard_uid(name)
+    labels = {"cluster": cfg.cluster_label, "model": "model_name"}
+    query = "&".join(
+        f"var-{v}={{{{ $labels.{labels.get(v, v)} }}}}" for v in ("cluster", *LINK_VARIABLES[name])
     )
-    return f"{cfg.grafana.url.rstrip('/')}/d/{uid}/{c.TRIAGE_DASHBOARD}?{query}"
+    return f"{cfg.grafana.url.rstrip('/')}/d/{uid}/{name}?{query}"
+
+
+def settings(cfg: ObspackConfig, alert: str) -> AlertSettings | SLOs:
+    """Where an alert's `enabled` and `labels` live: alerts.<name>, or slos for the SLO burn alert."""
+    return cfg.slos if alert == slo.ALERT else getattr(cfg.alerts, alert)
+
+
+def enabled(cfg: ObspackConfig, alert: str) -> bool:
+    """Whether the alert is rendered: its `enabled`, or for the SLO burn alert, any SLO being on."""
+    if alert == slo.ALERT:
+        return bool(slos.enabled_slis(cfg))
+    return settings(cfg, alert).enabled
 
 
 def finish(cfg: ObspackConfig, rule: AlertRule) -> AlertRule:
     """Add the config's labels, the cluster to the description, and the links."""
-    settings = getattr(cfg.alerts, rule.alert)
-    labels = {**cfg.common_labels, **settings.labels}
+    labels = {**cfg.common_labels, **settings(cfg, rule.alert).labels, **dict(rule.labels)}
     cluster = f"{{{{ with $labels.{cfg.cluster_label} }}}} Cluster: {{{{ . }}}}.{{{{ end }}}}"
     finished = AlertRule(
         **{**rule.__dict__, "labels": tuple(sorted(labels.items())), "description": rule.description + cluster}
     )
-    return finished.with_links(runbook_url(cfg, rule.runbook), dashboard_url(cfg))
+    page = rule.dashboard or c.TRIAGE_DASHBOARD
+    return finished.with_links(runbook_url(cfg, rule.runbook), dashboard_url(cfg, page))
 
 
 def alert_groups(cfg: ObspackConfig, topics: Iterable[tuple[str, tuple[AlertFn, ...]]] = TOPICS) -> list[RuleGroup]:
     groups = []
     for topic, fns in topics:
         rules = tuple(finish(cfg, fn(cfg)) for fn in fns)
-        enabled = tuple(r for r in rules if getattr(cfg.alerts, r.alert).enabled)
-        if enabled:
-            groups.append(RuleGroup(name=f"{c.GROUP_PREFIX}-{topic}.alerts", rules=enabled, interval=cfg.rule_interval))
+        kept = tuple(r for r in rules if enabled(cfg, r.alert))
+        if kept:
+            groups.append(RuleGroup(name=f"{c.GROUP_PREFIX}-{topic}.alerts", rules=kept, interval=cfg.rule_interval))
     return groups
 
 

@@ -24,3 +24,25 @@ alert's own labels, then its severity, each winning over the ones before.
 {{- $labels := merge (dict "severity" $alert.severity) ($alert.labels | default dict) ($root.Values.commonLabels | default dict) -}}
 {{- toYaml $labels -}}
 {{- end }}
+
+{{- /*
+obspack.sloAlertLabels: the labels of one VLLMErrorBudgetBurn rule, called with (list $ "severity=..."
+"long=..." "short=..."): commonLabels, then slos.labels, then the rule's window pair, each winning over
+the ones before.
+*/}}
+{{- define "obspack.sloAlertLabels" -}}
+{{- $root := index . 0 -}}
+{{- $pair := dict -}}
+{{- range (rest .) }}{{ $kv := splitn "=" 2 . }}{{ $_ := set $pair $kv._0 $kv._1 }}{{ end -}}
+{{- $labels := merge $pair ($root.Values.slos.labels | default dict) ($root.Values.commonLabels | default dict) -}}
+{{- toYaml $labels -}}
+{{- end }}
+
+{{- /*
+obspack.le: the bucket matcher of a latency threshold, as obspack writes it: le="2.5", or both
+spellings of a whole number, le=~"1(\\.0)?" (Python clients and Prometheus 3 write 1.0, Go clients 1).
+*/}}
+{{- define "obspack.le" -}}
+{{- $v := float64 . -}}
+{{- if eq (floor $v) $v }}le=~"{{ printf "%.0f" $v }}(\\.0)?"{{ else }}le="{{ $v }}"{{ end -}}
+{{- end }}

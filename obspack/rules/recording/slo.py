@@ -1,0 +1,193 @@
+"""SLO records: per cluster, namespace, model and SLO (the `slo` label), never per pod.
+
+One group, in order, so that every long window reads records of its own group and the burn alert crosses
+a single group boundary:
+1. From the raw series, once per evaluation and over the base window (5m): bad events, all events and
+   requests per second, plus the model's objective and low-traffic guard as constant series. Each
+   settings branch (obspack/slos.py) has its own rules, with its own model_name matchers and threshold.
+2. Every longer window as the average of the base-window rates over that window: a traffic-weighted
+   ratio of summed errors to summed events, never an average of ratios. Rates of counters are never
+   NaN, so neither are these averages, even for a model without traffic.
+
+The period's records (30d) sit in a group of their own: they read a month of history, and only the SLO
+page needs them, so they never delay the alert's records.
+
+How each SLI counts, per series before any sum (so a restarting pod's counter reset stays its own):
+- Latency: bad = count - bucket{le=threshold}; a pod that lacks that bucket (an older vLLM, custom
+  buckets) is left out of both sides rather than counted as all slow. `le` matches both the Python and
+  Prometheus 3 spelling (1.0) and the Go one (1). Inter-token latency takes inter_token_latency_seconds
+  and falls back per series to time_per_output_token_seconds, so 0.10-0.11 pods that emit both count once.
+- Availability: http_requests_total (vLLM 0.8.3 and later) with a 5xx status is bad. It has no
+  model_name: each pod's rate is joined to the model its engine serves (vllm:num_requests_running); the
+  production-stack router, which has no model_name, drops out of the join.
+- Requests (the low-traffic guard counts these): the events of time to first token and availability,
+  which are requests; inter-token latency counts token gaps, so its guard counts first tokens.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from obspack import conventions as c
+from obspack import slos
+from obspack.catalogue import vllm_latency
+from obspack.config import ObspackConfig, promql_string
+from obspack.rules.model import RecordingRule, RuleGroup
+
+MODEL = ("namespace", "model_name")
+HAS_MODEL = 'model_name!=""'
+
+
+def le_matcher(threshold: float) -> str:
+    """The bucket of a bound: `le="2.5"`, or both spellings of a whole number: `le=~"1(\\.0)?"`."""
+    if float(threshold).is_integer():
+        return f'le=~"{int(threshold)}(\\\\.0)?"'
+    return f"le={promql_string(repr(float(threshold)))}"
+
+
+@dataclass(frozen=True)
+class Scope:
+    """What to sum by, and extra matchers for engine series and for per-pod HTTP series (dashboards bind
+    them to their variables; the recording rules need none)."""
+
+    keep: tuple[str, ...] = MODEL
+    engine: str = ""
+    pod: str = ""
+
+
+RECORDS = Scope()
+
+
+def _sel(cfg: ObspackConfig, branch: slos.Branch, scope: Scope, *extra: str) -> str:
+    return c.selector(cfg.selectors.vllm, HAS_MODEL, *branch.matchers, scope.engine, *extra)
+
+
+def _sum(cfg: ObspackConfig, scope: Scope, expr: str) -> str:
+    return f"sum by ({c.by(cfg, *scope.keep)}) (\n  {expr}\n)"
+
+
+def _latency(cfg: ObspackConfig, sli: str, branch: slos.Branch, window: str, scope: Scope) -> tuple[str, str]:
+    """(bad, all) events per second: per series, then summed."""
+    assert branch.threshold is not None
+    le = le_matcher(branch.threshold)
+    bad, every = [], []
+    for metric in vllm_latency.SLO_HISTOGRAMS[sli]:
+        count = f"rate({metric}_count{_sel(cfg, branch, scope)}[{window}])"
+        bucket = f"{metric}_bucket{_sel(cfg, branch, scope, le)}"
+        bad.append(f"(\n    {count}\n    - ignoring (le)\n    rate({bucket}[{window}])\n  )")
+        every.append(f"(\n    {count}\n    and ignoring (le)\n    {bucket}\n  )")
+    return _sum(cfg, scope, "\n  or\n  ".join(bad)), _sum(cfg, scope, "\n  or\n  ".join(every))
+
+
+def _availability(cfg: ObspackConfig, branch: slos.Branch, window: str, scope: Scope) -> tuple[str, str]:
+    """(failed, all) HTTP requests per second, each pod's rate joined to its served model."""
+    pod = c.by(cfg, "namespace", "pod")
+    routes = f"handler=~{promql_string(cfg.slos.availability.handler_regex)}"
+    served = f"topk by ({pod}) (1, group by ({pod}, model_name) (vllm:num_requests_running{_sel(cfg, branch, scope)}))"
+
+    def joined(*status: str) -> str:
+        http = c.selector(cfg.selectors.vllm, routes, *status, scope.pod)
+        return _sum(
+            cfg,
+            scope,
+            f"sum by ({pod}) (rate(http_requests_total{http}[{window}]))\n"
+            f"  * on ({pod}) group_left (model_name)\n  {served}",
+        )
+
+    return joined('status=~"5.."'), joined()
+
+
+def sli_rates(
+    cfg: ObspackConfig, sli: str, branch: slos.Branch, window: str, scope: Scope = RECORDS
+) -> tuple[str, str]:
+    """(bad, all) events per second of one SLI, for the models of one branch."""
+    if sli == "availability":
+        return _availability(cfg, branch, window, scope)
+    return _latency(cfg, sli, branch, window, scope)
+
+
+def pod_bad_share(cfg: ObspackConfig, sli: str, window: str, engine: str, pod: str) -> str:
+    """Per pod and model, the share of its events that miss the SLO, each model with its own settings:
+    for dashboards and runbooks (`engine` and `pod` narrow engine and HTTP series)."""
+    scope = Scope(keep=("namespace", "pod", "model_name"), engine=engine, pod=pod)
+    parts = []
+    for branch in slos.branches(cfg, sli):
+        bad, every = sli_rates(cfg, sli, branch, window, scope)
+        parts.append(f"(\n{bad}\n/\n({every} > 0)\n)")
+    return "\nor\n".join(parts)
+
+
+def _requests(cfg: ObspackConfig, sli: str, branch: slos.Branch, window: str) -> str:
+    """Requests per second, the low-traffic guard's count. Time to first token and availability count
+    requests already (their events record, made just before); inter-token latency counts token gaps, so
+    its guard counts the model's first tokens instead."""
+    if sli == "inter_token_latency":
+        return _sum(cfg, RECORDS, f"rate({vllm_latency.TTFT}_count{_sel(cfg, branch, RECORDS)}[{window}])")
+    return _own(c.slo_rate("events", window), sli, branch)
+
+
+def _own(record: str, sli: str, branch: slos.Branch) -> str:
+    """A record of this group, narrowed to one SLI and the models of one branch."""
+    return f"{record}{c.selector(f'slo={promql_string(sli)}', *branch.matchers)}"
+
+
+def branch_rules(cfg: ObspackConfig, sli: str, branch: slos.Branch) -> list[RecordingRule]:
+    """The base-window records of one SLI for the models of one branch."""
+    window = slos.base_window(cfg)
+    bad, every = sli_rates(cfg, sli, branch, window)
+    label = (("slo", sli),)
+    requests = c.slo_rate("requests", window)
+    # Constants per model, carried by the model's own series (its events, from raw series) so they keep its
+    # labels and come one stage after the raw rates.
+    mine = _own(c.slo_rate("events", window), sli, branch)
+    guard = f"{branch.min_requests:g}" if branch.min_requests is not None else f"1 / (1 - {branch.objective})"
+    return [
+        RecordingRule(record=c.slo_rate("errors", window), expr=bad, labels=label),
+        RecordingRule(record=c.slo_rate("events", window), expr=every, labels=label),
+        RecordingRule(record=requests, expr=_requests(cfg, sli, branch, window), labels=label),
+        RecordingRule(record=c.SLO_OBJECTIVE, expr=f"0 * {mine} + {branch.objective}", labels=label),
+        RecordingRule(record=c.SLO_MIN_REQUESTS, expr=f"0 * {mine} + {guard}", labels=label),
+    ]
+
+
+def window_rules(cfg: ObspackConfig, windows: tuple[str, ...]) -> list[RecordingRule]:
+    """Longer windows from the base-window records: the mean rate over the window, for every SLI at once."""
+    base = slos.base_window(cfg)
+    return [
+        RecordingRule(record=c.slo_rate(metric, w), expr=f"avg_over_time({c.slo_rate(metric, base)}[{w}])")
+        for w in windows
+        for metric in ("errors", "events")
+    ]
+
+
+def _stage(rule: RecordingRule) -> int:
+    """Rules read what earlier stages wrote: rates from raw series, then what reads the events (the guard's
+    requests and the per-model constants). Every SLI and model branch writes the same record names, so a
+    whole stage comes before the next: a rule never reads a record that a later rule of the group writes
+    for another branch, and so never a value one evaluation old."""
+    return 0 if rule.record.startswith((c.slo_rate("errors", ""), c.slo_rate("events", ""))) else 1
+
+
+def groups(cfg: ObspackConfig) -> list[RuleGroup]:
+    """One group per SLI with its base-window records (each within Mimir's default of 20 rules per group
+    up to four model branches), then the longer windows and the period, for the SLO page."""
+    slis = slos.enabled_slis(cfg)
+    if not slis:
+        return []
+
+    def group(suffix: str, rules: list[RecordingRule]) -> RuleGroup:
+        return RuleGroup(name=f"{c.GROUP_PREFIX}-slo{suffix}.rules", rules=tuple(rules), interval=cfg.rule_interval)
+
+    per_sli = [
+        group(
+            f"-{sli.replace('_', '-')}",
+            sorted((r for branch in slos.branches(cfg, sli) for r in branch_rules(cfg, sli, branch)), key=_stage),
+        )
+        for sli in slis
+    ]
+    # The longer windows as records, for the SLO page only: the alert averages the base window itself.
+    return [
+        *per_sli,
+        group("-windows", window_rules(cfg, slos.recorded_windows(cfg))),
+        group("-period", window_rules(cfg, (slos.period(cfg),))),
+    ]

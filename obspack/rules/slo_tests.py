@@ -1,0 +1,614 @@
+"""promtool unit tests of VLLMErrorBudgetBurn, built from the config's own objectives, thresholds, guard
+and windows, rendered as OUT/tests/slo_test.yaml.
+
+Every enabled SLI plays the same scenarios, each on a model of its own: a fast burn pages within minutes
+while the same model in another cluster stays quiet; a slow burn opens tickets and never pages; a brief
+spike, no traffic, low traffic and a pod restart (counter reset) stay quiet. Latency buckets come in both
+`le` spellings, inter-token latency in both metric names, HTTP counters with a router that has no model.
+
+The expected alerts come from a small model of the rules (`_Predictor`): it averages the simulated traffic
+the way the records do, allows for the evaluation lag between groups (so the tests pass with either group
+order), and only accepts check times where the answer is clear, not at a threshold or a `for` boundary.
+Steps are one minute at speedup 1 and shrink with `slos.speedup`; every window counts the same steps.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from obspack import conventions as c
+from obspack import slos
+from obspack.config import ObspackConfig, Severity
+from obspack.rules.alerts import alert_groups, all_alerts
+from obspack.rules.alerts.slo import ALERT
+from obspack.rules.model import AlertRule
+from obspack.rules.recording import all_recording_groups
+from obspack.rules.unit_tests import Builder, _expected, _sample, _series
+
+FILE = "slo_test.yaml"
+MODELS = {  # one model per SLI, so that each SLI's traffic is its own
+    "time_to_first_token": "meta-llama/Llama-3.1-8B-Instruct",
+    "inter_token_latency": "Qwen/Qwen2.5-32B-Instruct",
+    "availability": "mistralai/Mistral-7B-Instruct-v0.3",
+}
+NAMESPACE = "inference"
+ROUTES = ("/v1/chat/completions", "/v1/completions", "/v1/embeddings", "/v1/responses")
+GAPS_PER_REQUEST = 100  # token gaps per request, for inter-token latency
+MARGIN = 0.1  # a window's burn (or request count) must clear a threshold by 10% to count as clear
+LAG = 1  # steps an alert group may read behind the records (group order)
+
+
+def _window_steps(window: str, step_s: int) -> int:
+    return slos.seconds(window) // step_s
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Traffic per step and the model of the rules
+
+
+@dataclass
+class Traffic:
+    """Per step: good and bad events, and requests (the guard's count). Index 0 is the first sample."""
+
+    good: list[float]
+    bad: list[float]
+    requests: list[float]
+    resets: frozenset[int] = frozenset()  # steps at which one pod restarts (its counters start over)
+
+    @classmethod
+    def of(
+        cls, steps: int, requests: float, bad_share: Callable[[int], float], events_per_request: float = 1
+    ) -> Traffic:
+        good, bad = [0.0], [0.0]
+        for s in range(1, steps + 1):
+            share = bad_share(s)
+            good.append(requests * events_per_request * (1 - share))
+            bad.append(requests * events_per_request * share)
+        return cls(good, bad, [0.0] + [requests] * steps)
+
+    @property
+    def steps(self) -> int:
+        return len(self.good) - 1
+
+
+@dataclass(frozen=True)
+class _Pair:
+    name: str
+    severity: Severity
+    long: int
+    short: int
+    for_: int
+    factor: float
+    rule: AlertRule
+
+
+class _Predictor:
+    """What the rules decide for one SLI of one model, with bounds for rounding and group order."""
+
+    def __init__(self, traffic: Traffic, objective: float, min_requests: float, base: int) -> None:
+        self.t, self.budget, self.min, self.base = traffic, 1 - objective, min_requests, base
+        self._cache: dict[tuple[int, str], bool | None] = {}
+        self._sums = {base: self._prefix(base)}
+
+    def _prefix(self, base: int) -> list[tuple[float, float, float, int]]:
+        """Running sums, per step s, of what the base-window rate at s sees: (bad, all, requests per step,
+        number of steps with a rate); the rate needs two samples, so step 0 has none."""
+        cum = [(0.0, 0.0, 0.0)]
+        for i in range(1, len(self.t.good)):
+            b, a, r = cum[-1]
+            cum.append((b + self.t.bad[i], a + self.t.good[i] + self.t.bad[i], r + self.t.requests[i]))
+        out = [(0.0, 0.0, 0.0, 0)]
+        for s in range(1, len(self.t.good)):
+            lo = max(0, s - base)
+            n = s - lo
+            point = (cum[s][0] - cum[lo][0], cum[s][1] - cum[lo][1], (cum[s][2] - cum[lo][2]) / n)
+            prev = out[-1]
+            out.append((prev[0] + point[0], prev[1] + point[1], prev[2] + point[2], prev[3] + 1))
+        return out
+
+    def _window(self, s: int, w: int, base: int) -> tuple[float, float] | None:
+        """(burn, requests in the window) as the rules compute them at step s: the requests are the summed
+        base-window rates times the base window over the samples it holds (`base` of them, or one more
+        in Prometheus 2's closed windows)."""
+        sums = self._sums[self.base]
+        if s < 1 or s >= len(sums):
+            return None
+        lo, held = max(0, s - w), min(base, sums[s][3])
+        bad, every = sums[s][0] - sums[lo][0], sums[s][1] - sums[lo][1]
+        burn = bad / every / self.budget if every > 0 else math.nan
+        return burn, (sums[s][2] - sums[lo][2]) * self.base / held
+
+    def _bounds(self, s: int, w: int) -> tuple[float, float, float, float]:
+        """(min burn, max burn, min requests, max requests) over lag, window and base jitter."""
+        values = [
+            self._window(s - lag, w + dw, self.base + db)
+            for lag in range(LAG + 1)
+            for dw in (-1, 0, 1)
+            for db in (0, 1)
+        ]
+        found = [v for v in values if v is not None and not math.isnan(v[0])]
+        if len(found) < len(values):
+            return (math.nan,) * 4
+        burns, counts = [v[0] for v in found], [v[1] for v in found]
+        return min(burns), max(burns), min(counts), max(counts)
+
+    def condition(self, s: int, pair: _Pair) -> bool | None:
+        """True or False when the pair's condition is clear at step s, None when it is not."""
+        key = (s, pair.name)
+        if key not in self._cache:
+            self._cache[key] = self._condition(s, pair)
+        return self._cache[key]
+
+    def _condition(self, s: int, pair: _Pair) -> bool | None:
+        short, long = self._bounds(s, pair.short), self._bounds(s, pair.long)
+        if any(math.isnan(v) for v in short + long):
+            return False  # no events in a window: the ratio is NaN and the comparison false
+        hi, lo = pair.factor * (1 + MARGIN), pair.factor * (1 - MARGIN)
+        if short[0] > hi and long[0] > hi and long[2] >= self.min * (1 + MARGIN):
+            return True
+        if short[1] < lo or long[1] < lo or long[3] < self.min * (1 - MARGIN):
+            return False
+        return None
+
+    def firing(self, at: int, pair: _Pair) -> bool | None:
+        """Whether the pair's alert fires at step `at`: its condition clearly held for `for` (and a little
+        more), or clearly failed since the alert could have become active; None when that is unclear."""
+        held = [self.condition(s, pair) for s in range(max(1, at - pair.for_ - 2), at + 1)]
+        if held and all(h is True for h in held) and at - pair.for_ - 2 >= 1:
+            return True
+        recent = [self.condition(s, pair) for s in range(max(1, at - pair.for_ + 2), at + 1)]
+        if any(h is False for h in recent):
+            return False
+        return None
+
+    def value(self, at: int, pair: _Pair) -> float | None:
+        """The alert's value (the short window's burn) when the traffic was steady long enough."""
+        span = range(max(1, at - pair.short - self.base - 3), at + 1)
+        shares = {(self.t.bad[i], self.t.good[i]) for i in span}
+        if len(shares) != 1:
+            return None
+        bad, good = shares.pop()
+        return bad / (good + bad) / self.budget
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Writing series
+
+
+def _fmt(v: float) -> str:
+    return str(int(v)) if v == int(v) else repr(v)
+
+
+def counter_values(increments: list[float], resets: frozenset[int] = frozenset()) -> str:
+    """promtool's expanding notation for a counter growing by increments[s] at step s (index 0 is the
+    first sample, 0), starting over from 0 at each reset step."""
+    parts, value, s = ["0"], 0.0, 1
+    while s < len(increments):
+        if s in resets:
+            value = 0.0
+            parts.append("0")
+            s += 1
+            continue
+        inc = increments[s]
+        n = 1
+        while s + n < len(increments) and increments[s + n] == inc and (s + n) not in resets:
+            n += 1
+        parts.append(f"{_fmt(value + inc)}+{_fmt(inc)}x{n - 1}")
+        value += inc * n
+        s += n
+    return " ".join(parts)
+
+
+@dataclass
+class _Case:
+    name: str
+    steps: int
+    series: list[tuple[str, str]] = field(default_factory=list)
+    checks: list[tuple[int, list[dict[str, object]]]] = field(default_factory=list)
+    samples: list[dict[str, object]] = field(default_factory=list)
+
+
+class _Writer:
+    """Series of one SLI for one model in the shapes vLLM exposes them."""
+
+    def __init__(self, cfg: ObspackConfig, builder: Builder) -> None:
+        self.cfg, self.b = cfg, builder
+        # a route the availability SLO counts (none: the SLO file is not rendered)
+        self.route = next((r for r in ROUTES if re.fullmatch(cfg.slos.availability.handler_regex, r)), "")
+
+    def vllm(self, case: _Case, metric: str, where: dict[str, str], values: str, **extra: str) -> None:
+        case.series.append((_series(metric, {**(self.b.sel["vllm"] or {}), **where, **extra}), values))
+
+    def write(self, case: _Case, sli: str, cluster: str, traffic: Traffic, threshold: float | None) -> None:
+        model = MODELS[sli]
+        pods = [self.b.where(cluster, NAMESPACE, f"{model.split('/')[1].lower()}-{i}") for i in range(2)]
+        # Two pods: the first carries every bad event, the second the good ones. Pod 0 writes the Go
+        # client's spelling of a whole-number bound (le="1"), pod 1 Python's and Prometheus 3's ("1.0").
+        carried = [
+            Traffic(
+                [0.0] * len(traffic.good), traffic.bad, [r / 2 for r in traffic.requests], traffic.resets
+            ),
+            Traffic(
+                traffic.good, [0.0] * len(traffic.bad), [r / 2 for r in traffic.requests], traffic.resets
+            ),
+        ]
+        for i, (where, t) in enumerate(zip(pods, carried)):
+            resets = frozenset(r + 20 * i for r in t.resets)  # the pods restart one after the other
+            labels = {**where, "model_name": model, "engine": "0"}
+            total = [g + b for g, b in zip(t.good, t.bad)]
+            if sli == "availability":
+                http = {**where, "handler": self.route, "method": "POST"}
+                self.vllm(case, "http_requests_total", http, counter_values(t.good, resets), status="2xx")
+                self.vllm(case, "http_requests_total", http, counter_values(t.bad, resets), status="5xx")
+                self.vllm(case, "vllm:num_requests_running", labels, f"4x{traffic.steps}")
+                continue
+            assert threshold is not None
+            le = _le(threshold, go=i == 0)
+            names = ["vllm:time_to_first_token_seconds"]
+            if sli == "inter_token_latency":
+                # pod 0 is vLLM 0.6 (the older name only), pod 1 is 0.10-0.11 (both names, equal values)
+                names = ["vllm:time_per_output_token_seconds"] if i == 0 else [
+                    "vllm:inter_token_latency_seconds", "vllm:time_per_output_token_seconds"]  # fmt: skip
+                self.vllm(case, "vllm:time_to_first_token_seconds_count", labels,
+                          counter_values(t.requests, resets))  # fmt: skip
+            for name in names:
+                self.vllm(case, f"{name}_count", labels, counter_values(total, resets))
+                self.vllm(case, f"{name}_bucket", {**labels, "le": le}, counter_values(t.good, resets))
+                self.vllm(case, f"{name}_bucket", {**labels, "le": "+Inf"}, counter_values(total, resets))
+
+
+def _le(threshold: float, go: bool) -> str:
+    """How a client writes the bound: Go drops the `.0` of whole numbers, Python keeps it."""
+    if float(threshold).is_integer():
+        return str(int(threshold)) if go else f"{float(threshold)}"
+    return repr(float(threshold))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Scenarios
+
+
+@dataclass(frozen=True)
+class _SLI:
+    name: str
+    objective: float
+    min_requests: float
+    threshold: float | None
+    requests: float  # healthy requests per step, enough for every guard
+
+    @property
+    def model(self) -> str:
+        return MODELS[self.name]
+
+    @property
+    def events_per_request(self) -> float:
+        return GAPS_PER_REQUEST if self.name == "inter_token_latency" else 1
+
+    def share(self, burn: float) -> float:
+        """The bad share that burns the budget `burn` times as fast as the period allows (at most 1)."""
+        return min(1.0, burn * (1 - self.objective))
+
+
+def _branch_for(cfg: ObspackConfig, sli: str, model: str) -> slos.Branch | None:
+    for branch in slos.branches(cfg, sli):
+        ok = True
+        for matcher in branch.matchers:
+            m = re.fullmatch(r'model_name(=~|!~)"(.*)"', matcher)
+            assert m, matcher
+            hit = re.fullmatch(m.group(2).encode().decode("unicode_escape"), model) is not None
+            ok = ok and (hit if m.group(1) == "=~" else not hit)
+        if ok:
+            return branch
+    return None
+
+
+def _slis(cfg: ObspackConfig) -> list[_SLI]:
+    out = []
+    for sli in slos.enabled_slis(cfg):
+        branch = _branch_for(cfg, sli, MODELS[sli])
+        if branch is None:
+            continue
+        guard = branch.min_requests if branch.min_requests is not None else 1 / (1 - branch.objective)
+        requests = max(600.0, math.ceil(guard / 20))  # a healthy hour holds three times the guard
+        out.append(_SLI(sli, branch.objective, guard, branch.threshold, requests))
+    return out
+
+
+class _Suite:
+    def __init__(self, cfg: ObspackConfig) -> None:
+        self.cfg = cfg
+        self.builder = Builder(cfg)
+        self.writer = _Writer(cfg, self.builder)
+        self.slis = _slis(cfg)
+        rules = [r for r in all_alerts(cfg) if r.alert == ALERT]
+        self.step_s = 60 // cfg.slos.speedup
+        self.base = _window_steps(slos.base_window(cfg), self.step_s)
+        self.pairs = [
+            _Pair(f"{p.long}/{p.short}", p.severity, _window_steps(p.long, self.step_s),
+                  _window_steps(p.short, self.step_s), _window_steps(p.for_, self.step_s), p.factor, rule)
+            for p, rule in zip(slos.window_pairs(cfg), rules)
+        ]  # fmt: skip
+
+    def labels(self, sli: _SLI, cluster: str) -> dict[str, str]:
+        return {
+            self.cfg.cluster_label: cluster,
+            "namespace": NAMESPACE,
+            "model_name": sli.model,
+            "slo": sli.name,
+        }
+
+    def play(self, name: str, steps: int, plays: dict[str, tuple[str, Traffic]], at: list[int]) -> _Case:
+        """Write the traffic of each SLI (per cluster) and expect, at each step of `at`, what the model of
+        the rules predicts; a step where it cannot tell is a bug in the scenario."""
+        case = _Case(name, steps)
+        by_sli = {s.name: s for s in self.slis}
+        for key, (cluster, traffic) in plays.items():
+            sli = by_sli[key.split("@")[0]]
+            self.writer.write(case, sli.name, cluster, traffic, sli.threshold)
+        for step in at:
+            firing: list[dict[str, object]] = []
+            for key, (cluster, traffic) in plays.items():
+                sli = by_sli[key.split("@")[0]]
+                predictor = _Predictor(traffic, sli.objective, sli.min_requests, self.base)
+                for pair in self.pairs:
+                    verdict = predictor.firing(step, pair)
+                    if verdict is None:
+                        raise AssertionError(f"{name}: {sli.name} {pair.name} is unclear at step {step}")
+                    if verdict:
+                        value = predictor.value(step, pair)
+                        if value is None:
+                            raise AssertionError(
+                                f"{name}: {sli.name} {pair.name} has no steady value at {step}"
+                            )
+                        firing.append(_expected(pair.rule, self.labels(sli, cluster), value))
+            case.checks.append((step, firing))
+        return case
+
+    def _burn(self, sli: _SLI, cluster: str, window: str) -> str:
+        sel = c.selector(*(f'{k}="{v}"' for k, v in self.labels(sli, cluster).items()))
+        return f"{c.slo_rate('errors', window)}{sel} / {c.slo_rate('events', window)}{sel} / (1 - {c.SLO_OBJECTIVE}{sel})"
+
+    def _holds(self, case: _Case, sli: _SLI, cluster: str, step: int, expr: str) -> None:
+        """A query check that `expr` (a `bool` comparison) is 1 at `step`."""
+        case.samples.append(
+            {
+                "expr": expr,
+                "eval_time": self.at(step),
+                "exp_samples": [_sample("", self.labels(sli, cluster), 1)],
+            }
+        )
+
+    def burn_above(self, case: _Case, sli: _SLI, cluster: str, step: int, factor: float) -> None:
+        """The short window's burn is above `factor` (so what keeps the alert quiet is something else: the
+        long window or the guard)."""
+        burn = self._burn(sli, cluster, slos.base_window(self.cfg))
+        self._holds(case, sli, cluster, step, f"{burn} > bool {factor:g}")
+
+    def burn_near(self, case: _Case, sli: _SLI, cluster: str, step: int, window: str, value: float) -> None:
+        """The window's burn is within 10% of `value`."""
+        burn = self._burn(sli, cluster, window)
+        self._holds(case, sli, cluster, step, f"abs({burn} - {value!r}) < bool {value * 0.1!r}")
+
+    def record_is(self, case: _Case, record: str, sli: _SLI, cluster: str, step: int, value: float) -> None:
+        sel = c.selector(*(f'{k}="{v}"' for k, v in self.labels(sli, cluster).items()))
+        case.samples.append(
+            {
+                "expr": f"{record}{sel}",
+                "eval_time": self.at(step),
+                "exp_samples": [_sample(record, self.labels(sli, cluster), value)],
+            }
+        )
+
+    def at(self, step: int) -> str:
+        return f"{step * self.step_s}s"
+
+
+def _first_clear(suite: _Suite, traffic: Traffic, sli: _SLI, start: int, end: int, pair: int) -> int | None:
+    """The first step from `start` at which pair `pair` clearly fires and every pair is clear."""
+    predictor = _Predictor(traffic, sli.objective, sli.min_requests, suite.base)
+    for step in range(start, end):
+        verdicts = [predictor.firing(step, p) for p in suite.pairs]
+        steady = all(predictor.value(step, p) is not None for p, v in zip(suite.pairs, verdicts) if v)
+        if verdicts[pair] and None not in verdicts and steady:
+            return step
+    return None
+
+
+def fast_burn(suite: _Suite) -> _Case:
+    """Healthy for over an hour, then as many bad events as the lowest objective allows to be bad at all
+    (every request bad for a 99% objective, one in ten for 99.9%, so every SLI burns equally fast); the
+    same model in the second cluster stays healthy. The page over 1h/5m fires within minutes, the one over
+    6h/30m soon after."""
+    start = suite.pairs[0].long + suite.base + 5
+    end = start + 60
+    plays, at = {}, [start - 1]
+    burn = min(1 / (1 - sli.objective) for sli in suite.slis)
+    for sli in suite.slis:
+        share = sli.share(burn)
+        burning = Traffic.of(
+            end, sli.requests, lambda s, sh=share: sh if s > start else 0.0, sli.events_per_request
+        )
+        healthy = Traffic.of(end, sli.requests, lambda s: 0.0, sli.events_per_request)
+        plays[sli.name] = ("prod-a", burning)
+        plays[f"{sli.name}@b"] = ("prod-b", healthy)
+        for pair in (0, 1):  # the fast page first, the slow one soon after
+            first = _first_clear(suite, burning, sli, start, end, pair)
+            if first is not None:
+                at.append(first)
+    return suite.play("VLLMErrorBudgetBurn: a fast burn pages within minutes; the other cluster stays quiet",
+                      max(at) + 5, plays, sorted(set(at)))  # fmt: skip
+
+
+def slow_burn(suite: _Suite) -> _Case:
+    """Four times the sustainable bad share from the start: both tickets fire in turn, no page ever."""
+    plays: dict[str, tuple[str, Traffic]] = {}
+    horizon = 260
+    at: set[int] = set()
+    for sli in suite.slis:
+        share = sli.share(4)
+        traffic = Traffic.of(horizon, sli.requests, lambda s, sh=share: sh, sli.events_per_request)
+        plays[sli.name] = ("prod-a", traffic)
+        for pair in (2, 3):
+            first = _first_clear(suite, traffic, sli, 1, horizon - 5, pair)
+            if first is not None:
+                at.add(first)
+    steps = max(at, default=60) + 5
+    plays = {
+        k: (cl, Traffic(t.good[: steps + 1], t.bad[: steps + 1], t.requests[: steps + 1]))
+        for k, (cl, t) in plays.items()
+    }
+    return suite.play("VLLMErrorBudgetBurn: a slow burn opens tickets and never pages", steps, plays,
+                      sorted(at | {30}))  # fmt: skip
+
+
+def brief_spike(suite: _Suite) -> _Case:
+    """Five steps at 20 times the sustainable bad share in an otherwise healthy hour: the short windows
+    see it, the long ones do not, so nothing fires. Clients' 4xx answers never count."""
+    spike, steps = 30, 95
+    plays = {}
+    for sli in suite.slis:
+        share = sli.share(20)
+        plays[sli.name] = (
+            "prod-a",
+            Traffic.of(
+                steps,
+                sli.requests,
+                lambda s, sh=share: sh if spike < s <= spike + 5 else 0.0,
+                sli.events_per_request,
+            ),  # fmt: skip
+        )
+    case = suite.play("VLLMErrorBudgetBurn: a brief spike does not page", steps, plays,
+                      [spike + 3, spike + 6, spike + 15, spike + 30, spike + 60])  # fmt: skip
+    page = suite.pairs[0]
+    for sli in suite.slis:
+        if sli.share(20) / (1 - sli.objective) > page.factor * (1 + MARGIN):
+            suite.burn_above(case, sli, "prod-a", spike + 5, page.factor)
+    return case
+
+
+def no_traffic(suite: _Suite) -> _Case:
+    """An idle model: its records are 0, not NaN, and nothing fires. A production-stack router failing
+    requests in the same namespace has no model, so it counts for none."""
+    steps = 20
+    plays = {sli.name: ("prod-a", Traffic.of(steps, 0.0, lambda s: 0.0)) for sli in suite.slis}
+    case = suite.play(
+        "VLLMErrorBudgetBurn: no traffic stays quiet, and no record is NaN", steps, plays, [10, 19]
+    )
+    router = {
+        **(suite.builder.sel["vllm"] or {}),
+        **suite.builder.where("prod-a", NAMESPACE, "vllm-router-5f9c"),
+    }
+    route = suite.writer.route
+    case.series.append(
+        (
+            _series("http_requests_total", {**router, "handler": route, "method": "POST", "status": "5xx"}),
+            f"0+50x{steps}",
+        )
+    )
+    case.series.append(
+        (_series("vllm:num_requests_running", {**router, "server": "http://10.1.2.3:8000"}), f"3x{steps}")
+    )
+    for sli in suite.slis:
+        for record in (
+            c.slo_rate("events", slos.recorded_windows(suite.cfg)[0]),
+            c.slo_rate("errors", slos.period(suite.cfg)),
+        ):
+            suite.record_is(case, record, sli, "prod-a", 19, 0)
+    return case
+
+
+def low_traffic(suite: _Suite) -> _Case:
+    """Every request bad, but so few that the longest window holds half the guard: quiet, although the
+    short window burns far above every factor. Inter-token latency has many gaps per request, so its
+    guard must count requests, not gaps."""
+    plays: dict[str, tuple[str, Traffic]] = {}
+    longest = suite.pairs[-1]
+    steps = longest.for_ + 20
+    for sli in suite.slis:
+        rate = sli.min_requests / 2 / longest.long
+        plays[sli.name] = ("prod-a", Traffic.of(steps, rate, lambda s: 1.0, sli.events_per_request))
+    case = suite.play("VLLMErrorBudgetBurn: low traffic stays quiet", steps, plays, [70, steps - 2])
+    for sli in suite.slis:
+        if 1 / (1 - sli.objective) > suite.pairs[0].factor * (1 + MARGIN):
+            suite.burn_above(case, sli, "prod-a", 60, suite.pairs[0].factor)
+    return case
+
+
+def counter_reset(suite: _Suite) -> _Case:
+    """A steady half of the sustainable bad share while both pods restart, the one with the bad events at
+    step 30, the other at 50: their counters start over. Rates are taken per series before summing, so
+    nothing fires."""
+    steps = 75
+    plays = {}
+    for sli in suite.slis:
+        share = sli.share(0.5)
+        t = Traffic.of(steps, sli.requests, lambda s, sh=share: sh, sli.events_per_request)
+        plays[sli.name] = ("prod-a", Traffic(t.good, t.bad, t.requests, frozenset({30})))
+    return suite.play(
+        "VLLMErrorBudgetBurn: a pod restart (counter reset) does not page", steps, plays, [31, 33, 40, 52, 70]
+    )
+
+
+def uneven_traffic(suite: _Suite) -> _Case:
+    """40 busy healthy steps, then 20 quiet ones with half the events bad. The period's burn is summed
+    bad over summed events, about 0.5% of the events here; an average of per-window ratios would say
+    about a sixth. Nothing fires: the long windows weigh the quiet steps by their traffic too."""
+    steps = 60
+    plays = {}
+    for sli in suite.slis:
+        busy, quiet = sli.requests * 10, sli.requests / 10
+        t = Traffic.of(steps, 1.0, lambda s: 0.0 if s <= 40 else 0.5, sli.events_per_request)
+        scale = [0.0] + [busy if s <= 40 else quiet for s in range(1, steps + 1)]
+        plays[sli.name] = (
+            "prod-a",
+            Traffic([g * k for g, k in zip(t.good, scale)], [b * k for b, k in zip(t.bad, scale)], scale),
+        )
+    case = suite.play(
+        "VLLMErrorBudgetBurn: the period's budget is weighted by traffic", steps, plays, [steps]
+    )
+    period = slos.period(suite.cfg)
+    for sli in suite.slis:
+        predictor = _Predictor(plays[sli.name][1], sli.objective, sli.min_requests, suite.base)
+        window = predictor._window(steps, _window_steps(period, suite.step_s), suite.base)
+        assert window is not None
+        suite.burn_near(case, sli, "prod-a", steps, period, window[0])
+    return case
+
+
+SCENARIOS = (fast_burn, slow_burn, brief_spike, no_traffic, low_traffic, counter_reset, uneven_traffic)
+
+
+def _test_case(suite: _Suite, case: _Case) -> dict[str, object]:
+    out: dict[str, object] = {
+        "name": case.name,
+        "interval": f"{suite.step_s}s",
+        "input_series": [{"series": s, "values": v} for s, v in case.series],
+        "alert_rule_test": [
+            {"eval_time": suite.at(step), "alertname": ALERT, **({"exp_alerts": firing} if firing else {})}
+            for step, firing in case.checks
+        ],
+    }
+    if case.samples:
+        out["promql_expr_test"] = case.samples
+    return out
+
+
+def slo_rule_tests(cfg: ObspackConfig) -> dict[str, dict[str, object]]:
+    """The SLO test file, or nothing when no SLI is enabled (or the selectors cannot be satisfied)."""
+    suite = _Suite(cfg)
+    if not suite.slis or not suite.builder.usable:
+        return {}
+    if any(s.name == "availability" for s in suite.slis) and not suite.writer.route:
+        return {}
+    order = [g.name for g in (*all_recording_groups(cfg), *alert_groups(cfg))]
+    return {
+        FILE: {
+            "rule_files": ["../prometheus/recording-rules.yaml", "../prometheus/alerts.yaml"],
+            "evaluation_interval": f"{suite.step_s}s",
+            "group_eval_order": order,
+            "tests": [_test_case(suite, scenario(suite)) for scenario in SCENARIOS],
+        }
+    }

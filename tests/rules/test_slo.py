@@ -1,0 +1,175 @@
+"""The SLO rules: the alert contract, the live-timing rule (one group boundary from raw series to the alert),
+records per model and never per pod, and the rendered promtool tests in both group orders."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import promql_parser
+import pytest
+import yaml
+
+from obspack import conventions as c
+from obspack import slos
+from obspack.config import ObspackConfig, load_config
+from obspack.render.bundle import build
+from obspack.render.files import ALERTS_FILE, pack_files
+from obspack.rules.alerts import alert_groups, all_alerts
+from obspack.rules.alerts.slo import ALERT
+from obspack.rules.model import RecordingRule
+from obspack.rules.recording import all_recording_groups
+from obspack.rules.recording.slo import le_matcher
+from obspack.rules.slo_tests import FILE, _Predictor, _Suite, counter_values, slo_rule_tests
+from tests.support.chains import Chains
+from tests.support.tools import require_tool
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+CONFIGS = {
+    "defaults": ObspackConfig(),
+    "custom": load_config(FIXTURES / "custom.yaml"),
+    "speedup": ObspackConfig.model_validate({"slos": {"speedup": 60}, "rule_interval": "1s"}),
+}
+_RECORD = re.compile(r"\b([a-z_]+:[a-z0-9_]+:[a-z0-9_]+)\b")
+
+
+def _slo_groups(cfg: ObspackConfig) -> dict[str, list[RecordingRule]]:
+    return {g.name: list(g.rules) for g in all_recording_groups(cfg) if "-slo" in g.name}  # type: ignore[misc]
+
+
+def test_alert_contract() -> None:
+    rules = [a for a in all_alerts(ObspackConfig()) if a.alert == ALERT]
+    assert [(dict(r.labels)["long"], dict(r.labels)["short"], r.severity.value, r.for_) for r in rules] == [
+        ("1h", "5m", "critical", "2m"),
+        ("6h", "30m", "critical", "15m"),
+        ("1d", "2h", "warning", "1h"),
+        ("3d", "6h", "warning", "3h"),
+    ]
+    for rule, factor in zip(rules, ("14.4", "6", "3", "1")):
+        assert rule.expr.count(f") > {factor}\n") == 2, rule.expr
+        annotations = rule.to_dict()["annotations"]
+        assert (
+            "/d/obspack-vllm-slos/vllm-slos?var-cluster={{ $labels.cluster }}" in annotations["dashboard_url"]
+        )
+        assert "var-model={{ $labels.model_name }}" in annotations["dashboard_url"]
+        assert annotations["runbook_url"] == "runbooks/vllm-error-budget-burn.md"
+    # every series the alert returns has the cluster, namespace, model and SLO: the records' labels
+    sli = [r for rules in _slo_groups(ObspackConfig()).values() for r in rules if dict(r.labels).get("slo")]
+    assert {dict(r.labels)["slo"] for r in sli} == set(slos.SLIS)
+    for rule in sli:
+        if rule.expr.startswith("sum by"):
+            assert rule.expr.startswith("sum by (cluster, namespace, model_name) ("), rule.expr
+
+
+def test_config_labels_reach_the_alert_and_the_cluster_label_every_rule() -> None:
+    cfg = CONFIGS["custom"]
+    rules = [a for a in all_alerts(cfg) if a.alert == ALERT]
+    assert all(
+        dict(r.labels)["slo_owner"] == "serving" and dict(r.labels)["team"] == "ml-platform" for r in rules
+    )
+    for rules_ in _slo_groups(cfg).values():
+        for rule in rules_:
+            for clause in re.findall(r"\b(?:by|on) \(([^)]*)\)", rule.expr):
+                assert clause.startswith("k8s_cluster"), (rule.record, clause)
+            assert "pod" not in re.findall(r"sum by \(([^)]*)\) \(\n", rule.expr)[:1], rule.record
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_one_group_boundary_from_raw_series_to_the_alert(name: str) -> None:
+    """Each SLI's base-window records read raw series, or records made by an earlier stage of their own
+    group; the alert averages them over its windows itself. So a live Prometheus, which runs every group on
+    its own timer, lags the alert by at most one interval behind the raw series. The longer-window and
+    period records are for the SLO page: one hop, two for its panels."""
+    cfg = CONFIGS[name]
+    chains = Chains([*all_recording_groups(cfg), *alert_groups(cfg)])
+    assert chains.of(ALERT) == 1
+    for group in all_recording_groups(cfg):
+        if group.name.startswith(f"{c.GROUP_PREFIX}-slo"):
+            expected = 1 if group.name.endswith(("-windows.rules", "-period.rules")) else 0
+            assert {chains.of(r.record) for r in group.rules} == {expected}, group.name  # type: ignore[union-attr]
+            assert len(group.rules) <= 20, f"{group.name}: over Mimir's default rules per group"
+
+
+def test_records_are_few_per_model() -> None:
+    """Series per cluster, namespace and model: each record name is one series per SLO."""
+    names = {r.record for rules in _slo_groups(ObspackConfig()).values() for r in rules}
+    assert len(names) == 3 + 2 + 2 * len(slos.recorded_windows(ObspackConfig())) + 2
+    assert len(names) * len(slos.SLIS) == 45
+
+
+def test_le_matches_both_spellings_of_a_whole_bound() -> None:
+    assert le_matcher(1.0) == 'le=~"1(\\\\.0)?"' and le_matcher(2.5) == 'le="2.5"'
+    regex = promql_parser.parse(f"x{{{le_matcher(10.0)}}}").matchers.matchers[0].value
+    assert [v for v in ("10", "10.0", "100", "1000") if re.fullmatch(regex, v)] == ["10", "10.0"]
+
+
+def test_counter_notation() -> None:
+    assert counter_values([0, 10, 10, 10, 5, 5]) == "0 10+10x2 35+5x1"
+    assert counter_values([0, 10, 10, 10, 10], frozenset({2})) == "0 10+10x0 0 10+10x1"
+
+
+def test_the_model_of_the_rules_refuses_a_check_at_a_threshold() -> None:
+    suite = _Suite(ObspackConfig())
+    sli = suite.slis[0]
+    from obspack.rules.slo_tests import Traffic
+
+    exactly = Traffic.of(200, 600, lambda s: 3 * (1 - sli.objective))  # burns at the ticket factor exactly
+    verdict = _Predictor(exactly, sli.objective, sli.min_requests, suite.base).condition(150, suite.pairs[2])
+    assert verdict is None
+
+
+@pytest.fixture(params=sorted(CONFIGS))
+def rendered(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, Path]:
+    for rel, text in pack_files(build(CONFIGS[request.param])).items():
+        target = tmp_path / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+    return request.param, tmp_path
+
+
+def promtool(tests: Path, name: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [require_tool("promtool"), "test", "rules", name], capture_output=True, text=True, cwd=tests
+    )
+
+
+def test_rendered_slo_tests_pass_in_either_group_order(rendered: tuple[str, Path]) -> None:
+    """The file's own order (tests/rules/test_promtool.py runs it for the defaults and the custom config)
+    and the groups reversed, so nothing depends on another group running first at the same time."""
+    config, root = rendered
+    tests = root / "tests"
+    data = yaml.safe_load((tests / FILE).read_text())
+    assert len(data["tests"]) == 7
+    data["group_eval_order"] = list(reversed(data["group_eval_order"]))
+    (tests / "reversed_test.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    for name in ("reversed_test.yaml", *([FILE] if config == "speedup" else [])):
+        done = promtool(tests, name)
+        assert done.returncode == 0 and "SUCCESS" in done.stdout, done.stdout + done.stderr
+
+
+def test_every_slo_fires_and_stays_quiet_in_the_rendered_tests() -> None:
+    for name, cfg in CONFIGS.items():
+        cases = slo_rule_tests(cfg)[FILE]["tests"]
+        fired = {
+            (a["exp_labels"]["slo"], a["exp_labels"]["long"])
+            for case in cases
+            for check in case["alert_rule_test"]
+            for a in check.get("exp_alerts", [])
+        }
+        assert fired == {(s, p.long) for s in slos.SLIS for p in slos.window_pairs(cfg)}, name
+        quiet = [
+            case["name"] for case in cases if not any(ch.get("exp_alerts") for ch in case["alert_rule_test"])
+        ]
+        assert len(quiet) == 5, (name, quiet)
+
+
+def test_rendered_slo_tests_fail_without_the_guard(tmp_path: Path) -> None:
+    for rel, text in pack_files(build(ObspackConfig())).items():
+        if rel == ALERTS_FILE:
+            text = text.replace(f">= {c.SLO_MIN_REQUESTS}", f">= 0 * {c.SLO_MIN_REQUESTS}")
+        target = tmp_path / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+    done = promtool(tmp_path / "tests", FILE)
+    assert done.returncode != 0 and "low traffic stays quiet" in done.stderr, done.stdout + done.stderr
