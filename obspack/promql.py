@@ -39,10 +39,15 @@ class Target:
     panel: str
     ref: str
     expr: str
+    panel_id: int = 0
+
+    @property
+    def panel_where(self) -> str:
+        return f"{self.dashboard} / {self.panel}"
 
     @property
     def where(self) -> str:
-        return f"{self.dashboard} / {self.panel} [{self.ref}]"
+        return f"{self.panel_where} [{self.ref}]"
 
 
 @dataclass(frozen=True)
@@ -87,9 +92,8 @@ def targets(pack: Pack) -> Iterator[Target]:
         for panel in _walk_panels(dashboard.model.get("panels", [])):  # type: ignore[arg-type]
             for target in panel.get("targets", []) or []:  # type: ignore[union-attr]
                 if target.get("expr"):
-                    yield Target(
-                        dashboard.name, str(panel.get("title")), str(target.get("refId")), target["expr"]
-                    )
+                    title, ref = str(panel.get("title")), str(target.get("refId"))
+                    yield Target(dashboard.name, title, ref, target["expr"], int(panel.get("id") or 0))
 
 
 def variables(pack: Pack) -> Iterator[Variable]:

@@ -114,11 +114,16 @@ class SelectorChecks:
         return self._ask(("values", label, match), lambda: self.api.label_values(label, match, w.start, w.at))
 
     def last_seen(self, expr: str) -> float | None:
+        """When `expr` had its last sample: the last step of a coarse range query that finds it, then the
+        sample's own timestamp from an instant query at that step."""
         w = self.window
         step = max(60, math.ceil(w.lookback_s / 288))
         result = self.api.query_range(f"count({expr})", w.start, w.at, step)
         stamps = [float(t) for series in result for t, _ in series.get("values", [])]
-        return max(stamps) if stamps else None
+        if not stamps:
+            return None
+        exact = self.api.query(f"max(timestamp({expr}))", max(stamps))
+        return float(exact[0]["value"][1]) if exact else max(stamps)
 
     # -- the stages -------------------------------------------------------------------------------
 

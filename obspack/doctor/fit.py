@@ -356,37 +356,68 @@ def fit_dashboards(
     ]
 
 
-def dashboard_findings(
-    dashboards: Iterable[DashboardFit], records: Mapping[str, RecordData]
-) -> list[Finding]:
+def dashboard_findings(dashboards: Iterable[DashboardFit]) -> list[Finding]:
+    """Per dashboard: variables that list nothing, panels that would be empty (all their queries are), and
+    queries that are empty while the rest of their panel shows data."""
     out: list[Finding] = []
     for d in dashboards:
-        for s in d.samples:
-            for name in s.empty:
-                where = f"{d.name} / ${name}" + ("" if s.name == "defaults" else f" for {s.name}")
-                out.append(
-                    note(
-                        Topic.VARIABLE,
-                        where,
-                        "lists no values: Grafana puts an empty value in its place, which matches only series "
-                        "without the label",
-                    )
-                )
-        for panel in d.panels:
-            out.extend(_panel_findings(panel))
+        empty = {name: s.name for s in reversed(d.samples) for name in s.empty}
+        for name in (n for s in d.samples for n in s.empty):
+            if name not in empty:
+                continue
+            sample = empty.pop(name)
+            where = f"{d.name} / ${name}" + ("" if sample == "defaults" else f" for {sample}")
+            message = "lists no values: Grafana puts an empty value in its place, which matches only series without the label"
+            out.append(note(Topic.VARIABLE, where, message))
+        panels: dict[int | str, list[PanelFit]] = {}
+        for fit in d.panels:
+            panels.setdefault(fit.target.panel_id or fit.target.panel, []).append(fit)
+        for queries in panels.values():
+            out.extend(_panel_findings(queries))
     return out
 
 
-def _panel_findings(panel: PanelFit) -> list[Finding]:
-    where = panel.target.where
-    first = dict(panel.verdicts)["defaults"]
-    if first.state is State.MISSING:
-        return [problem(Topic.PANEL, where, f"would be empty: {first.why}", causes=first.causes)]
-    if first.state is State.EVENT:
-        return [note(Topic.PANEL, where, f"empty on a healthy fleet: {first.why}")]
-    if first.state is State.UNKNOWN:
-        return [note(Topic.PANEL, where, f"could not be checked: {first.why}")]
-    for name, v in panel.verdicts:
+def _merge(verdicts: Sequence[Verdict], state: State) -> Verdict:
+    chosen = [v for v in verdicts if v.state is state]
+    causes = tuple(dict.fromkeys(c for v in chosen for c in v.causes))
+    return Verdict(state, causes, tuple(dict.fromkeys(r for v in chosen for r in v.reasons)))
+
+
+def _panel_findings(queries: Sequence[PanelFit]) -> list[Finding]:
+    panel = queries[0].target.panel_where
+    for sample in (name for name, _ in queries[0].verdicts):
+        verdicts = [dict(q.verdicts)[sample] for q in queries]
+        if any(v.state is State.OK for v in verdicts):
+            continue
+        states = {v.state for v in verdicts}
+        for_sample = "" if sample == "defaults" else f" for {sample}"
+        if State.MISSING in states:
+            merged = _merge(verdicts, State.MISSING)
+            return [
+                problem(Topic.PANEL, panel, f"would be empty{for_sample}: {merged.why}", causes=merged.causes)
+            ]
+        if states == {State.EVENT}:
+            return [
+                note(Topic.PANEL, panel, f"empty on a healthy fleet: {_merge(verdicts, State.EVENT).why}")
+            ]
+        return [
+            note(
+                Topic.PANEL, panel, f"could not be checked{for_sample}: {_merge(verdicts, State.UNKNOWN).why}"
+            )
+        ]
+    out = []
+    for query in queries:  # the panel shows data; say which of its queries do not, with the defaults
+        v = dict(query.verdicts)["defaults"]
         if v.state is State.MISSING:
-            return [problem(Topic.PANEL, where, f"empty for {name}: {v.why}", causes=v.causes)]
-    return []
+            out.append(
+                note(
+                    Topic.PANEL,
+                    query.target.where,
+                    f"is empty while the panel shows its other queries: {v.why}",
+                )
+            )
+        elif v.state is State.EVENT:
+            out.append(note(Topic.PANEL, query.target.where, f"empty on a healthy fleet: {v.why}"))
+        elif v.state is State.UNKNOWN:
+            out.append(note(Topic.PANEL, query.target.where, f"could not be checked: {v.why}"))
+    return out

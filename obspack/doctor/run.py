@@ -63,7 +63,7 @@ def diagnose(cfg: ObspackConfig, pack: Pack, connection: Connection, options: Op
             *found.findings,
             *target_findings,
             *alert_findings(alerts),
-            *dashboard_findings(dashboards, records),
+            *dashboard_findings(dashboards),
             *rule_findings,
         )
         requests = api.requests

@@ -1,7 +1,7 @@
 """What really happens on the server, to hold the doctor's predictions against.
 
 The doctor predicts from the inputs which panels would be empty. The oracle runs every panel query as
-Grafana would (a range query over the last half hour, variables filled with the doctor's own samples)
+Grafana would (a range query over the last five minutes, variables filled with the doctor's own samples)
 on a real Prometheus where the rendered rules are loaded and have run, and says which panels are empty.
 It knows the two event series by name (a test-side fact, not the doctor's list): panels reading them are
 empty by design while their source is there.
@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import re
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,13 +24,7 @@ from tests.support.prometheus import Prometheus
 
 # event series -> the metric prefix of the source that reports them (None: Prometheus itself)
 EVENT_SERIES = {"ALERTS": None, "kube_pod_container_status_last_terminated_reason": "kube_"}
-WINDOW_S = 1800
-
-
-@dataclass(frozen=True)
-class Expected:
-    problems: set[str]  # panel subjects the doctor must report as problems
-    by_design: set[str]  # panel subjects the doctor must report as notes
+WINDOW_S = 300  # what a panel shows for the last five minutes: older data does not count
 
 
 def _reads(expr: str, metric: str) -> bool:
@@ -40,27 +33,40 @@ def _reads(expr: str, metric: str) -> bool:
 
 def _has_data(prom: Prometheus, expr: str) -> bool:
     now = time.time()
-    return any(s.get("values") for s in prom.query_range(expr, now - WINDOW_S, now, 60))
+    return any(s.get("values") for s in prom.query_range(expr, now - WINDOW_S, now, 30))
 
 
-def panels(prom: Prometheus, pack: Pack, report: dict[str, Any], dropped: tuple[str, ...] = ()) -> Expected:
-    """Panels empty for a sample of the doctor's report, split into broken and empty by design."""
+def panels(
+    prom: Prometheus, pack: Pack, report: dict[str, Any], dropped: tuple[str, ...] = ()
+) -> set[tuple[str, str]]:
+    """(level, subject) of the panel findings the doctor must make, from what the queries really return.
+
+    A panel is empty for a sample when none of its queries returns data: a problem, unless every query
+    reads an event series whose source is there (a note: empty by design). A panel that shows data for
+    every sample gets a note for each of its queries that is empty with the default values."""
     samples = {d["dashboard"]: d["samples"] for d in report["dashboards"]}
-    problems, by_design = set(), set()
+    by_panel: dict[tuple[str, int], list] = {}
     for target in targets(pack):
-        per_sample = [
-            _has_data(prom, grafana_to_promql(target.expr, s["values"])) for s in samples[target.dashboard]
-        ]
-        events = [
-            m
-            for m, source in EVENT_SERIES.items()
-            if _reads(target.expr, m) and not (source and source in dropped)
-        ]
-        if not per_sample[0] and events:
-            by_design.add(target.where)
-        elif not all(per_sample):
-            problems.add(target.where)
-    return Expected(problems, by_design)
+        by_panel.setdefault((target.dashboard, target.panel_id), []).append(target)
+    expected = set()
+    for (dashboard, _), queries in by_panel.items():
+        data = {
+            q.where: [_has_data(prom, grafana_to_promql(q.expr, s["values"])) for s in samples[dashboard]]
+            for q in queries
+        }
+
+        def by_design(query) -> bool:  # noqa: ANN001
+            return any(
+                _reads(query.expr, m) and not (src and src in dropped) for m, src in EVENT_SERIES.items()
+            )
+
+        empty_for = [i for i in range(len(samples[dashboard])) if not any(d[i] for d in data.values())]
+        if empty_for:
+            design = empty_for[0] == 0 and all(by_design(q) for q in queries)
+            expected.add(("note" if design else "problem", queries[0].panel_where))
+            continue
+        expected |= {("note", q.where) for q in queries if not data[q.where][0]}
+    return expected
 
 
 def doctor(
