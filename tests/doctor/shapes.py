@@ -147,7 +147,7 @@ def _records_present(prom: Prometheus, names: list[str]) -> int:
 
 def wait_for_records(prom: Prometheus, groups: list[dict[str, object]], timeout: float = 30.0) -> None:
     """Wait until the recording rules have had their rounds: records reading other groups' records fill in
-    one evaluation after their inputs, so wait until the number of records with data stops growing."""
+    one evaluation after their inputs, so wait until some records have data and their number stops growing."""
     names = [str(r["record"]) for g in groups for r in g["rules"] if "record" in r]  # type: ignore[union-attr]
     if not names:
         return
@@ -156,7 +156,7 @@ def wait_for_records(prom: Prometheus, groups: list[dict[str, object]], timeout:
     while time.monotonic() < deadline and steady < 3:
         time.sleep(1.0)
         present = _records_present(prom, names)
-        steady = steady + 1 if present == seen else 0
+        steady = steady + 1 if present == seen and present else 0
         seen = present
 
 

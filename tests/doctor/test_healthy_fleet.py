@@ -166,3 +166,27 @@ def test_the_text_report_is_plain_without_a_terminal(fleet: Served) -> None:
         "0 problems, 2 notes (exit 0)",
     ):
         assert heading in result.stdout
+
+
+def test_a_mimir_like_api_under_a_path_prefix_with_a_tenant(fleet: Served, healthy) -> None:
+    from typer.testing import CliRunner
+
+    from obspack.cli import app
+    from tests.doctor.fakes import mimir_like, serve
+
+    with serve(mimir_like(fleet.prom.url, tenant="team-a", token="s3cret")) as proxy:
+        url = f"{proxy.url}/prometheus"
+        args = ("--time", str(fleet.summary.end), "--bearer-token", "s3cret")
+        code, report = oracle.doctor(url, *args, "--tenant", "team-a")
+        asked = len(proxy.seen)
+        refused = CliRunner().invoke(app, ["doctor", "-p", url, *args])
+    assert all(r.headers.get("x-scope-orgid") == "team-a" for r in proxy.seen[:asked])
+    assert refused.exit_code == 2 and "401 Unauthorized" in refused.output and "--tenant" in refused.output
+    backend = report["backend"]
+    assert backend["kind"] == "mimir"
+    assert {name: c["available"] for name, c in backend["capabilities"].items()} == {
+        "rules": True,
+        "targets": False,
+        "tsdb": False,
+    }
+    assert code == 0 and oracle.findings(report) == oracle.findings(healthy[1])
