@@ -73,12 +73,13 @@ def _selector_fix(key: str, text: str, check: Check) -> Fix | None:
     metric = check.leaf.selector.metric
     if check.matcher in ours:
         label, op, value = check.matcher
-        kept = [m for m in ours if m != check.matcher]
         why = f'{label}{op}"{value}" matches nothing on {metric}'
-        if check.seen and op in ("=", "=~") and len(check.seen) <= MAX_VALUES:
-            seen = check.seen
-            kept.append((label, "=", seen[0]) if len(seen) == 1 else (label, "=~", "|".join(seen)))
+        seen = check.seen
+        replacement: list[Matcher] = []
+        if seen and op in ("=", "=~") and len(seen) <= MAX_VALUES:
+            replacement = [(label, "=", seen[0]) if len(seen) == 1 else (label, "=~", "|".join(seen))]
             why += f"; it has {', '.join(seen)}"
+        kept = [new for m in ours for new in (replacement if m == check.matcher else [m])]
         return Fix(("selectors", key), _inner(kept), why)
     if check.label and any(m[0] == check.label for m in ours):
         kept = [m for m in ours if m[0] != check.label]
