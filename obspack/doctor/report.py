@@ -52,10 +52,13 @@ def _when(at: float) -> str:
 
 
 def _panel_counts(report: Report) -> tuple[int, int, int]:
-    panels = [p for d in report.dashboards for p in d.panels]
-    states = [[v.state for _, v in p.verdicts] for p in panels]
-    empty = sum(1 for s in states if State.MISSING in s)
-    by_design = sum(1 for s in states if State.MISSING not in s and s[0] is State.EVENT)
+    """Panels, panels that would be empty, panels empty by design (as the findings say)."""
+    panels = {(d.name, p.target.panel_id or p.target.panel) for d in report.dashboards for p in d.panels}
+    whole = [f for f in report.findings if f.topic is Topic.PANEL and not f.subject.endswith("]")]
+    empty = sum(1 for f in whole if f.level is Level.PROBLEM)
+    by_design = sum(
+        1 for f in whole if f.level is Level.NOTE and f.message.startswith("empty on a healthy fleet")
+    )
     return len(panels), empty, by_design
 
 
@@ -127,8 +130,8 @@ def text(report: Report, style: Callable[..., str]) -> str:
         style("Fit", bold=True),
         f"  selectors   {len(report.selectors)} checked, {missing} missing (many are alternatives for other versions)",
         f"  alerts      {can_fire} of {len(report.alerts)} can fire",
-        f"  dashboards  {len(report.dashboards)} dashboards, {total} panel queries, {samples} variable samples: "
-        f"{empty} empty, {by_design} empty by design",
+        f"  dashboards  {len(report.dashboards)} dashboards, {total} panels, {samples} samples of variable values: "
+        f"{empty} would be empty, {by_design} empty by design",
         "",
         style("Deployed rules", bold=True),
         f"  {_rules_line(report)}",
