@@ -124,6 +124,7 @@ GPU_REQUESTS = ("kube_pod_container_resource_requests", 'resource="nvidia_com_gp
 CADVISOR_CONTAINER = 'container!=""'
 CADVISOR_IMAGE = 'image!=""'
 KSM_REPLICA_KEY = ("namespace", "pod")
+KSM_CONTAINERS = "kube_pod_container_info"  # one series per container, with its image
 
 EXPORTER_PROBE = "obspack_cuda_allocator_reserved_bytes"  # served only when the CUDA probe runs in vLLM
 

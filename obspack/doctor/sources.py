@@ -16,7 +16,7 @@ from obspack.doctor.api import PrometheusAPI, QueryFailed
 from obspack.doctor.checks import Check, State, Window, duration
 from obspack.doctor.findings import Finding, Fix, Topic, note, problem
 from obspack.doctor.fit import PodKind
-from obspack.doctor.needs import Leaf, PackNeeds, alternatives
+from obspack.doctor.needs import Leaf, PackNeeds, alternatives, matches
 
 
 @dataclass(frozen=True)
@@ -124,6 +124,7 @@ def survey(
     reports = [r for s in k.SOURCES for r in (by_key.get(s.key),) if r is not None]
     findings.extend(dcgm_findings)
     findings.extend(_cadvisor_findings(reports))
+    findings.extend(_vllm_containers(ask, cfg, scope, found))
     cluster_report, cluster_findings = _cluster_label(ask, cl, scope, found)
     reports.append(cluster_report)
     findings.extend(cluster_findings)
@@ -170,6 +171,39 @@ def _vllm(
         summary += f"; {router} router copies (no model_name) left out"
     details = {"pods": len(pods), "generations": dict(counts), "router_series": router}
     return pods, SourceReport("vLLM", True, summary, details)
+
+
+def _vllm_containers(
+    ask: _Asker, cfg: ObspackConfig, scope: Mapping[str, str], found: Mapping[str, str]
+) -> list[Finding]:
+    """Whether `vllm_containers` picks any container of the pods that serve vLLM (by image or name)."""
+    if "vllm" not in found or "kube_state_metrics" not in found:
+        return []
+    cl = cfg.cluster_label
+    pods = f"group by ({cl}, namespace, pod) ({_scoped(found['vllm'], scope['vllm'], k.VLLM_ENGINE)})"
+    info = _scoped(k.KSM_CONTAINERS, scope["kube_state_metrics"], k.CADVISOR_CONTAINER)
+    rows = ask.rows(
+        {"containers": f"group by (container, image) ({info} and on ({cl}, namespace, pod) {pods})"}
+    )
+    containers = rows["containers"]
+    wanted = cfg.vllm_containers
+    by_image = [r for r in containers if matches(("image", "=~", wanted.image_regex), r.get("image", ""))]
+    by_name = wanted.name_regex and [
+        r for r in containers if matches(("c", "=~", wanted.name_regex), r.get("container", ""))
+    ]
+    if not containers or by_image or by_name:
+        return []
+    images = ", ".join(sorted({r.get("image", "") for r in containers}))
+    names = ", ".join(sorted({r.get("container", "") for r in containers}))
+    return [
+        note(
+            Topic.SOURCE,
+            "vLLM containers",
+            f"vllm_containers.image_regex {wanted.image_regex!r} matches no container of the pods that serve vLLM "
+            f"(images: {images}); they are recognised only where vLLM's own series name their container",
+            action=f"vllm_containers: set image_regex to the serving image, or name_regex to one of: {names}",
+        )
+    ]
 
 
 # ---------------------------------------------------------------------------------------------------

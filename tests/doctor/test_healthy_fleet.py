@@ -190,3 +190,19 @@ def test_a_mimir_like_api_under_a_path_prefix_with_a_tenant(fleet: Served, healt
         "tsdb": False,
     }
     assert code == 0 and oracle.findings(report) == oracle.findings(healthy[1])
+
+
+def test_an_image_regex_that_picks_no_vllm_container_is_a_note_naming_the_containers(
+    fleet: Served, healthy, tmp_path: Path
+) -> None:
+    config = {"vllm_containers": {"image_regex": ".*llm-server.*"}}
+    code, report = oracle.doctor(
+        fleet.prom.url, "--time", str(fleet.summary.end), config=config, tmp=tmp_path
+    )
+    assert code == 0, "vLLM's own series still name their container"
+    assert oracle.findings(report) == oracle.findings(healthy[1]) | {
+        ("note", "source", "vLLM containers"),
+        *(("note", "rules", g) for g in changed_groups(config)),
+    }
+    action = next(a for a in report["advice"]["actions"] if a.startswith("vllm_containers"))
+    assert action.endswith("name_regex to one of: obspack-exporter, vllm")
