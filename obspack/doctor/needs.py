@@ -185,29 +185,25 @@ def needs_of(node: pp.Expr, records: frozenset[str]) -> Need:
     return NOTHING
 
 
-def leaves(need: Need) -> Iterator[Leaf]:
-    if isinstance(need, Leaf):
-        yield need
-    elif isinstance(need, AllOf | AnyOf):
+def walk(need: Need) -> Iterator[Need]:
+    """Every node of a need tree, depth first."""
+    yield need
+    if isinstance(need, AllOf | AnyOf):
         for part in need.parts:
-            yield from leaves(part)
+            yield from walk(part)
+
+
+def leaves(need: Need) -> Iterator[Leaf]:
+    return (n for n in walk(need) if isinstance(n, Leaf))
 
 
 def record_refs(need: Need) -> Iterator[Record]:
-    if isinstance(need, Record):
-        yield need
-    elif isinstance(need, AllOf | AnyOf):
-        for part in need.parts:
-            yield from record_refs(part)
+    return (n for n in walk(need) if isinstance(n, Record))
 
 
 def alternatives(need: Need) -> Iterator[AnyOf]:
     """Every `or` in the tree (to tell which inputs have a fallback)."""
-    if isinstance(need, AnyOf):
-        yield need
-    if isinstance(need, AllOf | AnyOf):
-        for part in need.parts:
-            yield from alternatives(part)
+    return (n for n in walk(need) if isinstance(n, AnyOf))
 
 
 # ---------------------------------------------------------------------------------------------------

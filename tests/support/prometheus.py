@@ -94,19 +94,20 @@ class Prometheus:
         raise PrometheusError(f"rules not evaluated after {timeout}s")
 
 
-def _wait_ready(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
+def wait_ready(url: str, process: subprocess.Popen[bytes], log: Path, path: str = "/-/ready") -> None:
+    """Until `url + path` answers 200; fails with the server's log when it exits or takes too long."""
     deadline = time.monotonic() + READY_TIMEOUT_S
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise PrometheusError(f"prometheus exited with {process.returncode}:\n{log.read_text()[-3000:]}")
+            raise PrometheusError(f"{url} exited with {process.returncode}:\n{log.read_text()[-3000:]}")
         try:
-            with urllib.request.urlopen(f"{url}/-/ready", timeout=1) as response:
+            with urllib.request.urlopen(f"{url}{path}", timeout=1) as response:
                 if response.status == 200:
                     return
         except (urllib.error.URLError, ConnectionError, TimeoutError):
             pass
         time.sleep(0.05)
-    raise PrometheusError(f"prometheus not ready after {READY_TIMEOUT_S}s:\n{log.read_text()[-3000:]}")
+    raise PrometheusError(f"{url} not ready after {READY_TIMEOUT_S}s:\n{log.read_text()[-3000:]}")
 
 
 @contextmanager
@@ -131,7 +132,7 @@ def running_prometheus(
         try:
             yield Prometheus(url)
         finally:
-            _stop(process)
+            stop(process)
 
 
 def _start(binary: str, config: Path, data_dir: Path, log: Path) -> tuple[subprocess.Popen[bytes], str]:
@@ -153,16 +154,16 @@ def _start(binary: str, config: Path, data_dir: Path, log: Path) -> tuple[subpro
                 stderr=subprocess.STDOUT,
             )
         try:
-            _wait_ready(url, process, log)
+            wait_ready(url, process, log)
             return process, url
         except PrometheusError:
-            _stop(process)
+            stop(process)
             if attempt == 2 or "address already in use" not in log.read_text():
                 raise
     raise AssertionError("unreachable")
 
 
-def _stop(process: subprocess.Popen[bytes]) -> None:
+def stop(process: subprocess.Popen[bytes]) -> None:
     if process.poll() is None:
         process.terminate()
     try:

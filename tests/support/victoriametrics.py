@@ -14,30 +14,13 @@ from __future__ import annotations
 
 import subprocess
 import tempfile
-import time
-import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from tests.support.prometheus import READY_TIMEOUT_S, Prometheus, PrometheusError, free_port
+from tests.support.prometheus import Prometheus, PrometheusError, free_port, stop, wait_ready
 from tests.support.tools import require_tool
-
-
-def _wait(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + READY_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise PrometheusError(f"{url} exited with {process.returncode}:\n{log.read_text()[-3000:]}")
-        try:
-            with urllib.request.urlopen(f"{url}/health", timeout=1) as response:
-                if response.status == 200:
-                    return
-        except (urllib.error.URLError, ConnectionError, TimeoutError):
-            pass
-        time.sleep(0.05)
-    raise PrometheusError(f"{url} not ready after {READY_TIMEOUT_S}s:\n{log.read_text()[-3000:]}")
 
 
 @contextmanager
@@ -47,15 +30,10 @@ def _process(args: list[str], url: str) -> Iterator[None]:
         with log.open("wb") as sink:
             process = subprocess.Popen(args, stdout=sink, stderr=subprocess.STDOUT)
         try:
-            _wait(url, process, log)
+            wait_ready(url, process, log, "/health")
             yield
         finally:
-            process.terminate()
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            stop(process)
 
 
 @contextmanager
