@@ -11,16 +11,17 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from enum import Enum
 from threading import Lock
-
-import promql_parser as pp
+from typing import TypeVar
 
 from obspack.doctor import knowledge as k
 from obspack.doctor.api import PrometheusAPI
-from obspack.doctor.needs import Leaf, Matcher, Selector
+from obspack.doctor.needs import Leaf, Matcher, Selector, duration
+
+T = TypeVar("T")
 
 
 class State(str, Enum):
@@ -38,14 +39,6 @@ class Window:
     @property
     def start(self) -> float:
         return self.at - self.lookback_s
-
-
-def duration(seconds: float) -> str:
-    """A readable Prometheus-style duration, rounded to the minute above one minute."""
-    from datetime import timedelta
-
-    whole = int(seconds) if seconds < 60 else int(round(seconds / 60) * 60)
-    return pp.display_duration(timedelta(seconds=max(whole, 0))) if whole else "0s"
 
 
 @dataclass(frozen=True)
@@ -87,10 +80,11 @@ class SelectorChecks:
 
     # -- cached questions -------------------------------------------------------------------------
 
-    def _ask(self, key: tuple[str, ...], fn):  # noqa: ANN001, ANN202 - memoised call
+    def _ask(self, key: tuple[str, ...], fn: Callable[[], T]) -> T:
+        """`fn()`, asked once per key (two threads may both ask the first time; both get an answer)."""
         with self._lock:
             if key in self._memo:
-                return self._memo[key]
+                return self._memo[key]  # type: ignore[return-value]
         value = fn()
         with self._lock:
             self._memo[key] = value

@@ -13,8 +13,8 @@ import promql_parser as pp
 
 from obspack.doctor.api import PrometheusAPI, QueryFailed
 from obspack.doctor.backends import Backend
-from obspack.doctor.checks import duration
 from obspack.doctor.findings import Finding, Topic, note, problem
+from obspack.doctor.needs import duration
 from obspack.rules.model import AlertRule, RuleGroup
 
 SLOW = 0.5  # a group that needs more than this share of its interval gets a note

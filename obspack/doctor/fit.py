@@ -30,6 +30,7 @@ from obspack.doctor.needs import (
 from obspack.promql import Target, Variable, grafana_to_promql
 
 MAX_REASONS = 4  # a verdict names this many root causes at most
+DASHBOARD_RANGE_S = 3600  # the time range a dashboard's variables list their values over (Grafana's default)
 
 
 def _rank(check: Check) -> int:
@@ -190,19 +191,15 @@ class AlertFit:
         return self.verdict.state in (State.OK, State.EVENT)
 
 
+def verdict_of(need: Need, checks: Mapping[Leaf, Check], records: Mapping[str, RecordData]) -> Verdict:
+    """A reader's verdict: its selectors as checked, the records it reads as their rules return them."""
+    return judge(need, lambda leaf: of_check(checks[leaf]), lambda ref: of_record(ref, records[ref.name]))
+
+
 def fit_alerts(
     needs: PackNeeds, checks: Mapping[Leaf, Check], records: Mapping[str, RecordData]
 ) -> list[AlertFit]:
-    return [
-        AlertFit(
-            alert.name,
-            alert.group,
-            judge(
-                alert.need, lambda leaf: of_check(checks[leaf]), lambda ref: of_record(ref, records[ref.name])
-            ),
-        )
-        for alert in needs.alerts
-    ]
+    return [AlertFit(a.name, a.group, verdict_of(a.need, checks, records)) for a in needs.alerts]
 
 
 def alert_findings(alerts: Iterable[AlertFit]) -> list[Finding]:
@@ -256,7 +253,7 @@ def _values(
     if not variable.label:
         return []
     try:
-        return api.label_values(variable.label, selector, at - 3600, at)
+        return api.label_values(variable.label, selector, at - DASHBOARD_RANGE_S, at)
     except QueryFailed:
         return []
 
@@ -303,6 +300,43 @@ class DashboardFit:
     name: str
     samples: tuple[Sample, ...]
     panels: tuple[PanelFit, ...] = field(default=())
+    selectors: tuple[Leaf, ...] = ()  # the raw selectors its queries read with the default values
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """A dashboard's samples, and what each of its queries needs for each sample."""
+
+    dashboard: str
+    samples: list[Sample]
+    reads: list[tuple[Target, list[tuple[Sample, Need]]]]
+
+    def leaves(self) -> Iterable[tuple[Leaf, bool]]:
+        """(selector, read with the default values)"""
+        for _, per_sample in self.reads:
+            for s, need in per_sample:
+                for leaf in leaves(need):
+                    yield leaf, s.name == "defaults"
+
+
+def _plan(
+    dashboard: str,
+    needs: PackNeeds,
+    records: Mapping[str, RecordData],
+    pods: Sequence[PodKind],
+    api: PrometheusAPI,
+    at: float,
+) -> _Plan:
+    variables = [v for v in needs.variables if v.dashboard == dashboard]
+    samples = [sample(variables, needs, records, api, at)]
+    if any(v.label == "pod" and not v.multi for v in variables):  # a per-pod page
+        samples += [sample(variables, needs, records, api, at, pod) for pod in pods]
+    reads = [
+        (t, [(s, needs.need(grafana_to_promql(t.expr, s.values))) for s in samples])
+        for t in needs.targets
+        if t.dashboard == dashboard
+    ]
+    return _Plan(dashboard, samples, reads)
 
 
 def fit_dashboards(
@@ -314,45 +348,29 @@ def fit_dashboards(
     pods: Sequence[PodKind],
     at: float,
 ) -> list[DashboardFit]:
-    """Sample each dashboard's variables, check the selectors its panels then read, and judge each panel."""
-    dashboards = list(dict.fromkeys(t.dashboard for t in needs.targets))
-    plans: list[tuple[str, list[Sample], list[tuple[Target, list[tuple[Sample, Need]]]]]] = []
-    for dashboard in dashboards:
-        variables = [v for v in needs.variables if v.dashboard == dashboard]
-        samples = [sample(variables, needs, records, api, at)]
-        if any(v.label == "pod" and not v.multi for v in variables):
-            samples += [sample(variables, needs, records, api, at, pod) for pod in pods]
-        targets = [t for t in needs.targets if t.dashboard == dashboard]
-        plans.append(
-            (
-                dashboard,
-                samples,
-                [
-                    (t, [(s, needs.need(grafana_to_promql(t.expr, s.values))) for s in samples])
-                    for t in targets
-                ],
-            )
-        )
-    wanted: dict[Leaf, bool] = {}  # leaf -> read with the defaults (then a missing one is diagnosed)
-    for _, _, per_target in plans:
-        for _, per in per_target:
-            for s, need in per:
-                for leaf in leaves(need):
-                    wanted[leaf] = wanted.get(leaf, False) or s.name == "defaults"
-    new = [leaf for leaf in wanted if leaf not in checks]
-    checks.update(checker.run([leaf for leaf in new if wanted[leaf]]))
-    checks.update(checker.run([leaf for leaf in new if not wanted[leaf]], diagnose=False))
-
-    def verdict(need: Need) -> Verdict:
-        return judge(need, lambda leaf: of_check(checks[leaf]), lambda ref: of_record(ref, records[ref.name]))
-
+    """Sample each dashboard's variables, check the selectors its panels then read (adding them to
+    `checks`), and judge each panel query for each sample."""
+    plans = [
+        _plan(d, needs, records, pods, api, at) for d in dict.fromkeys(t.dashboard for t in needs.targets)
+    ]
+    with_defaults: dict[Leaf, bool] = {}  # read with the default values: a missing one is diagnosed
+    for plan in plans:
+        for leaf, default in plan.leaves():
+            with_defaults[leaf] = with_defaults.get(leaf, False) or default
+    new = [leaf for leaf in with_defaults if leaf not in checks]
+    checks.update(checker.run([leaf for leaf in new if with_defaults[leaf]]))
+    checks.update(checker.run([leaf for leaf in new if not with_defaults[leaf]], diagnose=False))
     return [
         DashboardFit(
-            dashboard,
-            tuple(samples),
-            tuple(PanelFit(t, tuple((s.name, verdict(n)) for s, n in per)) for t, per in targets),
+            plan.dashboard,
+            tuple(plan.samples),
+            tuple(
+                PanelFit(t, tuple((s.name, verdict_of(n, checks, records)) for s, n in per))
+                for t, per in plan.reads
+            ),
+            tuple(dict.fromkeys(leaf for leaf, default in plan.leaves() if default)),
         )
-        for dashboard, samples, targets in plans
+        for plan in plans
     ]
 
 

@@ -15,6 +15,7 @@ import functools
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from datetime import timedelta
 
 import promql_parser as pp
 
@@ -48,6 +49,12 @@ def matches(matcher: Matcher, value: str) -> bool:
     pattern = _regex(expected)
     found = pattern is not None and pattern.fullmatch(value) is not None
     return found == (op == "=~")
+
+
+def duration(seconds: float) -> str:
+    """A Prometheus duration (`5m`, `1h30m`), rounded to the minute above one minute."""
+    whole = int(seconds) if seconds < 60 else int(round(seconds / 60) * 60)
+    return pp.display_duration(timedelta(seconds=max(whole, 0))) if whole > 0 else "0s"
 
 
 def _quote(value: str) -> str:
@@ -104,7 +111,7 @@ class Leaf:
         return self.text()
 
     def text(self, longest: int | None = None) -> str:
-        window = f"[{pp.display_duration(_seconds(self.range_s))}]" if self.range_s else ""
+        window = f"[{duration(self.range_s)}]" if self.range_s else ""
         return self.selector.text(longest) + window
 
 
@@ -128,12 +135,6 @@ class AnyOf:
 
 Need = Leaf | Record | AllOf | AnyOf
 NOTHING = AllOf()
-
-
-def _seconds(value: int):  # noqa: ANN202 - a timedelta for display_duration
-    from datetime import timedelta
-
-    return timedelta(seconds=value)
 
 
 def all_of(*parts: Need) -> Need:

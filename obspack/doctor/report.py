@@ -9,10 +9,11 @@ from typing import Any
 
 from obspack.doctor.advice import Advice
 from obspack.doctor.backends import Backend
-from obspack.doctor.checks import Check, State, duration
+from obspack.doctor.checks import Check, State
 from obspack.doctor.deployed import GroupStatus
 from obspack.doctor.findings import Finding, Level, Topic
 from obspack.doctor.fit import AlertFit, DashboardFit
+from obspack.doctor.needs import duration
 from obspack.doctor.sources import SourceReport
 
 

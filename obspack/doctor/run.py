@@ -55,8 +55,10 @@ def diagnose(cfg: ObspackConfig, pack: Pack, connection: Connection, options: Op
         records = evaluate_records(api, needs, checks, at)
         alerts = fit_alerts(needs, checks, records)
         found = survey(api, cfg, window, needs, checks)
-        selectors = tuple(checks[leaf] for leaf in sorted(checks, key=str))
         dashboards = fit_dashboards(api, checker, needs, checks, records, found.pods, at)
+        read = {leaf for need in rule_needs for leaf in leaves(need)} | {
+            x for d in dashboards for x in d.selectors
+        }
         groups, rule_findings = check_groups(api, backend, needs.groups, at)
         targets, target_findings = scrape_targets(backend, found.jobs)
         findings = (
@@ -75,7 +77,7 @@ def diagnose(cfg: ObspackConfig, pack: Pack, connection: Connection, options: Op
         backend=backend,
         sources=found.reports,
         targets=targets,
-        selectors=selectors,
+        selectors=tuple(checks[leaf] for leaf in sorted(read, key=str)),
         alerts=tuple(alerts),
         dashboards=tuple(dashboards),
         groups=tuple(groups),

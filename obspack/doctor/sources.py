@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 from obspack.config import ObspackConfig
 from obspack.doctor import knowledge as k
 from obspack.doctor.api import PrometheusAPI, QueryFailed
-from obspack.doctor.checks import Check, State, Window, duration
+from obspack.doctor.checks import Check, State, Window
 from obspack.doctor.findings import Finding, Fix, Topic, note, problem
 from obspack.doctor.fit import PodKind
-from obspack.doctor.needs import Leaf, PackNeeds, alternatives, matches
+from obspack.doctor.needs import Leaf, PackNeeds, alternatives, duration, matches
 
 
 @dataclass(frozen=True)
