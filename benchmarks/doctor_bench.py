@@ -68,8 +68,13 @@ def run_size(pods: int, args: argparse.Namespace, work: Path) -> list[str]:
                 f"{report.requests} | {len(report.problems)} | {len(report.notes)} |"
             )
             log(line)
+            log(f"  phases: {report.phases}")
+            for seconds, what in report.slowest:
+                log(f"  {seconds:.2f}s {what[:150]}")
             for finding in report.findings:
-                log(f"  {finding.level.value} {finding.topic.value} {finding.subject}: {finding.message[:160]}")
+                log(
+                    f"  {finding.level.value} {finding.topic.value} {finding.subject}: {finding.message[:160]}"
+                )
             lines.append(line)
     shutil.rmtree(folder, ignore_errors=True)
     return lines

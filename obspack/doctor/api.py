@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ssl
 import threading
+import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -85,6 +86,7 @@ class PrometheusAPI:
         self.base = connection.url.rstrip("/")
         self.requests = 0  # how many requests were sent, for the report
         self._count = threading.Lock()
+        self._timed: list[tuple[float, str]] = []
         headers = {"User-Agent": f"obspack-doctor/{__version__}", **dict(connection.headers)}
         if connection.bearer_token:
             headers["Authorization"] = f"Bearer {connection.bearer_token}"
@@ -125,6 +127,7 @@ class PrometheusAPI:
         url = self._url(path)
         with self._count:
             self.requests += 1
+        started = time.monotonic()
         try:
             response = self._client.request(method, url, **kwargs)
         except httpx.TimeoutException:
@@ -136,7 +139,17 @@ class PrometheusAPI:
             raise DoctorError(f"cannot connect to {self.base}: {e}{hint}") from None
         except httpx.HTTPError as e:
             raise DoctorError(f"lost the connection to {self.base}: {e.__class__.__name__}: {e}") from None
+        asked = (kwargs.get("data") or kwargs.get("params") or {}).get("query") or (
+            kwargs.get("params") or {}
+        )
+        with self._count:
+            self._timed.append((time.monotonic() - started, f"{path} {asked}"[:300]))
         return self._decode(response, path)
+
+    def slowest(self, n: int = 5) -> tuple[tuple[float, str], ...]:
+        """The `n` slowest requests so far: (seconds, path and what was asked)."""
+        with self._count:
+            return tuple(sorted(self._timed, reverse=True)[:n])
 
     def _decode(self, response: httpx.Response, path: str) -> Any:
         status = response.status_code

@@ -85,21 +85,34 @@ def compare(group: RuleGroup, loaded: Mapping[str, Any]) -> tuple[str, ...]:
     return tuple(out)
 
 
-def check_groups(
-    api: PrometheusAPI, backend: Backend, groups: Sequence[RuleGroup], at: float
-) -> tuple[list[GroupStatus], list[Finding]]:
+@dataclass(frozen=True)
+class Deployment:
+    groups: tuple[GroupStatus, ...]
+    findings: tuple[Finding, ...]
+    trusted: frozenset[str]  # records of loaded groups that are the same as this render, healthy, with data
+
+
+def check_groups(api: PrometheusAPI, backend: Backend, groups: Sequence[RuleGroup], at: float) -> Deployment:
     written = _records_written(api, groups, at)
     if not backend.rules.available:
-        return _without_rules_api(backend, groups, written)
+        statuses, findings = _without_rules_api(backend, groups, written)
+        return Deployment(tuple(statuses), tuple(findings), frozenset())
     loaded: dict[str, list[Mapping[str, Any]]] = {}
     for g in backend.rule_groups:
         loaded.setdefault(str(g.get("name")), []).append(g)
     statuses = [_status(group, loaded.get(group.name, []), written) for group in groups]
+    trusted = frozenset(
+        r.record
+        for group, status in zip(groups, statuses)
+        if status.loaded and not status.errors and not status.differences
+        for r in group.rules
+        if not isinstance(r, AlertRule) and written.get(r.record)
+    )
     if not any(s.loaded or s.records_written for s in statuses):
-        return statuses, [
-            _not_loaded(f"none of the pack's {len(groups)} rule groups is loaded", "rule groups")
-        ]
-    return statuses, [f for group, status in zip(groups, statuses) for f in _group_findings(group, status)]
+        message = f"none of the pack's {len(groups)} rule groups is loaded"
+        return Deployment(tuple(statuses), (_not_loaded(message, "rule groups"),), trusted)
+    findings = tuple(f for group, status in zip(groups, statuses) for f in _group_findings(group, status))
+    return Deployment(tuple(statuses), findings, trusted)
 
 
 def _not_loaded(message: str, subject: str) -> Finding:

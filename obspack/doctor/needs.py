@@ -236,9 +236,10 @@ class PackNeeds:
     def need(self, expr: str) -> Need:
         return needs_of(pp.parse(expr), self._record_names)
 
-    def inline(self, name: str) -> str:
-        """The expression of record `name`, with the records it reads written out."""
-        return _inline(name, tuple(sorted((n, r.expr) for n, r in self.records.items())))
+    def inline(self, name: str, keep: frozenset[str] = frozenset()) -> str:
+        """The expression of record `name`, with the records it reads written out, except those in `keep`
+        (records the server already holds, read as they are)."""
+        return _inline(name, tuple(sorted((n, r.expr) for n, r in self.records.items() if n not in keep)))
 
     def record_labels(self) -> dict[str, tuple[str, ...]]:
         """Per record, the labels that dashboards filter it on or read values of (sorted)."""

@@ -34,6 +34,8 @@ class Report:
     advice: Advice
     elapsed_s: float
     requests: int
+    phases: dict[str, float]  # seconds per step of the run
+    slowest: tuple[tuple[float, str], ...]  # the slowest requests: (seconds, what was asked)
 
     @property
     def problems(self) -> list[Finding]:
@@ -95,7 +97,7 @@ def _grouped(findings: list[Finding]) -> list[str]:
     lines = []
     for (topic, subject, message), panels in groups.items():
         if panels:
-            lines.append(f"{topic} {subject} / {', '.join(panels)}: {message}")
+            lines.append(f"{topic} {subject} / {' | '.join(panels)}: {message}")
         else:
             lines.append(f"{topic} {subject}: {message}")
     return lines
@@ -240,4 +242,6 @@ def as_json(report: Report) -> dict[str, Any]:
         "advice": {"yaml": report.advice.yaml(), "actions": list(report.advice.actions)},
         "elapsed_seconds": round(report.elapsed_s, 3),
         "requests": report.requests,
+        "phases_seconds": report.phases,
+        "slowest_requests": [{"seconds": round(t, 3), "request": what} for t, what in report.slowest],
     }

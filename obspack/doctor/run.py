@@ -44,31 +44,46 @@ def diagnose(cfg: ObspackConfig, pack: Pack, connection: Connection, options: Op
     started = time.monotonic()
     at = options.at if options.at is not None else time.time()
     window = Window(at, options.lookback_s)
+    phases: dict[str, float] = {}
+    clock = [time.monotonic()]
+
+    def phase(name: str) -> None:
+        now = time.monotonic()
+        phases[name] = round(now - clock[0], 3)
+        clock[0] = now
+
     with PrometheusAPI(connection) as api:
         connect(api, at)
         backend = detect(api, options.backend)
+        phase("backend")
         needs = read_pack(pack)
         scopes = {s.key: getattr(cfg.selectors, s.key) for s in k.SOURCES if s.key}
         checker = SelectorChecks(api, window, scopes)
         rule_needs = [r.need for r in needs.records.values()] + [a.need for a in needs.alerts]
         checks = checker.run(leaf for need in rule_needs for leaf in leaves(need))
-        records = evaluate_records(api, needs, checks, at)
+        phase("selectors")
+        deployment = check_groups(api, backend, needs.groups, at)
+        phase("deployed rules")
+        records = evaluate_records(api, needs, checks, at, deployment.trusted)
         alerts = fit_alerts(needs, checks, records)
+        phase("records")
         found = survey(api, cfg, window, needs, checks)
+        phase("sources")
         dashboards = fit_dashboards(api, checker, needs, checks, records, found.pods, at)
+        phase("dashboards")
         read = {leaf for need in rule_needs for leaf in leaves(need)} | {
             x for d in dashboards for x in d.selectors
         }
-        groups, rule_findings = check_groups(api, backend, needs.groups, at)
         targets, target_findings = scrape_targets(backend, found.jobs)
         findings = (
             *found.findings,
             *target_findings,
             *alert_findings(alerts),
             *dashboard_findings(dashboards),
-            *rule_findings,
+            *deployment.findings,
         )
         requests = api.requests
+        slowest = api.slowest()
     return Report(
         url=connection.url,
         at=at,
@@ -80,9 +95,11 @@ def diagnose(cfg: ObspackConfig, pack: Pack, connection: Connection, options: Op
         selectors=tuple(checks[leaf] for leaf in sorted(read, key=str)),
         alerts=tuple(alerts),
         dashboards=tuple(dashboards),
-        groups=tuple(groups),
+        groups=deployment.groups,
         findings=tuple(findings),
         advice=advise(cfg, findings),
         elapsed_s=time.monotonic() - started,
         requests=requests,
+        phases=phases,
+        slowest=slowest,
     )
