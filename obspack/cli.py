@@ -181,7 +181,7 @@ def doctor(
     timeout: Annotated[float, typer.Option(min=1, help="Seconds one request may take.")] = 30.0,
     concurrency: Annotated[int, typer.Option(min=1, max=64, help="Requests in flight at most.")] = 8,
     lookback: Annotated[str, typer.Option(help="How far back to look for series that are gone.")] = "1d",
-    time: Annotated[str | None, typer.Option("--time", help="Check at this time (RFC 3339 or unix seconds).")] = None,
+    at: Annotated[str | None, typer.Option("--time", help="Check at this time (RFC 3339 or unix seconds).")] = None,
     backend: Annotated[
         str, typer.Option(help="auto, prometheus, thanos, mimir or victoriametrics (auto: detected).")
     ] = "auto",
@@ -210,7 +210,7 @@ def doctor(
             timeout_s=timeout,
             concurrency=concurrency,
             lookback=lookback,
-            at=time,
+            at=at,
             backend=backend,
         )
         report = diagnose(cfg, pack, connection, options)

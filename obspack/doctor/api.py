@@ -79,7 +79,7 @@ def _snippet(text: str) -> str:
 class PrometheusAPI:
     """`/api/v1` of one server. Use as a context manager, or call `close()`."""
 
-    def __init__(self, connection: Connection, transport: httpx.BaseTransport | None = None) -> None:
+    def __init__(self, connection: Connection) -> None:
         if not connection.url.startswith(("http://", "https://")):
             raise DoctorError(f"--prometheus must be an http:// or https:// URL, not {connection.url!r}")
         self.connection = connection
@@ -99,7 +99,6 @@ class PrometheusAPI:
                 max_connections=connection.concurrency, max_keepalive_connections=connection.concurrency
             ),
             follow_redirects=True,
-            transport=transport,
         )
 
     def __enter__(self) -> PrometheusAPI:
