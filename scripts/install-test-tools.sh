@@ -34,7 +34,7 @@ if [ ! -x .tools/bin/helm ]; then
   rm -rf "$tmp"
 fi
 
-# VictoriaMetrics single node and vmalert (Debian's victoria-metrics package, 1.79): the vmalert replay tests.
+# VictoriaMetrics single node and vmalert (Debian's victoria-metrics package, 1.79): the vmalert replay and doctor tests.
 if ! command -v vmalert >/dev/null 2>&1 || ! command -v victoria-metrics >/dev/null 2>&1; then
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"

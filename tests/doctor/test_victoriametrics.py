@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -19,13 +20,25 @@ from tests.doctor import oracle
 from tests.doctor.shapes import Shape, wait_for_records, write_shape
 from tests.support.fleet import FleetSpec, FleetSummary
 from tests.support.prometheus import Prometheus, free_port
-from tests.support.victoriametrics import import_openmetrics, running_victoria_metrics, running_vmalert
+from tests.support.tools import require_tool
+from tests.support.victoria import VictoriaMetrics, running_vmalert
 
 pytestmark = [pytest.mark.e2e, pytest.mark.tool]
 
 PACK = build(ObspackConfig())
 GROUPS = [g.to_dict() for g in PACK.recording_groups + PACK.alert_groups]
 SHAPE = Shape(FleetSpec(pods=4, duration_s=1800, step_s=30))
+FRESH = ("-search.latencyOffset=0s",)  # records vmalert wrote a moment ago are searched too
+
+
+@contextmanager
+def victoria_metrics(folder: Path, *extra: str) -> Iterator[VictoriaMetrics]:
+    folder.mkdir(parents=True)
+    vm = VictoriaMetrics(require_tool("victoria-metrics"), folder, (*FRESH, *extra))
+    try:
+        yield vm
+    finally:
+        vm.stop()
 
 
 def wait_until_found_by_name(vm: Prometheus, groups: list[dict], timeout: float = 90.0) -> None:
@@ -52,16 +65,15 @@ def with_vmalert(fleet: tuple[Path, FleetSummary]) -> Iterator[tuple[str, dict, 
     root, summary = fleet
     rules = root / "rules.yaml"
     rules.write_text(yaml.safe_dump({"groups": GROUPS}, sort_keys=False))
-    vmalert_port = free_port()
-    with running_victoria_metrics(
-        root / "with-vmalert", vmalert_url=f"http://127.0.0.1:{vmalert_port}"
-    ) as vm:
-        import_openmetrics(vm.url, root / "fleet.om")
-        with running_vmalert(rules, vm.url, vmalert_port):
-            wait_for_records(vm, GROUPS)
-            wait_until_found_by_name(vm, GROUPS)
+    port = free_port()
+    with victoria_metrics(root / "with-vmalert", f"-vmalert.proxyURL=http://127.0.0.1:{port}") as vm:
+        vm.import_text(root / "fleet.om")
+        with running_vmalert(require_tool("vmalert"), rules, vm, port, root):
+            api = Prometheus(vm.url)
+            wait_for_records(api, GROUPS)
+            wait_until_found_by_name(api, GROUPS)
             code, report = oracle.doctor(vm.url, "--time", str(summary.end))
-            expected = oracle.panels(vm, PACK, report)
+            expected = oracle.panels(api, PACK, report)
             yield vm.url, {"code": code, "expected": expected}, report
 
 
@@ -86,8 +98,8 @@ def test_without_vmalert_the_rules_cannot_be_listed_and_their_records_are_missin
     fleet: tuple[Path, FleetSummary], with_vmalert
 ) -> None:
     root, summary = fleet
-    with running_victoria_metrics(root / "alone") as vm:
-        import_openmetrics(vm.url, root / "fleet.om")
+    with victoria_metrics(root / "alone") as vm:
+        vm.import_text(root / "fleet.om")
         code, report = oracle.doctor(vm.url, "--time", str(summary.end))
     assert code == 1
     assert {f for f in oracle.findings(report) if f[1] != "panel"} == {
