@@ -24,6 +24,8 @@ from pathlib import Path
 import promql_parser
 import yaml
 
+from tests.support.prometheus import stop
+
 _NUMBER = r"[-+]?(?:[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?|Inf|NaN)"
 _ITEM = re.compile(rf"^(?P<value>_|{_NUMBER})(?:(?P<step>[-+][0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)?x(?P<times>[0-9]+))?$")
 
@@ -78,7 +80,7 @@ def _start(args: list[str], url: str, log: Path) -> subprocess.Popen[bytes]:
     deadline = time.monotonic() + 20
     while not _healthy(url):
         if process.poll() is not None or time.monotonic() > deadline:
-            _end(process)
+            stop(process)
             raise RuntimeError(f"{Path(args[0]).name} did not start: {log.read_text()[-2000:]}")
         time.sleep(0.05)
     return process
@@ -89,15 +91,6 @@ def _healthy(url: str) -> bool:
         return urllib.request.urlopen(f"{url}/health", timeout=1).read().strip() == b"OK"
     except OSError:
         return False
-
-
-def _end(process: subprocess.Popen[bytes]) -> None:
-    process.terminate()
-    try:
-        process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
 
 
 class VictoriaMetrics:
@@ -113,7 +106,7 @@ class VictoriaMetrics:
         )
 
     def stop(self) -> None:
-        _end(self._process)
+        stop(self._process)
 
     def load(self, series: list[tuple[str, str]], start: float, interval: float) -> None:
         """Import promtool `input_series` ((series, values) pairs) with the first sample at `start`."""
@@ -171,7 +164,7 @@ def running_vmalert(vmalert: str, rules: Path, vm: VictoriaMetrics, port: int, f
     try:
         yield url
     finally:
-        _end(process)
+        stop(process)
 
 
 def replay(vmalert: str, rule_files: list[Path], vm: VictoriaMetrics, start: float, end: float, interval: str,
