@@ -70,3 +70,36 @@ def test_the_backend_and_what_it_allows(server, kind: str, capabilities: dict[st
 def test_the_kind_can_be_given() -> None:
     with serve(PROMETHEUS) as fake, PrometheusAPI(Connection(fake.url)) as api:
         assert detect(api, "mimir").kind == "mimir"
+
+
+def test_targets_of_the_sources_jobs_that_are_down_are_noted() -> None:
+    from obspack.doctor.backends import Backend, Capability
+    from obspack.doctor.targets import scrape_targets
+
+    def target(job: str, health: str, error: str = "") -> dict:
+        return {"labels": {"job": job}, "health": health, "lastError": error}
+
+    backend = Backend(
+        "prometheus",
+        "2.53.0",
+        Capability(True),
+        Capability(True),
+        Capability(True),
+        active_targets=(
+            target("vllm", "up"),
+            target("vllm", "down", 'Get "http://10.0.0.7:8000/metrics": connection refused'),
+            target("node-exporter", "down", "timeout"),  # not a job of the pack's sources
+        ),
+    )
+    summary, findings = scrape_targets(backend, {"vllm": ["vllm"], "dcgm": ["nvidia-dcgm-exporter"]})
+    assert summary == "2 targets in 1 jobs of the sources, 1 down"
+    assert [(f.subject, f.message) for f in findings] == [
+        (
+            "job vllm",
+            '1 of 2 targets down; last error: Get "http://10.0.0.7:8000/metrics": connection refused',
+        )
+    ]
+    unlisted = Backend(
+        "mimir", "", Capability(True), Capability(False, "targets not served"), Capability(False)
+    )
+    assert scrape_targets(unlisted, {"vllm": ["vllm"]}) == ("not checked: targets not served", [])
