@@ -149,6 +149,77 @@ def validate(config: ConfigOption = None) -> None:
     typer.echo(f"config OK; {count} PromQL expressions {checked}")
 
 
+@app.command()
+def doctor(
+    prometheus: Annotated[
+        str,
+        typer.Option(
+            "--prometheus",
+            "-p",
+            envvar="OBSPACK_PROMETHEUS_URL",
+            help="URL of the Prometheus-compatible API, with any path prefix (Mimir: https://host/prometheus).",
+        ),
+    ],
+    config: ConfigOption = None,
+    json_output: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    bearer_token: Annotated[
+        str | None, typer.Option(envvar="OBSPACK_BEARER_TOKEN", help="Send Authorization: Bearer TOKEN.")
+    ] = None,
+    bearer_token_file: Annotated[Path | None, typer.Option(help="Read the bearer token from this file.")] = None,
+    basic_auth: Annotated[
+        str | None, typer.Option(envvar="OBSPACK_BASIC_AUTH", help="USER:PASSWORD for HTTP basic auth.")
+    ] = None,
+    basic_auth_password_file: Annotated[
+        Path | None, typer.Option(help="Read the basic-auth password from this file (--basic-auth USER).")
+    ] = None,
+    header: Annotated[
+        list[str] | None, typer.Option("--header", "-H", help="Extra header 'Name: value' (repeatable).")
+    ] = None,
+    tenant: Annotated[str | None, typer.Option(help="Mimir/Cortex tenant, sent as X-Scope-OrgID.")] = None,
+    ca_file: Annotated[Path | None, typer.Option(help="CA certificate(s) to verify the server with.")] = None,
+    insecure_skip_verify: Annotated[bool, typer.Option(help="Do not verify the server's certificate.")] = False,
+    timeout: Annotated[float, typer.Option(min=1, help="Seconds one request may take.")] = 30.0,
+    concurrency: Annotated[int, typer.Option(min=1, max=64, help="Requests in flight at most.")] = 8,
+    lookback: Annotated[str, typer.Option(help="How far back to look for series that are gone.")] = "1d",
+    at: Annotated[str | None, typer.Option("--time", help="Check at this time (RFC 3339 or unix seconds).")] = None,
+    backend: Annotated[
+        str, typer.Option(help="auto, prometheus, thanos, mimir or victoriametrics (auto: detected).")
+    ] = "auto",
+) -> None:
+    """Check the pack against a live Prometheus: sources, fit of every rule and panel, deployed rules.
+
+    Exit code 0: nothing breaks the pack; 1: problems found; 2: the server could not be asked."""
+    import json
+
+    from obspack.doctor.report import as_json, text
+    from obspack.doctor.run import diagnose
+    from obspack.doctor.settings import from_cli
+
+    try:
+        cfg, pack = _pack(config)
+        connection, options = from_cli(
+            url=prometheus,
+            bearer_token=bearer_token,
+            bearer_token_file=bearer_token_file,
+            basic_auth=basic_auth,
+            basic_auth_password_file=basic_auth_password_file,
+            headers=header or [],
+            tenant=tenant,
+            ca_file=ca_file,
+            insecure=insecure_skip_verify,
+            timeout_s=timeout,
+            concurrency=concurrency,
+            lookback=lookback,
+            at=at,
+            backend=backend,
+        )
+        report = diagnose(cfg, pack, connection, options)
+    except ObspackError as e:
+        raise _fail(e) from None
+    typer.echo(json.dumps(as_json(report), indent=2) if json_output else text(report, typer.style))
+    raise typer.Exit(code=report.exit_code)
+
+
 app.command("exporter")(exporter)
 
 

@@ -1,9 +1,14 @@
-"""Every PromQL expression obspack renders, and a real parser's verdict on each."""
+"""Every PromQL expression obspack renders, and a real parser's verdict on each.
+
+`targets(pack)` and `variables(pack)` walk the dashboards; `grafana_to_promql` turns a dashboard query into
+plain PromQL, with Grafana's duration variables replaced and its template variables set to given values.
+"""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 
 import promql_parser
 
@@ -11,14 +16,51 @@ from obspack.render.bundle import Pack
 
 # Grafana variables that stand for durations or label values inside dashboard queries.
 _GRAFANA_DURATIONS = {"$__rate_interval": "5m", "$__interval": "1m", "$__range": "1h", "${__range}": "1h"}
-_GRAFANA_VARIABLE = re.compile(r"\$\{?[A-Za-z_][A-Za-z0-9_]*(?::[a-z]+)?\}?")
+_GRAFANA_VARIABLE = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)(?::[a-z]+)?\}?")
+_VARIABLE_QUERY = re.compile(r"(label_values|query_result)\((.*)\)", re.S)
 
 
-def grafana_to_promql(expr: str) -> str:
-    """Replace Grafana's variables so a dashboard query can go through a PromQL parser."""
+def grafana_to_promql(expr: str, values: Mapping[str, str] | None = None) -> str:
+    """Replace Grafana's variables so a dashboard query can go through a PromQL parser.
+
+    `values` maps a template variable's name to the text Grafana would put in its place; variables not
+    in it become `x`."""
     for variable, value in _GRAFANA_DURATIONS.items():
         expr = expr.replace(variable, value)
-    return _GRAFANA_VARIABLE.sub("x", expr)
+    chosen = values or {}
+    return _GRAFANA_VARIABLE.sub(lambda m: chosen.get(m.group(1), "x"), expr)
+
+
+@dataclass(frozen=True)
+class Target:
+    """One query of one dashboard panel, as Grafana holds it (template variables included)."""
+
+    dashboard: str
+    panel: str
+    ref: str
+    expr: str
+    panel_id: int = 0
+
+    @property
+    def panel_where(self) -> str:
+        return f"{self.dashboard} / {self.panel}"
+
+    @property
+    def where(self) -> str:
+        return f"{self.panel_where} [{self.ref}]"
+
+
+@dataclass(frozen=True)
+class Variable:
+    """A dashboard's query variable: `label_values(selector, label)` or `query_result(expr)`."""
+
+    dashboard: str
+    name: str
+    function: str
+    selector: str  # the selector or expression, with template variables
+    label: str  # empty for query_result
+    multi: bool
+    all_value: str | None
 
 
 Matcher = tuple[str, str, str]  # label, operator (=, !=, =~, !~), value
@@ -65,26 +107,48 @@ def _walk_panels(panels: list[dict[str, object]]) -> Iterator[dict[str, object]]
         yield from _walk_panels(panel.get("panels", []) or [])  # type: ignore[arg-type]
 
 
+def targets(pack: Pack) -> Iterator[Target]:
+    for dashboard in pack.dashboards:
+        for panel in _walk_panels(dashboard.model.get("panels", [])):  # type: ignore[arg-type]
+            for target in panel.get("targets", []) or []:  # type: ignore[union-attr]
+                if target.get("expr"):
+                    title, ref = str(panel.get("title")), str(target.get("refId"))
+                    yield Target(dashboard.name, title, ref, target["expr"], int(panel.get("id") or 0))
+
+
+def variables(pack: Pack) -> Iterator[Variable]:
+    for dashboard in pack.dashboards:
+        for variable in dashboard.model.get("templating", {}).get("list", []):  # type: ignore[union-attr]
+            query = variable.get("query")
+            text = query.get("query") if isinstance(query, dict) else query
+            if variable.get("type") != "query" or not isinstance(text, str):
+                continue
+            found = _VARIABLE_QUERY.fullmatch(text.strip())
+            if not found:
+                continue
+            function, inner = found.groups()
+            selector, label = inner.rsplit(",", 1) if function == "label_values" else (inner, "")
+            yield Variable(
+                dashboard=dashboard.name,
+                name=variable["name"],
+                function=function,
+                selector=selector.strip(),
+                label=label.strip(),
+                multi=bool(variable.get("multi")),
+                all_value=variable.get("allValue") if variable.get("includeAll") else None,
+            )
+
+
 def expressions(pack: Pack) -> Iterator[tuple[str, str]]:
     """(where, expr) for each rule and each dashboard query, with Grafana variables substituted."""
     for group in pack.recording_groups + pack.alert_groups:
         for rule in group.rules:
             name = getattr(rule, "record", None) or rule.alert
             yield f"{group.name}/{name}", rule.expr
-    for dashboard in pack.dashboards:
-        for panel in _walk_panels(dashboard.model.get("panels", [])):  # type: ignore[arg-type]
-            for target in panel.get("targets", []) or []:  # type: ignore[union-attr]
-                expr = target.get("expr")
-                if expr:
-                    yield f"{dashboard.name}/{panel.get('title')}", grafana_to_promql(expr)
-        for variable in dashboard.model.get("templating", {}).get("list", []):  # type: ignore[union-attr]
-            query = variable.get("query")
-            text = query.get("query") if isinstance(query, dict) else query
-            if variable.get("type") == "query" and isinstance(text, str):
-                inner = re.fullmatch(r"(?:label_values|query_result)\((.*)\)", text.strip(), re.S)
-                if inner:
-                    selector = inner.group(1).rsplit(",", 1)[0] if text.startswith("label_values") else inner.group(1)
-                    yield f"{dashboard.name}/${variable.get('name')}", grafana_to_promql(selector)
+    for target in targets(pack):
+        yield f"{target.dashboard}/{target.panel}", grafana_to_promql(target.expr)
+    for variable in variables(pack):
+        yield f"{variable.dashboard}/${variable.name}", grafana_to_promql(variable.selector)
 
 
 # Prometheus 3 normalises `le` and `quantile` values on ingest ("1" becomes "1.0"), so a matcher on an

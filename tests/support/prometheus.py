@@ -76,24 +76,44 @@ class Prometheus:
     def series(self, match: str, start: float, end: float) -> list[dict[str, str]]:
         return self.api("series", **{"match[]": [match]}, start=start, end=end)
 
+    def reload(self) -> None:
+        """Re-read the configuration and rule files (the server runs with --web.enable-lifecycle)."""
+        request = urllib.request.Request(f"{self.url}/-/reload", method="POST")
+        with urllib.request.urlopen(request, timeout=30) as response:
+            if response.status != 200:
+                raise PrometheusError(f"reload failed: HTTP {response.status}")
 
-def _wait_ready(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
+    def wait_for_rule_evaluations(self, timeout: float = READY_TIMEOUT_S) -> None:
+        """Wait until every rule of every loaded group has been evaluated at least once."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            rules = [r for g in self.api("rules")["groups"] for r in g["rules"]]
+            if all(r.get("health") != "unknown" for r in rules):
+                return
+            time.sleep(0.2)
+        raise PrometheusError(f"rules not evaluated after {timeout}s")
+
+
+def wait_ready(url: str, process: subprocess.Popen[bytes], log: Path, path: str = "/-/ready") -> None:
+    """Until `url + path` answers 200; fails with the server's log when it exits or takes too long."""
     deadline = time.monotonic() + READY_TIMEOUT_S
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise PrometheusError(f"prometheus exited with {process.returncode}:\n{log.read_text()[-3000:]}")
+            raise PrometheusError(f"{url} exited with {process.returncode}:\n{log.read_text()[-3000:]}")
         try:
-            with urllib.request.urlopen(f"{url}/-/ready", timeout=1) as response:
+            with urllib.request.urlopen(f"{url}{path}", timeout=1) as response:
                 if response.status == 200:
                     return
         except (urllib.error.URLError, ConnectionError, TimeoutError):
             pass
         time.sleep(0.05)
-    raise PrometheusError(f"prometheus not ready after {READY_TIMEOUT_S}s:\n{log.read_text()[-3000:]}")
+    raise PrometheusError(f"{url} not ready after {READY_TIMEOUT_S}s:\n{log.read_text()[-3000:]}")
 
 
 @contextmanager
-def running_prometheus(data_dir: Path, *, rule_files: Sequence[Path] = ()) -> Iterator[Prometheus]:
+def running_prometheus(
+    data_dir: Path, *, rule_files: Sequence[Path] = (), evaluation_interval: str = "15s"
+) -> Iterator[Prometheus]:
     """Serve `data_dir` on a free 127.0.0.1 port until the block ends; no scrape targets."""
     binary = require_tool("prometheus")
     data_dir.mkdir(parents=True, exist_ok=True)
@@ -102,7 +122,7 @@ def running_prometheus(data_dir: Path, *, rule_files: Sequence[Path] = ()) -> It
         config.write_text(
             yaml.safe_dump(
                 {
-                    "global": {"scrape_interval": "15s", "evaluation_interval": "15s"},
+                    "global": {"scrape_interval": "15s", "evaluation_interval": evaluation_interval},
                     "rule_files": [str(p.resolve()) for p in rule_files],
                 }
             )
@@ -112,7 +132,7 @@ def running_prometheus(data_dir: Path, *, rule_files: Sequence[Path] = ()) -> It
         try:
             yield Prometheus(url)
         finally:
-            _stop(process)
+            stop(process)
 
 
 def _start(binary: str, config: Path, data_dir: Path, log: Path) -> tuple[subprocess.Popen[bytes], str]:
@@ -126,6 +146,7 @@ def _start(binary: str, config: Path, data_dir: Path, log: Path) -> tuple[subpro
                     f"--config.file={config}",
                     f"--storage.tsdb.path={data_dir}",
                     "--storage.tsdb.retention.time=100y",  # backfilled data may be hours old
+                    "--web.enable-lifecycle",  # Prometheus.reload()
                     f"--web.listen-address=127.0.0.1:{port}",
                     "--log.level=warn",
                 ],
@@ -133,16 +154,16 @@ def _start(binary: str, config: Path, data_dir: Path, log: Path) -> tuple[subpro
                 stderr=subprocess.STDOUT,
             )
         try:
-            _wait_ready(url, process, log)
+            wait_ready(url, process, log)
             return process, url
         except PrometheusError:
-            _stop(process)
+            stop(process)
             if attempt == 2 or "address already in use" not in log.read_text():
                 raise
     raise AssertionError("unreachable")
 
 
-def _stop(process: subprocess.Popen[bytes]) -> None:
+def stop(process: subprocess.Popen[bytes]) -> None:
     if process.poll() is None:
         process.terminate()
     try:

@@ -15,13 +15,16 @@ import subprocess
 import time
 import urllib.parse
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 import promql_parser
 import yaml
+
+from tests.support.prometheus import stop
 
 _NUMBER = r"[-+]?(?:[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?|Inf|NaN)"
 _ITEM = re.compile(rf"^(?P<value>_|{_NUMBER})(?:(?P<step>[-+][0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)?x(?P<times>[0-9]+))?$")
@@ -71,37 +74,39 @@ class Sample:
     value: float
 
 
+def _start(args: list[str], url: str, log: Path) -> subprocess.Popen[bytes]:
+    """Start a VictoriaMetrics binary and wait until `url`/health says OK (20 s at most)."""
+    process = subprocess.Popen(args, stdout=log.open("w"), stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 20
+    while not _healthy(url):
+        if process.poll() is not None or time.monotonic() > deadline:
+            stop(process)
+            raise RuntimeError(f"{Path(args[0]).name} did not start: {log.read_text()[-2000:]}")
+        time.sleep(0.05)
+    return process
+
+
+def _healthy(url: str) -> bool:
+    try:
+        return urllib.request.urlopen(f"{url}/health", timeout=1).read().strip() == b"OK"
+    except OSError:
+        return False
+
+
 class VictoriaMetrics:
     """victoria-metrics (single node) with its own storage folder; stop() ends the process it started."""
 
-    def __init__(self, binary: str, folder: Path) -> None:
+    def __init__(self, binary: str, folder: Path, extra_args: Sequence[str] = ()) -> None:
         self.url = f"http://127.0.0.1:{free_port()}"
         self.log = folder / "victoria-metrics.log"
-        self._process = subprocess.Popen(
+        self._process = _start(
             [binary, f"-httpListenAddr={self.url.removeprefix('http://')}", f"-storageDataPath={folder / 'data'}",
-             "-retentionPeriod=100y", "-search.disableCache", "-loggerLevel=WARN"],
-            stdout=self.log.open("w"), stderr=subprocess.STDOUT,
+             "-retentionPeriod=100y", "-search.disableCache", "-loggerLevel=WARN", *extra_args],
+            self.url, self.log,
         )
-        deadline = time.monotonic() + 20
-        while not self._ready():
-            if self._process.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError(f"victoria-metrics did not start: {self.log.read_text()[-2000:]}")
-            time.sleep(0.05)
-
-    def _ready(self) -> bool:
-        try:
-            return urllib.request.urlopen(f"{self.url}/health", timeout=1).read().strip() == b"OK"
-        except OSError:
-            return False
 
     def stop(self) -> None:
-        self._process.terminate()
-        try:
-            self._process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self._process.kill()
-            self._process.wait()
+        stop(self._process)
 
     def load(self, series: list[tuple[str, str]], start: float, interval: float) -> None:
         """Import promtool `input_series` ((series, values) pairs) with the first sample at `start`."""
@@ -116,6 +121,12 @@ class VictoriaMetrics:
                 }))
         request = urllib.request.Request(f"{self.url}/api/v1/import", data="\n".join(lines).encode())
         urllib.request.urlopen(request, timeout=30).read()
+        self.flush()
+
+    def import_text(self, source: Path) -> None:
+        """Import a Prometheus text or OpenMetrics file (timestamps in seconds) and flush it."""
+        request = urllib.request.Request(f"{self.url}/api/v1/import/prometheus", data=source.read_bytes())
+        urllib.request.urlopen(request, timeout=120).read()
         self.flush()
 
     def flush(self) -> None:
@@ -137,6 +148,23 @@ class VictoriaMetrics:
         if data["status"] != "success":
             raise RuntimeError(f"{expr}: {data}")
         return [(r["metric"], float(r["value"][1])) for r in data["data"]["result"]]
+
+
+@contextmanager
+def running_vmalert(vmalert: str, rules: Path, vm: VictoriaMetrics, port: int, folder: Path) -> Iterator[str]:
+    """vmalert evaluating `rules` every second against `vm` and writing records back to it, listening on
+    `port` (give VictoriaMetrics `-vmalert.proxyURL` to it to serve its rules API); its URL."""
+    url = f"http://127.0.0.1:{port}"
+    process = _start(
+        [vmalert, f"-rule={rules}", f"-datasource.url={vm.url}", f"-remoteWrite.url={vm.url}",
+         "-remoteWrite.flushInterval=1s", f"-notifier.url=http://127.0.0.1:{free_port()}",  # nobody listens
+         f"-httpListenAddr=127.0.0.1:{port}", "-evaluationInterval=1s", "-loggerLevel=WARN"],
+        url, folder / "vmalert.log",
+    )
+    try:
+        yield url
+    finally:
+        stop(process)
 
 
 def replay(vmalert: str, rule_files: list[Path], vm: VictoriaMetrics, start: float, end: float, interval: str,

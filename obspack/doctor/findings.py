@@ -1,0 +1,57 @@
+"""Findings: what the doctor tells the user. A problem breaks the pack (an alert that cannot fire, a panel
+that would be empty, a rule group that is missing or failing) and makes the exit code 1; a note is shown
+but does not fail (a single cluster without a cluster label, a panel empty by design on a healthy fleet).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+from obspack.doctor.checks import Check
+
+
+class Level(str, Enum):
+    PROBLEM = "problem"
+    NOTE = "note"
+
+
+class Topic(str, Enum):
+    BACKEND = "backend"
+    SOURCE = "source"
+    ALERT = "alert"
+    PANEL = "panel"
+    VARIABLE = "variable"
+    RULES = "rules"
+
+
+@dataclass(frozen=True)
+class Fix:
+    """A config change that addresses a finding: the key path in obspack.yaml and its new value."""
+
+    path: tuple[str, ...]
+    value: object
+    comment: str = ""
+
+
+@dataclass(frozen=True)
+class Finding:
+    level: Level
+    topic: Topic
+    subject: str  # the alert, panel, group, source or variable it is about
+    message: str
+    causes: tuple[Check, ...] = field(default=(), compare=False)  # failing selectors, for the advice
+    fixes: tuple[Fix, ...] = field(default=(), compare=False)
+    action: str = field(default="", compare=False)  # what to do outside obspack.yaml
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.level.value, self.topic.value, self.subject)
+
+
+def problem(topic: Topic, subject: str, message: str, **extra: object) -> Finding:
+    return Finding(Level.PROBLEM, topic, subject, message, **extra)  # type: ignore[arg-type]
+
+
+def note(topic: Topic, subject: str, message: str, **extra: object) -> Finding:
+    return Finding(Level.NOTE, topic, subject, message, **extra)  # type: ignore[arg-type]

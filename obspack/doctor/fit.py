@@ -1,0 +1,448 @@
+"""Does the pack fit the data? Verdicts on records, alerts, dashboard variables and panels.
+
+Each need tree is judged from the selector checks: `or` is met by any side, everything else by all sides.
+A record is judged through its rule: when its inputs are there, the rule's expression (with the records it
+reads written out) is evaluated, so joins that match nothing across sources show up too. Alerts can fire
+when their inputs can be there; panels are judged for the variable values Grafana picks on first load,
+and on per-pod pages for one pod of each kind (vLLM generation, DCGM label mode) found in the fleet.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from obspack.doctor.api import PrometheusAPI, QueryFailed
+from obspack.doctor.checks import Check, SelectorChecks, State
+from obspack.doctor.findings import Finding, Topic, note, problem
+from obspack.doctor.needs import (
+    AllOf,
+    CannotInline,
+    Leaf,
+    Need,
+    PackNeeds,
+    Record,
+    leaves,
+    matches,
+    record_refs,
+)
+from obspack.promql import Target, Variable, grafana_to_promql
+
+MAX_REASONS = 4  # a verdict names this many root causes at most
+DASHBOARD_RANGE_S = 3600  # the time range a dashboard's variables list their values over (Grafana's default)
+
+
+def _rank(check: Check) -> int:
+    """Which failure of one metric says most: gone beats a wrong matcher beats never present."""
+    if check.last_seen is not None:
+        return 0
+    if check.matcher is not None or check.label is not None:
+        return 1
+    return {State.MISSING: 2, State.EVENT: 3, State.UNKNOWN: 4}.get(check.state, 5)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    state: State
+    causes: tuple[Check, ...] = ()  # the selector checks that fail it
+    reasons: tuple[str, ...] = ()  # other reasons: a rule that returns nothing, a record without the values
+
+    @property
+    def why(self) -> str:
+        """The root causes in words: per metric its most telling failure, then the other reasons."""
+        best: dict[str, Check] = {}
+        for check in self.causes:
+            metric = check.leaf.selector.metric
+            if metric not in best or _rank(check) < _rank(best[metric]):
+                best[metric] = check
+        items = [c.describe() for c in best.values()] + list(dict.fromkeys(self.reasons))
+        more = f"; and {len(items) - MAX_REASONS} more" if len(items) > MAX_REASONS else ""
+        return "; ".join(items[:MAX_REASONS]) + more
+
+
+OK = Verdict(State.OK)
+
+
+def judge(need: Need, leaf: Callable[[Leaf], Verdict], record: Callable[[Record], Verdict]) -> Verdict:
+    """The verdict on a need tree, with the causes of whatever fails it."""
+    if isinstance(need, Leaf):
+        return leaf(need)
+    if isinstance(need, Record):
+        return record(need)
+    verdicts = [judge(part, leaf, record) for part in need.parts]
+    if isinstance(need, AllOf):
+        order = (State.MISSING, State.UNKNOWN, State.EVENT)
+    elif any(v.state is State.OK for v in verdicts):
+        return OK
+    else:
+        order = (State.EVENT, State.UNKNOWN, State.MISSING)
+    for state in order:
+        bad = [v for v in verdicts if v.state is state]
+        if bad:
+            causes = tuple(dict.fromkeys(c for v in bad for c in v.causes))
+            return Verdict(state, causes, tuple(dict.fromkeys(r for v in bad for r in v.reasons)))
+    return OK
+
+
+def of_check(check: Check) -> Verdict:
+    return OK if check.state is State.OK else Verdict(check.state, (check,))
+
+
+# ---------------------------------------------------------------------------------------------------
+# Records
+
+
+@dataclass(frozen=True)
+class RecordData:
+    verdict: Verdict
+    rows: tuple[Mapping[str, str], ...] = ()  # `group by` the labels readers filter on
+
+
+def _dependency_order(needs: PackNeeds) -> list[str]:
+    done: list[str] = []
+
+    def visit(name: str) -> None:
+        if name in done:
+            return
+        for ref in record_refs(needs.records[name].need):
+            visit(ref.name)
+        done.append(name)
+
+    for name in sorted(needs.records):
+        visit(name)
+    return done
+
+
+def evaluate_records(
+    api: PrometheusAPI,
+    needs: PackNeeds,
+    checks: Mapping[Leaf, Check],
+    at: float,
+    trusted: frozenset[str] = frozenset(),
+) -> dict[str, RecordData]:
+    """Each record as its rule returns it at `at`. A `trusted` record (its deployed rule is this render's,
+    healthy, and has data) is read from the server as it is, and so are trusted records other rules read;
+    the others are evaluated with their rule's expression, written out."""
+    order = _dependency_order(needs)
+    tree: dict[str, Verdict] = {}
+    for name in order:
+        tree[name] = judge(
+            needs.records[name].need, lambda leaf: of_check(checks[leaf]), lambda r: tree[r.name]
+        )
+    labels = needs.record_labels()
+    runnable = [name for name in order if tree[name].state is State.OK]
+
+    def evaluate(name: str) -> list[dict[str, object]] | str:
+        try:
+            expr = name if name in trusted else needs.inline(name, keep=trusted)
+        except CannotInline as e:
+            return f"cannot be evaluated here: {e}"
+        by = ", ".join(labels[name])
+        return api.query(f"group by ({by}) ({expr})", at)
+
+    results = dict(zip(runnable, api.map(evaluate, runnable)))
+    data: dict[str, RecordData] = {}
+    for name in order:
+        result = results.get(name)
+        if name not in results:
+            data[name] = RecordData(tree[name])
+        elif isinstance(result, QueryFailed | str):
+            data[name] = RecordData(
+                Verdict(State.UNKNOWN, reasons=(f"{name}: could not evaluate its rule: {result}",))
+            )
+        elif result:
+            data[name] = RecordData(OK, tuple(dict(r["metric"]) for r in result))
+        else:
+            broken = [data[r.name].verdict for r in record_refs(needs.records[name].need)]
+            broken = [v for v in broken if v.state is State.MISSING]
+            own = (
+                f"{name}: its inputs are there but its rule returns no series (its joins match nothing: the "
+                "labels differ between sources)"
+            )
+            causes = tuple(c for v in broken for c in v.causes)
+            reasons = tuple(r for v in broken for r in v.reasons) or ((own,) if not causes else ())
+            data[name] = RecordData(Verdict(State.MISSING, causes, reasons))
+    return data
+
+
+def of_record(ref: Record, data: RecordData) -> Verdict:
+    """A record as a reader selects it: with the reader's matchers applied to the rows it returns."""
+    if data.verdict.state is not State.OK or not ref.selector.matchers:
+        return data.verdict
+    if any(ref.selector.accepts(row) for row in data.rows):
+        return OK
+    for matcher in ref.selector.matchers:
+        label, op, value = matcher
+        if not any(matches(matcher, row.get(label, "")) for row in data.rows):
+            seen = sorted({row.get(label, "") for row in data.rows} - {""})
+            shown = f" (it has {', '.join(seen[:5])}{'...' if len(seen) > 5 else ''})" if seen else ""
+            return Verdict(
+                State.MISSING, reasons=(f'{ref.name}: no series with {label}{op}"{value}"{shown}',)
+            )
+    return Verdict(State.MISSING, reasons=(f"{ref.selector.text(40)}: no series for these values together",))
+
+
+# ---------------------------------------------------------------------------------------------------
+# Alerts
+
+
+@dataclass(frozen=True)
+class AlertFit:
+    name: str
+    group: str
+    verdict: Verdict
+
+    @property
+    def can_fire(self) -> bool:
+        return self.verdict.state in (State.OK, State.EVENT)
+
+
+def verdict_of(need: Need, checks: Mapping[Leaf, Check], records: Mapping[str, RecordData]) -> Verdict:
+    """A reader's verdict: its selectors as checked, the records it reads as their rules return them."""
+    return judge(need, lambda leaf: of_check(checks[leaf]), lambda ref: of_record(ref, records[ref.name]))
+
+
+def fit_alerts(
+    needs: PackNeeds, checks: Mapping[Leaf, Check], records: Mapping[str, RecordData]
+) -> list[AlertFit]:
+    return [AlertFit(a.name, a.group, verdict_of(a.need, checks, records)) for a in needs.alerts]
+
+
+def alert_findings(alerts: Iterable[AlertFit]) -> list[Finding]:
+    out = []
+    for a in alerts:
+        if a.verdict.state is State.MISSING:
+            out.append(problem(Topic.ALERT, a.name, f"cannot fire: {a.verdict.why}", causes=a.verdict.causes))
+        elif a.verdict.state is State.UNKNOWN:
+            out.append(note(Topic.ALERT, a.name, f"could not be checked: {a.verdict.why}"))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------
+# Dashboards: samples of variable values, then panels
+
+
+@dataclass(frozen=True)
+class Sample:
+    name: str  # "defaults", or the pod it shows
+    values: dict[str, str]  # variable -> the text Grafana puts in place of $variable
+    empty: tuple[str, ...] = ()  # variables that listed no values
+
+
+@dataclass(frozen=True)
+class PodKind:
+    """One vLLM pod standing for a kind (vLLM generation, DCGM label mode) on per-pod pages."""
+
+    kind: str
+    labels: Mapping[str, str]  # cluster label, namespace, pod, model_name
+
+
+def escape(value: str) -> str:
+    """A label value as an exact regex inside a PromQL string, the way Grafana interpolates it."""
+    return re.sub(r"([\\.+*?()|\[\]{}^$])", r"\\\\\1", value)
+
+
+def _values(
+    variable: Variable,
+    chosen: Mapping[str, str],
+    needs: PackNeeds,
+    records: Mapping[str, RecordData],
+    api: PrometheusAPI,
+    at: float,
+) -> list[str]:
+    selector = grafana_to_promql(variable.selector, chosen)
+    need = needs.need(selector)
+    if isinstance(need, Record):
+        data = records[need.name]
+        rows = [row for row in data.rows if need.selector.accepts(row)]
+        return sorted({row.get(variable.label, "") for row in rows} - {""})
+    if not variable.label:
+        return []
+    try:
+        return api.label_values(variable.label, selector, at - DASHBOARD_RANGE_S, at)
+    except QueryFailed:
+        return []
+
+
+def sample(
+    variables: Sequence[Variable],
+    needs: PackNeeds,
+    records: Mapping[str, RecordData],
+    api: PrometheusAPI,
+    at: float,
+    pod: PodKind | None = None,
+) -> Sample:
+    """The values Grafana picks on first load (All where allowed, else the first value), or the values
+    that show `pod` for the single-value variables of a per-pod page."""
+    chosen: dict[str, str] = {}
+    empty = []
+    for variable in variables:
+        values = _values(variable, chosen, needs, records, api, at)
+        if pod is not None and not variable.multi and variable.label in pod.labels:
+            chosen[variable.name] = escape(pod.labels[variable.label])
+        elif variable.all_value is not None:
+            chosen[variable.name] = variable.all_value
+        elif values:
+            chosen[variable.name] = escape(values[0])
+        else:
+            chosen[variable.name] = ""
+            empty.append(variable.name)
+    name = (
+        "defaults"
+        if pod is None
+        else f"pod {pod.labels.get('namespace')}/{pod.labels.get('pod')} ({pod.kind})"
+    )
+    return Sample(name, chosen, tuple(empty))
+
+
+@dataclass(frozen=True)
+class PanelFit:
+    target: Target
+    verdicts: tuple[tuple[str, Verdict], ...]  # (sample name, verdict)
+
+
+@dataclass(frozen=True)
+class DashboardFit:
+    name: str
+    samples: tuple[Sample, ...]
+    panels: tuple[PanelFit, ...] = field(default=())
+    selectors: tuple[Leaf, ...] = ()  # the raw selectors its queries read with the default values
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """A dashboard's samples, and what each of its queries needs for each sample."""
+
+    dashboard: str
+    samples: list[Sample]
+    reads: list[tuple[Target, list[tuple[Sample, Need]]]]
+
+    def leaves(self) -> Iterable[tuple[Leaf, bool]]:
+        """(selector, read with the default values)"""
+        for _, per_sample in self.reads:
+            for s, need in per_sample:
+                for leaf in leaves(need):
+                    yield leaf, s.name == "defaults"
+
+
+def _plan(
+    dashboard: str,
+    needs: PackNeeds,
+    records: Mapping[str, RecordData],
+    pods: Sequence[PodKind],
+    api: PrometheusAPI,
+    at: float,
+) -> _Plan:
+    variables = [v for v in needs.variables if v.dashboard == dashboard]
+    samples = [sample(variables, needs, records, api, at)]
+    if any(v.label == "pod" and not v.multi for v in variables):  # a per-pod page
+        samples += [sample(variables, needs, records, api, at, pod) for pod in pods]
+    reads = [
+        (t, [(s, needs.need(grafana_to_promql(t.expr, s.values))) for s in samples])
+        for t in needs.targets
+        if t.dashboard == dashboard
+    ]
+    return _Plan(dashboard, samples, reads)
+
+
+def fit_dashboards(
+    api: PrometheusAPI,
+    checker: SelectorChecks,
+    needs: PackNeeds,
+    checks: dict[Leaf, Check],
+    records: Mapping[str, RecordData],
+    pods: Sequence[PodKind],
+    at: float,
+) -> list[DashboardFit]:
+    """Sample each dashboard's variables, check the selectors its panels then read (adding them to
+    `checks`), and judge each panel query for each sample."""
+    plans = [
+        _plan(d, needs, records, pods, api, at) for d in dict.fromkeys(t.dashboard for t in needs.targets)
+    ]
+    with_defaults: dict[Leaf, bool] = {}  # read with the default values: a missing one is diagnosed
+    for plan in plans:
+        for leaf, default in plan.leaves():
+            with_defaults[leaf] = with_defaults.get(leaf, False) or default
+    new = [leaf for leaf in with_defaults if leaf not in checks]
+    checks.update(checker.run([leaf for leaf in new if with_defaults[leaf]]))
+    checks.update(checker.run([leaf for leaf in new if not with_defaults[leaf]], diagnose=False))
+    return [
+        DashboardFit(
+            plan.dashboard,
+            tuple(plan.samples),
+            tuple(
+                PanelFit(t, tuple((s.name, verdict_of(n, checks, records)) for s, n in per))
+                for t, per in plan.reads
+            ),
+            tuple(dict.fromkeys(leaf for leaf, default in plan.leaves() if default)),
+        )
+        for plan in plans
+    ]
+
+
+def dashboard_findings(dashboards: Iterable[DashboardFit]) -> list[Finding]:
+    """Per dashboard: variables that list nothing, panels that would be empty (all their queries are), and
+    queries that are empty while the rest of their panel shows data."""
+    out: list[Finding] = []
+    for d in dashboards:
+        empty = {name: s.name for s in reversed(d.samples) for name in s.empty}
+        for name in (n for s in d.samples for n in s.empty):
+            if name not in empty:
+                continue
+            sample = empty.pop(name)
+            where = f"{d.name} / ${name}" + ("" if sample == "defaults" else f" for {sample}")
+            message = "lists no values: Grafana puts an empty value in its place, which matches only series without the label"
+            out.append(note(Topic.VARIABLE, where, message))
+        panels: dict[int | str, list[PanelFit]] = {}
+        for fit in d.panels:
+            panels.setdefault(fit.target.panel_id or fit.target.panel, []).append(fit)
+        for queries in panels.values():
+            out.extend(_panel_findings(queries))
+    return out
+
+
+def _merge(verdicts: Sequence[Verdict], state: State) -> Verdict:
+    chosen = [v for v in verdicts if v.state is state]
+    causes = tuple(dict.fromkeys(c for v in chosen for c in v.causes))
+    return Verdict(state, causes, tuple(dict.fromkeys(r for v in chosen for r in v.reasons)))
+
+
+def _panel_findings(queries: Sequence[PanelFit]) -> list[Finding]:
+    panel = queries[0].target.panel_where
+    for sample in (name for name, _ in queries[0].verdicts):
+        verdicts = [dict(q.verdicts)[sample] for q in queries]
+        if any(v.state is State.OK for v in verdicts):
+            continue
+        states = {v.state for v in verdicts}
+        for_sample = "" if sample == "defaults" else f" for {sample}"
+        if State.MISSING in states:
+            merged = _merge(verdicts, State.MISSING)
+            return [
+                problem(Topic.PANEL, panel, f"would be empty{for_sample}: {merged.why}", causes=merged.causes)
+            ]
+        if states == {State.EVENT}:
+            return [
+                note(Topic.PANEL, panel, f"empty on a healthy fleet: {_merge(verdicts, State.EVENT).why}")
+            ]
+        return [
+            note(
+                Topic.PANEL, panel, f"could not be checked{for_sample}: {_merge(verdicts, State.UNKNOWN).why}"
+            )
+        ]
+    out = []
+    for query in queries:  # the panel shows data; say which of its queries do not, with the defaults
+        v = dict(query.verdicts)["defaults"]
+        if v.state is State.MISSING:
+            out.append(
+                note(
+                    Topic.PANEL,
+                    query.target.where,
+                    f"is empty while the panel shows its other queries: {v.why}",
+                )
+            )
+        elif v.state is State.EVENT:
+            out.append(note(Topic.PANEL, query.target.where, f"empty on a healthy fleet: {v.why}"))
+        elif v.state is State.UNKNOWN:
+            out.append(note(Topic.PANEL, query.target.where, f"could not be checked: {v.why}"))
+    return out

@@ -1,0 +1,140 @@
+"""What the doctor knows about the sources, as data: which metrics tell a source (and a vLLM version) apart,
+which series exist only after an event, and where clusters and DCGM workload labels hide.
+
+This is knowledge of the exporters (vLLM's metric renames across versions, dcgm-exporter's label modes,
+kube-state-metrics and cAdvisor conventions), never of the pack: what the pack reads is always derived from
+the rendered rules and dashboards.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Source:
+    key: str  # the `selectors.<key>` setting that scopes it; "" for Prometheus's own series
+    title: str
+    prefixes: tuple[str, ...]  # metric names that start with one of these come from this source
+    inventory: tuple[str, ...]  # metrics every deployment of it serves; the first one present is counted
+    install: str  # what to do when it is missing
+    optional: bool = False  # the pack works without it, minus the alerts and panels that read it
+
+
+SOURCES = (
+    Source(
+        "vllm",
+        "vLLM",
+        ("vllm:",),
+        ("vllm:num_requests_running", "vllm:num_requests_waiting"),
+        "scrape the vLLM pods' /metrics (a ServiceMonitor or PodMonitor on the serving port)",
+    ),
+    Source(
+        "cadvisor",
+        "cAdvisor",
+        ("container_",),
+        ("container_memory_working_set_bytes", "container_cpu_usage_seconds_total"),
+        "scrape the kubelet's /metrics/cadvisor endpoint",
+    ),
+    Source(
+        "kube_state_metrics",
+        "kube-state-metrics",
+        ("kube_",),
+        ("kube_pod_info", "kube_pod_container_info"),
+        "install kube-state-metrics and scrape it",
+    ),
+    Source(
+        "dcgm",
+        "dcgm-exporter",
+        ("DCGM_",),
+        ("DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_POWER_USAGE"),
+        "install NVIDIA dcgm-exporter (GPU Operator or its Helm chart) and scrape it",
+    ),
+    Source(
+        "exporter",
+        "obspack exporter",
+        ("obspack_",),
+        ("obspack_target_up",),
+        "run `obspack exporter` next to vLLM, with its CUDA probe (docs/exporter.md)",
+        optional=True,
+    ),
+    Source("", "Prometheus", ("up", "ALERTS"), ("up",), "check the scrape configuration"),
+)
+
+
+def source_of(metric: str) -> Source | None:
+    for source in SOURCES:
+        if any(metric == p or (p.endswith(("_", ":")) and metric.startswith(p)) for p in source.prefixes):
+            return source
+    return None
+
+
+# Series that exist only after something happened. `sibling` is a series of the same source that is always
+# there: when it is, the event series can appear, so an alert on it can fire and an empty panel is by design.
+@dataclass(frozen=True)
+class Event:
+    when: str
+    sibling: str | None
+
+
+EVENTS = {
+    "ALERTS": Event("an alert is pending or firing", None),
+    "ALERTS_FOR_STATE": Event("an alert is pending or firing", None),
+    "kube_pod_container_status_last_terminated_reason": Event(
+        "a container has terminated", "kube_pod_container_info"
+    ),
+    "kube_pod_container_status_terminated_reason": Event(
+        "a container is terminated", "kube_pod_container_info"
+    ),
+    "kube_pod_container_status_waiting_reason": Event(
+        "a container is waiting (crash loop, image pull)", "kube_pod_container_info"
+    ),
+}
+
+# vLLM generations, newest first: a pod is the first entry whose metrics it all serves. From the metric
+# renames and additions of vLLM 0.4 to 0.33 (V0 engine up to 0.10, V1 from 0.7, default from 0.8).
+VLLM_GENERATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("V1 >= 0.30", ("vllm:request_num_preemptions_count",)),
+    ("V1 >= 0.20", ("vllm:num_requests_waiting_by_reason",)),
+    ("V1 >= 0.16", ("vllm:prompt_tokens_by_source_total",)),
+    ("V1 >= 0.11", ("vllm:request_time_per_output_token_seconds_count",)),
+    ("V1 >= 0.9.2", ("vllm:kv_cache_usage_perc",)),
+    ("V0 <= 0.6", ("vllm:avg_generation_throughput_toks_per_s",)),
+    ("V0 <= 0.9.0", ("vllm:num_requests_swapped",)),
+    ("V0 <= 0.9.0", ("vllm:gpu_prefix_cache_hit_rate",)),
+    ("V1 0.7.3 to 0.9.1", ("vllm:gpu_prefix_cache_queries_total",)),
+    ("V0 0.9.1 to 0.10 or V1 < 0.7.3", ("vllm:gpu_cache_usage_perc",)),
+    ("unknown version", ("vllm:num_requests_running",)),
+)
+# vLLM engine series carry model_name; production-stack's router re-exports some gauges without it.
+VLLM_ENGINE = 'model_name!=""'
+VLLM_ROUTER = 'model_name=""'
+VLLM_MULTIPROCESS = 'pid!=""'  # one series per API-server process (vLLM 0.9.2 to 0.11.0)
+
+# dcgm-exporter puts the workload pod in one of these labels (first match wins per series).
+DCGM_MODES = (
+    ("exported_pod", "exported_pod= (scraped with honorLabels: false)"),
+    ("pod_name", "pod_name= (dcgm-exporter --use-old-namespace)"),
+    ("pod", "pod= (scraped with honorLabels: true)"),
+)
+DCGM_GPU_KEY = ("instance", "gpu", "GPU_I_ID")  # one series per GPU or MIG instance per field
+DCGM_PROFILING = "DCGM_FI_PROF_"  # fields that need profiling (datacenter GPUs, SYS_ADMIN); often off
+GPU_REQUESTS = ("kube_pod_container_resource_requests", 'resource="nvidia_com_gpu"')  # pods holding GPUs
+
+CADVISOR_CONTAINER = 'container!=""'
+CADVISOR_IMAGE = 'image!=""'
+KSM_REPLICA_KEY = ("namespace", "pod")
+KSM_CONTAINERS = "kube_pod_container_info"  # one series per container, with its image
+
+EXPORTER_PROBE = "obspack_cuda_allocator_reserved_bytes"  # served only when the CUDA probe runs in vLLM
+
+# Names clusters go by when the label is not `cluster` (kube-prometheus external labels, Thanos, Mimir).
+CLUSTER_LABELS = (
+    "cluster",
+    "k8s_cluster",
+    "cluster_name",
+    "kubernetes_cluster",
+    "k8s_cluster_name",
+    "clusterName",
+    "cluster_id",
+)

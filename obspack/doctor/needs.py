@@ -1,0 +1,306 @@
+"""What the pack reads, derived from `build(cfg)` with a real PromQL parser: no list of names or queries here.
+
+Every rule, alert and dashboard query becomes a tree of needs. A leaf is a raw selector (with its range
+when a function reads a window of it); a `Record` is a series one of the pack's own recording rules
+writes, and is checked through that rule. `or` needs any one side, `and` and arithmetic need both sides,
+`unless` needs its left side only, and `absent()` needs nothing (it fires when its input is missing).
+
+`inline(name)` writes a record's expression with every record it reads replaced by that record's own
+expression, so the doctor can evaluate what a rule would return on a server where it is not loaded.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+import promql_parser as pp
+
+from obspack.promql import Target, Variable, grafana_to_promql, targets, variables
+from obspack.render.bundle import Pack
+from obspack.rules.model import AlertRule, RuleGroup
+
+_OPS = {
+    "MatchOp.Equal": "=",
+    "MatchOp.NotEqual": "!=",
+    "MatchOp.Re": "=~",
+    "MatchOp.NotRe": "!~",
+}  # by str(op)
+MATCH_ALL = ".*"
+Matcher = tuple[str, str, str]  # (label, op, value), op one of = != =~ !~
+
+
+@functools.lru_cache(maxsize=4096)
+def _regex(value: str) -> re.Pattern[str] | None:
+    try:
+        return re.compile(value, re.S)
+    except re.error:
+        return None
+
+
+def matches(matcher: Matcher, value: str) -> bool:
+    """Whether a label value (empty when the label is missing) satisfies a matcher, as Prometheus decides."""
+    _, op, expected = matcher
+    if op in ("=", "!="):
+        return (value == expected) == (op == "=")
+    pattern = _regex(expected)
+    found = pattern is not None and pattern.fullmatch(value) is not None
+    return found == (op == "=~")
+
+
+def duration(seconds: float) -> str:
+    """A Prometheus duration (`5m`, `1h30m`), rounded to the minute above one minute."""
+    whole = int(seconds) if seconds < 60 else int(round(seconds / 60) * 60)
+    return pp.display_duration(timedelta(seconds=max(whole, 0))) if whole > 0 else "0s"
+
+
+def _quote(value: str) -> str:
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+@dataclass(frozen=True, order=True)
+class Selector:
+    """A metric name and label matchers; matchers that match every value (`=~".*"`) are left out."""
+
+    metric: str
+    matchers: tuple[Matcher, ...] = ()
+
+    @classmethod
+    def of(cls, node: pp.VectorSelector) -> Selector:
+        kept = []
+        metric = node.name or ""
+        for m in node.matchers.matchers:
+            op = _OPS[str(m.op)]
+            if m.name == "__name__" and op == "=":
+                metric = m.value
+            elif not (op == "=~" and m.value == MATCH_ALL):
+                kept.append((m.name, op, m.value))
+        return cls(metric, tuple(sorted(set(kept))))
+
+    def __str__(self) -> str:
+        return self.text()
+
+    def text(self, longest: int | None = None) -> str:
+        """PromQL; with `longest`, matcher values past that length are cut short (for reports)."""
+
+        def value(v: str) -> str:
+            return _quote(v) if longest is None or len(v) <= longest else _quote(v[:longest]) + "..."
+
+        inner = ", ".join(f"{label}{op}{value(v)}" for label, op, v in self.matchers)
+        if not self.metric:
+            return "{" + inner + "}"
+        return f"{self.metric}{{{inner}}}" if inner else self.metric
+
+    def accepts(self, labels: Mapping[str, str]) -> bool:
+        return all(matches(m, labels.get(m[0], "")) for m in self.matchers)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Needs
+
+
+@dataclass(frozen=True)
+class Leaf:
+    selector: Selector
+    range_s: int | None = None  # a function reads this window of it: it needs two samples there
+
+    def __str__(self) -> str:
+        return self.text()
+
+    def text(self, longest: int | None = None) -> str:
+        window = f"[{duration(self.range_s)}]" if self.range_s else ""
+        return self.selector.text(longest) + window
+
+
+@dataclass(frozen=True)
+class Record:
+    """A series written by one of the pack's recording rules, with the matchers the reader puts on it."""
+
+    name: str
+    selector: Selector
+
+
+@dataclass(frozen=True)
+class AllOf:
+    parts: tuple[Need, ...] = ()
+
+
+@dataclass(frozen=True)
+class AnyOf:
+    parts: tuple[Need, ...] = ()
+
+
+Need = Leaf | Record | AllOf | AnyOf
+NOTHING = AllOf()
+
+
+def all_of(*parts: Need) -> Need:
+    flat: list[Need] = []
+    for part in parts:
+        for p in part.parts if isinstance(part, AllOf) else (part,):
+            if p not in flat:
+                flat.append(p)
+    return flat[0] if len(flat) == 1 else AllOf(tuple(flat))
+
+
+def any_of(*parts: Need) -> Need:
+    if any(p == NOTHING for p in parts):
+        return NOTHING
+    flat: list[Need] = []
+    for part in parts:
+        for p in part.parts if isinstance(part, AnyOf) else (part,):
+            if p not in flat:
+                flat.append(p)
+    return flat[0] if len(flat) == 1 else AnyOf(tuple(flat))
+
+
+_INVERTING = {"absent", "absent_over_time"}
+
+
+def needs_of(node: pp.Expr, records: frozenset[str]) -> Need:
+    """The needs of a parsed expression; `records` are the names the pack's recording rules write."""
+    if isinstance(node, pp.VectorSelector | pp.MatrixSelector):
+        vector = node if isinstance(node, pp.VectorSelector) else node.vector_selector
+        selector = Selector.of(vector)
+        if selector.metric in records:
+            return Record(selector.metric, selector)
+        window = int(node.range.total_seconds()) if isinstance(node, pp.MatrixSelector) else None
+        return Leaf(selector, window)
+    if isinstance(node, pp.ParenExpr | pp.UnaryExpr | pp.SubqueryExpr | pp.AggregateExpr):
+        return needs_of(node.expr, records)
+    if isinstance(node, pp.Call):
+        if node.func.name in _INVERTING:
+            return NOTHING
+        return all_of(*(needs_of(a, records) for a in node.args if isinstance(a, pp.Expr)))
+    if isinstance(node, pp.BinaryExpr):
+        op = str(node.op)
+        left, right = needs_of(node.lhs, records), needs_of(node.rhs, records)
+        if op == "or":
+            return any_of(left, right)
+        if op == "unless":
+            return left
+        return all_of(left, right)
+    return NOTHING
+
+
+def walk(need: Need) -> Iterator[Need]:
+    """Every node of a need tree, depth first."""
+    yield need
+    if isinstance(need, AllOf | AnyOf):
+        for part in need.parts:
+            yield from walk(part)
+
+
+def leaves(need: Need) -> Iterator[Leaf]:
+    return (n for n in walk(need) if isinstance(n, Leaf))
+
+
+def record_refs(need: Need) -> Iterator[Record]:
+    return (n for n in walk(need) if isinstance(n, Record))
+
+
+def alternatives(need: Need) -> Iterator[AnyOf]:
+    """Every `or` in the tree (to tell which inputs have a fallback)."""
+    return (n for n in walk(need) if isinstance(n, AnyOf))
+
+
+# ---------------------------------------------------------------------------------------------------
+# The pack
+
+
+class CannotInline(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Rule:
+    group: str
+    name: str  # the record or alert name
+    expr: str
+    need: Need
+    alert: bool
+
+
+@dataclass(frozen=True)
+class PackNeeds:
+    groups: tuple[RuleGroup, ...]
+    records: Mapping[str, Rule]
+    alerts: tuple[Rule, ...]
+    targets: tuple[Target, ...]
+    variables: tuple[Variable, ...]
+    _record_names: frozenset[str] = field(default=frozenset(), repr=False)
+
+    def need(self, expr: str) -> Need:
+        return needs_of(pp.parse(expr), self._record_names)
+
+    def inline(self, name: str, keep: frozenset[str] = frozenset()) -> str:
+        """The expression of record `name`, with the records it reads written out, except those in `keep`
+        (records the server already holds, read as they are)."""
+        return _inline(name, tuple(sorted((n, r.expr) for n, r in self.records.items() if n not in keep)))
+
+    def record_labels(self) -> dict[str, tuple[str, ...]]:
+        """Per record, the labels that dashboards filter it on or read values of (sorted)."""
+        labels: dict[str, set[str]] = {name: set() for name in self.records}
+        for expr in (t.expr for t in self.targets):
+            for ref in record_refs(self.need(grafana_to_promql(expr))):
+                labels[ref.name] |= {m[0] for m in ref.selector.matchers}
+        for variable in self.variables:
+            for ref in record_refs(self.need(grafana_to_promql(variable.selector))):
+                labels[ref.name] |= {m[0] for m in ref.selector.matchers} | ({variable.label} - {""})
+        return {name: tuple(sorted(found)) for name, found in labels.items()}
+
+
+@functools.lru_cache(maxsize=256)
+def _inline(name: str, rules: tuple[tuple[str, str], ...]) -> str:
+    exprs = dict(rules)
+
+    def expand(node: pp.Expr) -> pp.Expr | None:
+        vector = node.vector_selector if isinstance(node, pp.MatrixSelector) else node
+        if not isinstance(vector, pp.VectorSelector) or vector.name not in exprs:
+            return None
+        if vector.matchers.matchers or vector.matchers.or_matchers or vector.offset or vector.at:
+            raise CannotInline(f"{name} reads {vector} with matchers or a time modifier")
+        inner = f"({_inline(vector.name, rules)})"
+        if isinstance(node, pp.MatrixSelector):
+            inner += f"[{pp.display_duration(node.range)}:]"
+        return pp.parse(inner)
+
+    return _compact(pp.transform(pp.parse(exprs[name]), pre_visit=expand))
+
+
+def _compact(expr: pp.Expr) -> str:
+    """The shortest faithful text of an expression: the parser's one-line form when it parses back to the
+    same tree (it drops a subquery's colon), else the pretty-printed one. Servers cap query length
+    (VictoriaMetrics: 16 KiB by default), and written-out records are long."""
+    pretty = expr.prettify()
+    short = str(expr)
+    try:
+        return short if pp.parse(short).prettify() == pretty else pretty
+    except ValueError:
+        return pretty
+
+
+def read_pack(pack: Pack) -> PackNeeds:
+    names = frozenset(
+        r.record for g in pack.recording_groups for r in g.rules if not isinstance(r, AlertRule)
+    )
+
+    def rule(group: RuleGroup, r: object) -> Rule:
+        alert = isinstance(r, AlertRule)
+        name = r.alert if alert else r.record  # type: ignore[attr-defined]
+        expr = r.expr  # type: ignore[attr-defined]
+        return Rule(group.name, name, expr, needs_of(pp.parse(expr), names), alert)
+
+    records = {r.name: r for g in pack.recording_groups for r in (rule(g, x) for x in g.rules) if not r.alert}
+    alerts = tuple(rule(g, x) for g in pack.alert_groups for x in g.rules)
+    return PackNeeds(
+        groups=pack.recording_groups + pack.alert_groups,
+        records=records,
+        alerts=alerts,
+        targets=tuple(targets(pack)),
+        variables=tuple(variables(pack)),
+        _record_names=names,
+    )

@@ -1,0 +1,247 @@
+"""The doctor's report: what it found, as text for a terminal and as JSON for machines."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from obspack.doctor.advice import Advice
+from obspack.doctor.backends import Backend
+from obspack.doctor.checks import Check, State
+from obspack.doctor.deployed import GroupStatus
+from obspack.doctor.findings import Finding, Level, Topic
+from obspack.doctor.fit import AlertFit, DashboardFit
+from obspack.doctor.needs import duration
+from obspack.doctor.sources import SourceReport
+
+
+@dataclass(frozen=True)
+class Report:
+    url: str
+    at: float
+    lookback_s: int
+    pack: str
+    backend: Backend
+    sources: tuple[SourceReport, ...]
+    targets: str
+    selectors: tuple[Check, ...]
+    alerts: tuple[AlertFit, ...]
+    dashboards: tuple[DashboardFit, ...]
+    groups: tuple[GroupStatus, ...]
+    findings: tuple[Finding, ...]
+    advice: Advice
+    elapsed_s: float
+    requests: int
+    phases: dict[str, float]  # seconds per step of the run
+    slowest: tuple[tuple[float, str], ...]  # the slowest requests: (seconds, what was asked)
+
+    @property
+    def problems(self) -> list[Finding]:
+        return [f for f in self.findings if f.level is Level.PROBLEM]
+
+    @property
+    def notes(self) -> list[Finding]:
+        return [f for f in self.findings if f.level is Level.NOTE]
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.problems else 0
+
+
+def _when(at: float) -> str:
+    return datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _panel_counts(report: Report) -> tuple[int, int, int]:
+    """Panels, panels that would be empty, panels empty by design (as the findings say)."""
+    panels = {(d.name, p.target.panel_id or p.target.panel) for d in report.dashboards for p in d.panels}
+    whole = [f for f in report.findings if f.topic is Topic.PANEL and not f.subject.endswith("]")]
+    empty = sum(1 for f in whole if f.level is Level.PROBLEM)
+    by_design = sum(
+        1 for f in whole if f.level is Level.NOTE and f.message.startswith("empty on a healthy fleet")
+    )
+    return len(panels), empty, by_design
+
+
+def _rules_line(report: Report) -> str:
+    if not report.backend.rules.available:
+        written = [g for g in report.groups if g.records_written]
+        return (
+            f"not listed by this backend; records of {len(written)} of {len(report.groups)} groups have data"
+        )
+    loaded = [g for g in report.groups if g.loaded]
+    failing = sum(1 for g in loaded if g.errors)
+    different = sum(1 for g in loaded if g.differences)
+    text = f"{len(loaded)} of {len(report.groups)} groups loaded, {failing} failing, "
+    text += "same as this render" if not different else f"{different} differ from this render"
+    timed = [g for g in loaded if g.evaluation_s is not None and g.interval_s]
+    if timed:
+        slowest = max(timed, key=lambda g: g.evaluation_s / g.interval_s)  # type: ignore[operator]
+        text += (
+            f"; slowest {slowest.name}: {slowest.evaluation_s:.3f}s of {duration(slowest.interval_s or 0)}"
+        )
+    return text
+
+
+def _grouped(findings: list[Finding]) -> list[str]:
+    """One line per finding, except panels of one dashboard with the same message: one line for them all."""
+    groups: dict[tuple[str, str, str], list[str]] = {}
+    for f in findings:
+        if f.topic is Topic.PANEL:
+            dashboard, _, panel = f.subject.partition(" / ")
+            groups.setdefault((f.topic.value, dashboard, f.message), []).append(panel)
+        else:
+            groups.setdefault((f.topic.value, f.subject, f.message), [])
+    lines = []
+    for (topic, subject, message), panels in groups.items():
+        if panels:
+            lines.append(f"{topic} {subject} / {' | '.join(panels)}: {message}")
+        else:
+            lines.append(f"{topic} {subject}: {message}")
+    return lines
+
+
+def text(report: Report, style: Callable[..., str]) -> str:
+    """The report for a terminal; `style` is typer.style (colour is dropped when output is not a TTY)."""
+    b = report.backend
+    lines = [
+        style("obspack doctor", bold=True) + f"  {report.url}  {b.title}  at {_when(report.at)} "
+        f"(lookback {duration(report.lookback_s)})",
+        f"pack: {report.pack}",
+        "",
+        style("Backend", bold=True),
+        "  "
+        + "  ".join(
+            f"{name} {'yes' if c.available else 'no'}"
+            for name, c in (("rules", b.rules), ("targets", b.targets), ("status/tsdb", b.tsdb))
+        ),
+        f"  scrape targets: {report.targets}",
+    ]
+    if b.head_series is not None:
+        lines.append(f"  status/tsdb: {b.head_series} series")
+    lines += ["", style("Sources", bold=True)]
+    width = max((len(s.title) for s in report.sources), default=0)
+    lines += [f"  {s.title.ljust(width)}  {s.summary}" for s in report.sources]
+    total, empty, by_design = _panel_counts(report)
+    can_fire = sum(1 for a in report.alerts if a.can_fire)
+    samples = sum(len(d.samples) for d in report.dashboards)
+    missing = sum(1 for c in report.selectors if c.state is State.MISSING)
+    lines += [
+        "",
+        style("Fit", bold=True),
+        f"  selectors   {len(report.selectors)} checked, {missing} missing (many are alternatives for other versions)",
+        f"  alerts      {can_fire} of {len(report.alerts)} can fire",
+        f"  dashboards  {len(report.dashboards)} dashboards, {total} panels, {samples} samples of variable values: "
+        f"{empty} would be empty, {by_design} empty by design",
+        "",
+        style("Deployed rules", bold=True),
+        f"  {_rules_line(report)}",
+    ]
+    for level, colour, items in (
+        ("Problems", "red", report.problems),
+        ("Notes", "yellow", report.notes),
+    ):
+        if items:
+            lines += ["", style(f"{level} ({len(items)})", fg=colour, bold=True)]
+            lines += [f"  {style(items[0].level.value, fg=colour)} {line}" for line in _grouped(items)]
+    if report.advice.fixes or report.advice.actions:
+        lines += ["", style("Advice", bold=True)]
+        if report.advice.fixes:
+            lines.append("  Paste into obspack.yaml, then run `obspack render`:")
+            lines += ["    " + line for line in report.advice.yaml().splitlines()]
+        if report.advice.actions:
+            lines.append("  Outside obspack.yaml:")
+            lines += [f"    - {a}" for a in report.advice.actions]
+    verdict = f"{len(report.problems)} problems, {len(report.notes)} notes"
+    colour = "red" if report.problems else "green"
+    lines += [
+        "",
+        style(verdict, fg=colour, bold=True) + f" (exit {report.exit_code}); "
+        f"{report.requests} requests in {report.elapsed_s:.1f}s",
+    ]
+    return "\n".join(lines)
+
+
+def as_json(report: Report) -> dict[str, Any]:
+    b = report.backend
+    return {
+        "url": report.url,
+        "time": _when(report.at),
+        "lookback": duration(report.lookback_s),
+        "pack": report.pack,
+        "exit_code": report.exit_code,
+        "backend": {
+            "kind": b.kind,
+            "version": b.version,
+            "capabilities": {
+                name: {"available": c.available, "detail": c.detail}
+                for name, c in (("rules", b.rules), ("targets", b.targets), ("tsdb", b.tsdb))
+            },
+            "head_series": b.head_series,
+            "targets": report.targets,
+        },
+        "sources": [
+            {"title": s.title, "found": s.found, "summary": s.summary, "details": dict(s.details)}
+            for s in report.sources
+        ],
+        "selectors": [
+            {"selector": str(c.leaf), "state": c.state.value, "reason": c.reason} for c in report.selectors
+        ],
+        "alerts": [
+            {
+                "alert": a.name,
+                "group": a.group,
+                "can_fire": a.can_fire,
+                "state": a.verdict.state.value,
+                "why": a.verdict.why,
+            }
+            for a in report.alerts
+        ],
+        "dashboards": [
+            {
+                "dashboard": d.name,
+                "samples": [{"name": s.name, "values": s.values} for s in d.samples],
+                "panels": [
+                    {
+                        "panel": p.target.panel,
+                        "ref": p.target.ref,
+                        "verdicts": [
+                            {"sample": n, "state": v.state.value, "why": v.why} for n, v in p.verdicts
+                        ],
+                    }
+                    for p in d.panels
+                ],
+            }
+            for d in report.dashboards
+        ],
+        "rule_groups": [
+            {
+                "group": g.name,
+                "loaded": g.loaded,
+                "files": list(g.files),
+                "evaluation_seconds": g.evaluation_s,
+                "interval_seconds": g.interval_s,
+                "errors": [{"rule": r, "error": e} for r, e in g.errors],
+                "differences": list(g.differences),
+                "records_written": g.records_written,
+            }
+            for g in report.groups
+        ],
+        "findings": [
+            {
+                "level": f.level.value,
+                "topic": f.topic.value,
+                "subject": f.subject,
+                "message": f.message,
+                "action": f.action,
+            }
+            for f in report.findings
+        ],
+        "advice": {"yaml": report.advice.yaml(), "actions": list(report.advice.actions)},
+        "elapsed_seconds": round(report.elapsed_s, 3),
+        "requests": report.requests,
+        "phases_seconds": report.phases,
+        "slowest_requests": [{"seconds": round(t, 3), "request": what} for t, what in report.slowest],
+    }

@@ -1,0 +1,105 @@
+"""`diagnose`: the doctor's pipeline, from a rendered pack and a server to a report.
+
+connect -> backend and its capabilities -> the pack's needs (needs.py) -> selector checks (checks.py) ->
+records evaluated through their rules -> alerts -> sources -> dashboards for sampled variable values ->
+deployed rule groups -> scrape targets -> findings -> advice.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from obspack.config import ObspackConfig
+from obspack.doctor import knowledge as k
+from obspack.doctor.advice import advise
+from obspack.doctor.api import Connection, PrometheusAPI
+from obspack.doctor.backends import connect, detect
+from obspack.doctor.checks import SelectorChecks, Window
+from obspack.doctor.deployed import check_groups
+from obspack.doctor.fit import (
+    alert_findings,
+    dashboard_findings,
+    evaluate_records,
+    fit_alerts,
+    fit_dashboards,
+)
+from obspack.doctor.needs import leaves, read_pack
+from obspack.doctor.report import Report
+from obspack.doctor.sources import survey
+from obspack.doctor.targets import scrape_targets
+from obspack.render.bundle import Pack
+
+DEFAULT_LOOKBACK_S = 24 * 3600
+
+
+@dataclass(frozen=True)
+class Options:
+    at: float | None = None  # unix seconds to check at; now when unset
+    lookback_s: int = DEFAULT_LOOKBACK_S
+    backend: str = "auto"
+
+
+def diagnose(cfg: ObspackConfig, pack: Pack, connection: Connection, options: Options = Options()) -> Report:
+    started = time.monotonic()
+    at = options.at if options.at is not None else time.time()
+    window = Window(at, options.lookback_s)
+    phases: dict[str, float] = {}
+    clock = [time.monotonic()]
+
+    def phase(name: str) -> None:
+        now = time.monotonic()
+        phases[name] = round(now - clock[0], 3)
+        clock[0] = now
+
+    with PrometheusAPI(connection) as api:
+        connect(api, at)
+        backend = detect(api, options.backend)
+        phase("backend")
+        needs = read_pack(pack)
+        scopes = {s.key: getattr(cfg.selectors, s.key) for s in k.SOURCES if s.key}
+        checker = SelectorChecks(api, window, scopes)
+        rule_needs = [r.need for r in needs.records.values()] + [a.need for a in needs.alerts]
+        checks = checker.run(leaf for need in rule_needs for leaf in leaves(need))
+        phase("selectors")
+        deployment = check_groups(api, backend, needs.groups, at)
+        phase("deployed rules")
+        records = evaluate_records(api, needs, checks, at, deployment.trusted)
+        alerts = fit_alerts(needs, checks, records)
+        phase("records")
+        found = survey(api, cfg, window, needs, checks)
+        phase("sources")
+        dashboards = fit_dashboards(api, checker, needs, checks, records, found.pods, at)
+        phase("dashboards")
+        read = {leaf for need in rule_needs for leaf in leaves(need)} | {
+            x for d in dashboards for x in d.selectors
+        }
+        targets, target_findings = scrape_targets(backend, found.jobs)
+        findings = (
+            *found.findings,
+            *target_findings,
+            *alert_findings(alerts),
+            *dashboard_findings(dashboards),
+            *deployment.findings,
+        )
+        requests = api.requests
+        slowest = api.slowest()
+    return Report(
+        url=connection.url,
+        at=at,
+        lookback_s=options.lookback_s,
+        pack=f"obspack {pack.version} ({pack.source})",
+        backend=backend,
+        sources=found.reports,
+        targets=targets,
+        selectors=tuple(checks[leaf] for leaf in sorted(read, key=str)),
+        alerts=tuple(alerts),
+        dashboards=tuple(dashboards),
+        groups=deployment.groups,
+        findings=tuple(findings),
+        advice=advise(cfg, findings),
+        elapsed_s=time.monotonic() - started,
+        requests=requests,
+        phases=phases,
+        slowest=slowest,
+    )

@@ -1,0 +1,139 @@
+"""Tiny HTTP servers on 127.0.0.1 for the doctor's client: ones that misbehave (401, garbage, slow), one that
+records what it is sent, and a Mimir-like proxy in front of a real Prometheus (path prefix, tenant header)."""
+
+from __future__ import annotations
+
+import json
+import ssl
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Request:
+    method: str
+    path: str
+    query: dict[str, list[str]]
+    form: dict[str, list[str]]
+    headers: dict[str, str]
+
+
+@dataclass(frozen=True)
+class Answer:
+    status: int = 200
+    body: bytes | str | dict[str, Any] = b""
+    content_type: str = "application/json"
+    delay_s: float = 0.0
+
+
+Handler = Callable[[Request], Answer]
+
+
+def vector(*samples: tuple[dict[str, str], float]) -> dict[str, Any]:
+    result = [{"metric": m, "value": [time.time(), str(v)]} for m, v in samples]
+    return {"status": "success", "data": {"resultType": "vector", "result": result}}
+
+
+@dataclass
+class Fake:
+    url: str
+    seen: list[Request] = field(default_factory=list)
+    in_flight: int = 0
+    most_in_flight: int = 0
+
+
+@contextmanager
+def serve(handler: Handler, tls: ssl.SSLContext | None = None) -> Iterator[Fake]:
+    """Run `handler` for every request until the block ends; `Fake.seen` records the requests."""
+    lock = threading.Lock()
+    fake = Fake(url="")
+
+    class _Handler(BaseHTTPRequestHandler):
+        def log_message(self, *_: object) -> None:
+            pass
+
+        def _answer(self) -> None:
+            parsed = urllib.parse.urlsplit(self.path)
+            length = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(length).decode() if length else ""
+            request = Request(
+                method=self.command,
+                path=parsed.path,
+                query=urllib.parse.parse_qs(parsed.query),
+                form=urllib.parse.parse_qs(body),
+                headers={k.lower(): v for k, v in self.headers.items()},
+            )
+            with lock:
+                fake.seen.append(request)
+                fake.in_flight += 1
+                fake.most_in_flight = max(fake.most_in_flight, fake.in_flight)
+            try:
+                answer = handler(request)
+                time.sleep(answer.delay_s)
+                data = answer.body
+                if isinstance(data, dict):
+                    data = json.dumps(data)
+                payload = data.encode() if isinstance(data, str) else data
+                self.send_response(answer.status)
+                self.send_header("Content-Type", answer.content_type)
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+            finally:
+                with lock:
+                    fake.in_flight -= 1
+
+        do_GET = _answer
+        do_POST = _answer
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    server.daemon_threads = True
+    if tls is not None:
+        server.socket = tls.wrap_socket(server.socket, server_side=True)
+    scheme = "https" if tls is not None else "http"
+    fake.url = f"{scheme}://127.0.0.1:{server.server_address[1]}"
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield fake
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def mimir_like(upstream: str, tenant: str, token: str) -> Handler:
+    """A proxy that serves `upstream`'s API under /prometheus, only to requests with the tenant and token,
+    names itself Mimir in buildinfo and has no targets, status/tsdb or Thanos stores (as Mimir)."""
+
+    def handle(request: Request) -> Answer:
+        if request.headers.get("x-scope-orgid") != tenant:
+            return Answer(401, "no org id\n", "text/plain")
+        if request.headers.get("authorization") != f"Bearer {token}":
+            return Answer(401, "unauthorized\n", "text/plain")
+        if not request.path.startswith("/prometheus/api/v1/"):
+            return Answer(404, "404 page not found\n", "text/plain")
+        path = request.path.removeprefix("/prometheus")
+        if path == "/api/v1/status/buildinfo":
+            return Answer(
+                body={"status": "success", "data": {"application": "Grafana Mimir", "version": "2.14.0"}}
+            )
+        if path in ("/api/v1/targets", "/api/v1/status/tsdb", "/api/v1/stores"):
+            return Answer(404, "404 page not found\n", "text/plain")
+        query = urllib.parse.urlencode({**request.query, **request.form}, doseq=True)
+        try:
+            with urllib.request.urlopen(f"{upstream}{path}?{query}", timeout=30) as response:
+                return Answer(response.status, response.read())
+        except urllib.error.HTTPError as e:
+            return Answer(e.code, e.read())
+
+    return handle

@@ -1,0 +1,172 @@
+"""`obspack doctor` against real Prometheus servers holding fleets that do not fit the pack as rendered.
+
+Each fleet has the rendered rules loaded and evaluated, so what the doctor predicts for the panels is held
+against what their queries really return (tests/doctor/oracle.py); every other finding it must make is
+listed, and nothing else may appear.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from obspack.config import ObspackConfig
+from obspack.render.bundle import build
+from tests.doctor import oracle
+from tests.doctor.shapes import Served, Shape, serving
+from tests.support.fleet import FleetSpec
+
+pytestmark = [pytest.mark.e2e, pytest.mark.tool]
+
+PACK = build(ObspackConfig())
+GROUPS = [g.to_dict() for g in PACK.recording_groups + PACK.alert_groups]
+TWO_CLUSTERS = FleetSpec(pods=4, duration_s=1800, step_s=30)
+ONE_CLUSTER = FleetSpec(pods=4, clusters=("gpu-east",), duration_s=1800, step_s=30)
+
+
+def without_panels(report: dict) -> set[tuple[str, str, str]]:
+    return {f for f in oracle.findings(report) if f[1] != "panel"}
+
+
+def panel_findings(report: dict) -> set[tuple[str, str]]:
+    return {(level, subject) for level, topic, subject in oracle.findings(report, "panel")}
+
+
+def single_value_variables(label: str) -> set[str]:
+    """`dashboard / $variable` of the variables that take one value of `label` (no All)."""
+    from obspack.promql import variables
+
+    return {f"{v.dashboard} / ${v.name}" for v in variables(PACK) if v.label == label and v.all_value is None}
+
+
+# ---------------------------------------------------------------------------------------------------
+# One cluster without a cluster label, dcgm-exporter's old label names, no SM activity field
+
+
+@pytest.fixture(scope="module")
+def old_names(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    shape = Shape(ONE_CLUSTER, strip={"": ("cluster",)}, dcgm_old=True, drop=("DCGM_FI_PROF_SM_ACTIVE",))
+    with serving(shape, tmp_path_factory.mktemp("old-names"), GROUPS) as served:
+        yield served
+
+
+def test_old_dcgm_names_and_no_cluster_label_fit_with_notes(old_names: Served) -> None:
+    code, report = oracle.doctor(old_names.prom.url, "--time", str(old_names.summary.end))
+    assert panel_findings(report) == oracle.panels(old_names.prom, PACK, report)
+    assert all(level == "note" for level, _ in panel_findings(report))
+    expected = {
+        ("note", "source", "cluster label"),
+        ("note", "source", "dcgm-exporter"),
+        *(("note", "variable", v) for v in single_value_variables("cluster")),
+    }
+    assert without_panels(report) == expected
+    assert code == 0
+    assert "DCGM_FI_PROF_GR_ENGINE_ACTIVE instead" in oracle.message(report, "dcgm-exporter")
+    dcgm = next(s for s in report["sources"] if s["title"] == "dcgm-exporter")["details"]
+    assert dcgm["modes"] == {"pod_name": sum(len(p.gpus) for p in old_names.summary.pods), "none": 1}
+
+
+def test_rules_that_are_not_loaded_are_one_problem(old_names: Served) -> None:
+    loaded = old_names.rules.read_text()
+    old_names.rules.write_text(yaml.safe_dump({"groups": []}))
+    old_names.prom.reload()
+    try:
+        code, report = oracle.doctor(old_names.prom.url, "--time", str(old_names.summary.end))
+    finally:
+        old_names.rules.write_text(loaded)
+        old_names.prom.reload()
+    assert code == 1
+    assert {f for f in without_panels(report) if f[0] == "problem"} == {("problem", "rules", "rule groups")}
+    assert "none of the pack's" in oracle.message(report, "rule groups")
+    assert "ruleSelector" in " ".join(report["advice"]["actions"])
+    assert not any(level == "problem" for level, _ in panel_findings(report)), (
+        "the fit does not need the rules"
+    )
+
+
+# ---------------------------------------------------------------------------------------------------
+# No kube-state-metrics, cAdvisor without image, an alert rule that fails to evaluate
+
+
+def failing_groups() -> list[dict]:
+    groups = copy.deepcopy(GROUPS)
+    rule = next(r for g in groups for r in g["rules"] if r.get("alert") == "VLLMZeroThroughput")
+    rule["expr"] = (
+        f'label_replace({rule["expr"]}, "x", "$1", "pod", "(")'  # an invalid regex: fails at evaluation
+    )
+    return groups
+
+
+@pytest.fixture(scope="module")
+def no_ksm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    shape = Shape(TWO_CLUSTERS, drop=("kube_",), strip={"container_": ("image",)})
+    with serving(shape, tmp_path_factory.mktemp("no-ksm"), failing_groups()) as served:
+        yield served
+
+
+def test_missing_kube_state_metrics_and_a_failing_rule(no_ksm: Served) -> None:
+    code, report = oracle.doctor(no_ksm.prom.url, "--time", str(no_ksm.summary.end))
+    assert panel_findings(report) == oracle.panels(no_ksm.prom, PACK, report, dropped=("kube_",))
+    assert ("problem", "vllm-pod-memory-planes / Restarts in range") in panel_findings(report)
+    assert without_panels(report) == {
+        ("problem", "alert", "VLLMContainerOOMKilled"),
+        ("problem", "alert", "VLLMContainerRestarted"),
+        ("problem", "rules", "obspack-vllm-engine.alerts / VLLMZeroThroughput"),
+        ("note", "rules", "obspack-vllm-engine.alerts"),
+        ("note", "source", "kube-state-metrics"),
+        ("note", "source", "cAdvisor"),
+    }
+    assert code == 1
+    assert "invalid regular expression" in oracle.message(
+        report, "obspack-vllm-engine.alerts / VLLMZeroThroughput"
+    )
+    assert "VLLMZeroThroughput differs in query" in oracle.message(report, "obspack-vllm-engine.alerts")
+    assert "kube_pod_container_status_restarts_total[15m]: never present" in oracle.message(
+        report, "VLLMContainerOOMKilled"
+    )
+    assert "no image label" in oracle.message(report, "cAdvisor")
+
+
+# ---------------------------------------------------------------------------------------------------
+# cAdvisor without container names, dcgm-exporter gone for 20 minutes, vLLM V1 only, no CUDA probe
+
+
+@pytest.fixture(scope="module")
+def gone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    shape = Shape(
+        TWO_CLUSTERS,
+        strip={"container_": ("container", "image")},
+        stop={"DCGM_": 1200},
+        generations=("v1",),
+        drop=("obspack_cuda_",),
+    )
+    with serving(shape, tmp_path_factory.mktemp("gone"), GROUPS) as served:
+        yield served
+
+
+def test_a_source_gone_a_label_missing_and_an_optional_probe_off(gone: Served, tmp_path: Path) -> None:
+    code, report = oracle.doctor(gone.prom.url, "--time", str(gone.summary.end))
+    assert panel_findings(report) == oracle.panels(gone.prom, PACK, report)
+    assert without_panels(report) == {
+        ("problem", "alert", "VLLMHostMemoryNearLimit"),
+        ("problem", "alert", "VLLMGPUMemoryNearFull"),
+        ("problem", "alert", "VLLMCUDAAllocatorFragmentationHigh"),
+        ("note", "source", "dcgm-exporter"),
+        ("note", "source", "cAdvisor"),
+        *(("note", "variable", v) for v in single_value_variables("instance")),
+    }
+    assert code == 1
+    assert "gone: last seen 20m ago" in oracle.message(report, "VLLMGPUMemoryNearFull")
+    assert "label container never appears" in oracle.message(report, "VLLMHostMemoryNearLimit")
+    vllm = next(s for s in report["sources"] if s["title"] == "vLLM")["details"]
+    assert vllm["generations"] == {"V1 >= 0.9.2": len(gone.summary.pods)}
+    advice = yaml.safe_load(report["advice"]["yaml"])
+    assert advice == {"alerts": {"VLLMCUDAAllocatorFragmentationHigh": {"enabled": False}}}
+    fixed_code, fixed = oracle.doctor(
+        gone.prom.url, "--time", str(gone.summary.end), config=advice, tmp=tmp_path
+    )
+    assert "VLLMCUDAAllocatorFragmentationHigh" not in {s for _, _, s in oracle.findings(fixed, "alert")}

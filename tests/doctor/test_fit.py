@@ -1,0 +1,101 @@
+"""Verdicts from selector checks: how `or`, `and` and records combine them, which reasons are shown, and how
+a panel's queries make the panel empty or not."""
+
+from __future__ import annotations
+
+from obspack.doctor.checks import Check, State
+from obspack.doctor.findings import Level
+from obspack.doctor.fit import (
+    MAX_REASONS,
+    OK,
+    PanelFit,
+    RecordData,
+    Verdict,
+    _panel_findings,
+    escape,
+    judge,
+    of_check,
+    of_record,
+)
+from obspack.doctor.needs import AllOf, AnyOf, Leaf, Record, Selector, matches
+from obspack.promql import Target
+
+
+def leaf(metric: str, **labels: str) -> Leaf:
+    return Leaf(Selector(metric, tuple((k, "=", v) for k, v in sorted(labels.items()))))
+
+
+def checks(**states: State) -> dict[Leaf, Check]:
+    reasons = {State.MISSING: "never present in the last 1d", State.EVENT: "appears only when it happens"}
+    return {leaf(m): Check(leaf(m), s, reasons.get(s, "")) for m, s in states.items()}
+
+
+def verdict(need, found: dict[Leaf, Check]) -> Verdict:
+    return judge(need, lambda x: of_check(found[x]), lambda r: OK)
+
+
+def test_or_needs_one_side_and_and_needs_both() -> None:
+    found = checks(a=State.OK, b=State.MISSING, c=State.EVENT)
+    assert verdict(AnyOf((leaf("a"), leaf("b"))), found) == OK
+    both = verdict(AllOf((leaf("a"), leaf("b"))), found)
+    assert both.state is State.MISSING and both.causes == (found[leaf("b")],)
+    assert verdict(AllOf((leaf("a"), leaf("c"))), found).state is State.EVENT
+    assert verdict(AnyOf((leaf("b"), leaf("c"))), found).state is State.EVENT
+    neither = verdict(AnyOf((leaf("b"), leaf("b2"))), {**found, **checks(b2=State.MISSING)})
+    assert neither.state is State.MISSING and len(neither.causes) == 2
+
+
+def test_the_reasons_name_each_metric_once_with_its_most_telling_failure() -> None:
+    gone = Check(leaf("a", mode="x"), State.MISSING, "gone: last seen 5m ago", last_seen=1.0)
+    never = Check(leaf("a", mode="y"), State.MISSING, "never present in the last 1d")
+    others = [Check(leaf(f"m{i}"), State.MISSING, "never present in the last 1d") for i in range(MAX_REASONS)]
+    why = Verdict(State.MISSING, (never, gone, *others)).why
+    assert why.startswith('a{mode="x"}: gone: last seen 5m ago;') and 'mode="y"' not in why
+    assert why.endswith("; and 1 more")
+
+
+def test_a_record_is_read_with_the_readers_matchers() -> None:
+    rows = ({"cluster": "east", "pod": "p1"}, {"cluster": "west", "pod": "p2"})
+    data = RecordData(OK, rows)
+    assert of_record(Record("r", Selector("r", (("pod", "=~", "p1"),))), data) == OK
+    missing = of_record(Record("r", Selector("r", (("pod", "=~", "p3"),))), data)
+    assert missing.state is State.MISSING and missing.reasons == (
+        'r: no series with pod=~"p3" (it has p1, p2)',
+    )
+    broken = RecordData(Verdict(State.MISSING, reasons=("r: its rule returns no series",)))
+    assert of_record(Record("r", Selector("r", (("pod", "=~", "p1"),))), broken) == broken.verdict
+
+
+def test_values_are_escaped_the_way_grafana_does() -> None:
+    for value in ("meta-llama/Llama-3.1-8B-Instruct", "a|b", "x(1)+[2]"):
+        regex = escape(value).replace("\\\\", "\\")  # as the PromQL string holds it
+        assert matches(("model_name", "=~", regex), value)
+        assert not matches(("model_name", "=~", regex), value + "x")
+
+
+def panel(*states: State) -> list[PanelFit]:
+    found = {State.MISSING: "never present", State.EVENT: "appears only when it happens"}
+    return [
+        PanelFit(
+            Target("d", "Panel", ref, "x", panel_id=1),
+            (
+                (
+                    "defaults",
+                    Verdict(s, (Check(leaf(ref), s, found.get(s, "")),) if s is not State.OK else ()),
+                ),
+            ),
+        )
+        for ref, s in zip("ABC", states)
+    ]
+
+
+def test_a_panel_is_empty_only_when_all_its_queries_are() -> None:
+    (empty,) = _panel_findings(panel(State.MISSING, State.MISSING))
+    assert (empty.level, empty.subject) == (Level.PROBLEM, "d / Panel") and empty.message.startswith(
+        "would be empty"
+    )
+    (partly,) = _panel_findings(panel(State.OK, State.MISSING))
+    assert (partly.level, partly.subject) == (Level.NOTE, "d / Panel [B]")
+    (by_design,) = _panel_findings(panel(State.EVENT))
+    assert (by_design.level, by_design.subject) == (Level.NOTE, "d / Panel")
+    assert _panel_findings(panel(State.OK, State.OK)) == []
