@@ -63,10 +63,11 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
         p.stat(
             "Prefix cache hit rate",
             p.target(q.prefix_hit_ratio_total(cfg), "hit rate"),
+            p.target(f"avg({q.v0_prefix_hit_rate(cfg)})", "V0 since start"),
             unit=p.PERCENT_UNIT,
             description=(
-                "Prompt tokens served from the prefix cache over tokens looked up, over the selection (on vLLM V0, "
-                "which has no counters, the mean lifetime hit rate of its pods). Below "
+                "Prompt tokens served from the prefix cache over tokens looked up, over the selection; vLLM V0 "
+                "pods have no counters: the mean of their lifetime hit rates shows beside it. Below "
                 f"{hit_low:.0%} (VLLMPrefixCacheHitRateLow) the cache saves little prefill: check that requests "
                 "sharing a prefix reach the same pod (session or prefix-aware routing)."
             ),

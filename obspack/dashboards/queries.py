@@ -138,10 +138,8 @@ def v0_prefix_hit_rate(cfg: ObspackConfig) -> str:
 
 
 def prefix_hit_ratio_total(cfg: ObspackConfig) -> str:
-    """Hits / queries over the whole selection (tokens), from the counters of either vLLM generation;
-    where no pod has counters (only V0 pods selected), the mean of their lifetime hit-rate gauges."""
-    counters = f"sum({rate(cfg, PREFIX_HITS)})\n/\n(sum({rate(cfg, PREFIX_QUERIES)}) > 0)"
-    return f"(\n{counters}\n)\nor\navg({v0_prefix_hit_rate(cfg)})"
+    """Hits / queries over the whole selection (tokens), from the counters of either vLLM generation."""
+    return f"sum({rate(cfg, PREFIX_HITS)})\n/\n(sum({rate(cfg, PREFIX_QUERIES)}) > 0)"
 
 
 def cache_config(cfg: ObspackConfig) -> str:

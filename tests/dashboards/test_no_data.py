@@ -92,6 +92,7 @@ def scenarios(pods: tuple[Pod, ...]) -> list[Scenario]:
                 (("vllm-kv-prefix-cache", "Prefix cache tokens: queried and hit", "A"), "V0 has no token counters"),
                 (("vllm-kv-prefix-cache", "Prefix cache tokens: queried and hit", "B"), "V0 has no token counters"),
                 (("vllm-kv-prefix-cache", "Prefix cache hit rate per pod", "A"), "the 5m record needs counters"),
+                (("vllm-kv-prefix-cache", "Prefix cache hit rate", "A"), "the counters' ratio; B shows V0's gauge"),
             ),
         )
     )
