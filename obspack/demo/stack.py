@@ -58,6 +58,7 @@ selectors:
   vllm: job="{VLLM_JOB}"
   exporter: job="{EXPORTER_JOB}"
 rule_interval: 1s
+scrape_interval: 1s
 runbook_base_url: {RUNBOOK_BASE_URL}
 alerts:
   VLLMHostMemoryNearLimit: {{for: 3s}}

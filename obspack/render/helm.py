@@ -31,7 +31,6 @@ from __future__ import annotations
 import json
 import re
 import textwrap
-import typing
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,7 +39,17 @@ import yaml
 from pydantic.fields import FieldInfo
 
 from obspack import __version__
-from obspack.config import _DURATION, _LABEL_NAME, Alerts, Duration, LabelMap, ObspackConfig, Severity
+from obspack.config import (
+    _DURATION,
+    _LABEL_NAME,
+    Alerts,
+    Duration,
+    LabelMap,
+    ObspackConfig,
+    Severity,
+    Window,
+    has_type,
+)
 from obspack.dashboards import all_dashboards
 from obspack.errors import RenderError
 from obspack.render import yamlfmt
@@ -151,11 +160,6 @@ class _Setting:
         return f"$.Values.alerts.{self.alert}.{self.key}"
 
 
-def _is(info: FieldInfo, alias: Any) -> bool:
-    base, *metadata = typing.get_args(alias)
-    return info.annotation is base and list(info.metadata) == metadata
-
-
 def _kind(name: str, info: FieldInfo) -> str:
     # enabled, severity and labels are templated structurally (see _alert_block); a new setting of one of
     # those types would need templating of its own, so it is fixed, like regexes and other text.
@@ -163,9 +167,9 @@ def _kind(name: str, info: FieldInfo) -> str:
         return "bool"
     if name == "severity" and info.annotation is Severity:
         return "severity"
-    if name == "labels" and _is(info, LabelMap):
+    if name == "labels" and has_type(info, LabelMap):
         return "labels"
-    if _is(info, Duration):
+    if has_type(info, Duration) or has_type(info, Window):
         return "duration"
     if info.annotation is float:
         return "float"
