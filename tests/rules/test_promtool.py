@@ -8,6 +8,7 @@ import pytest
 import yaml
 
 from obspack.config import ObspackConfig, load_config
+from obspack.demo.stack import E2E_CONFIG
 from obspack.render.bundle import build
 from obspack.render.files import ALERTS_FILE, PROMETHEUS_RULE_FILE, RECORDING_FILE, pack_files
 from obspack.rules.alerts import all_alerts
@@ -15,12 +16,16 @@ from obspack.rules.unit_tests import rule_tests
 from tests.support.tools import require_tool
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
-CONFIGS = {"defaults": None, "custom": FIXTURES / "custom.yaml"}
+CONFIGS = {"defaults": None, "custom": FIXTURES / "custom.yaml", "e2e": None}
 
 
 @pytest.fixture(params=sorted(CONFIGS))
 def rendered(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
-    cfg = load_config(CONFIGS[request.param])
+    path = CONFIGS[request.param]
+    if request.param == "e2e":  # 1s scrapes, a 10s window, `for` of seconds: the short-window unit tests
+        path = tmp_path / "e2e.yaml"
+        path.write_text(E2E_CONFIG, encoding="utf-8")
+    cfg = load_config(path)
     for rel, text in pack_files(build(cfg)).items():
         target = tmp_path / rel
         target.parent.mkdir(parents=True, exist_ok=True)
