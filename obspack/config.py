@@ -48,7 +48,13 @@ MAX_TEXT = 255
 MAX_URL = 2048
 MAX_PROMQL = 4096
 MAX_ENTRIES = 32
-ALERT_RESERVED_LABELS = ("alertname", "severity")
+# Labels obspack's rules group, join or alert by. The cluster label and static alert labels must be other
+# labels: a static `pod` label would give every pod's alert the same label set, which Prometheus refuses.
+# tests/test_config.py checks this set against the labels the rendered rules use.
+RULE_LABELS = frozenset({
+    "alertname", "severity", "namespace", "pod", "container", "model_name", "job", "instance", "le", "engine",
+    "pid", "reason", "finished_reason", "gpu", "UUID", "Hostname", "modelName", "GPU_I_ID",
+})
 
 
 def promql_string(value: str) -> str:
@@ -89,6 +95,12 @@ def _label_name(value: str) -> str:
         raise ValueError(f"{value!r} is not a valid label name (allowed: [a-zA-Z_][a-zA-Z0-9_]*)")
     if value.startswith("__"):
         raise ValueError(f"{value!r} is reserved: label names starting with __ are Prometheus' own")
+    return value
+
+
+def _cluster_label(value: str) -> str:
+    if value in RULE_LABELS:
+        raise ValueError(f"{value!r} is a label obspack's rules use for something else (allowed: another label name)")
     return value
 
 
@@ -179,9 +191,11 @@ def _entries(value: Any) -> Any:
 
 def _label_map(value: dict[str, str]) -> dict[str, str]:
     _entries(value)
-    reserved = sorted(set(ALERT_RESERVED_LABELS) & set(value))
-    if reserved:
-        raise ValueError(f"labels may not set {reserved} (set severity with the 'severity' key)")
+    taken = sorted(RULE_LABELS & set(value))
+    if taken:
+        raise ValueError(
+            f"labels may not set {taken}: the alerts carry them from their rules (set severity with the 'severity' key)"
+        )
     return value
 
 
@@ -422,7 +436,7 @@ class GrafanaOutput(_Model):
 class ObspackConfig(_Model):
     """Everything `obspack render` needs. Every field has a default, so an empty file is valid."""
 
-    cluster_label: LabelName = Field(
+    cluster_label: Annotated[LabelName, AfterValidator(_cluster_label)] = Field(
         "cluster", description="label that tells clusters apart; kept by every by/on (not starting with __)"
     )
     scrape_interval: ScrapeInterval = Field(
@@ -507,6 +521,16 @@ def conflicts(cfg: ObspackConfig) -> list[Conflict]:
                 "evaluations of a minute: the event leaves the window before the alert can fire "
                 f"(allowed: at least {durations.format_ms(need)})",
                 (*loc[:2], "for"),
+            ))
+    static = [(("common_labels",), cfg.common_labels)]
+    static += [(("alerts", alert, "labels"), getattr(cfg.alerts, alert).labels) for alert in Alerts.model_fields]
+    for loc, labels in static:
+        if cfg.cluster_label in labels:
+            found.append(Conflict(
+                (*loc, cfg.cluster_label),
+                f"sets the cluster label ({cfg.cluster_label}, {{other}}), which each alert takes from its rule "
+                "(allowed: other label names)",
+                ("cluster_label",),
             ))
     high, critical = cfg.alerts.VLLMKVCacheUsageHigh, cfg.alerts.VLLMKVCacheUsageCritical
     if high.enabled and critical.enabled and high.ratio >= critical.ratio:

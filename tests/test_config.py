@@ -1,5 +1,6 @@
 """The config: defaults, the commented starter file, and every error path with FILE:LINE: key: message."""
 
+import re
 from pathlib import Path
 
 import pytest
@@ -194,3 +195,18 @@ def test_init_comments_say_the_allowed_range(tmp_path: Path) -> None:
                          ("scrape_interval", "1s to 2m30s"), ("rule_interval", "1s to 5m"), ("refresh", "5s to 1d")]:
         lines = [line for line in text.splitlines() if line.strip().startswith(f"{key}:")]
         assert lines and all(allowed in line for line in lines if key != "ratio" or "hit rate" not in line), key
+
+
+def test_rule_labels_cover_every_label_the_rules_group_or_join_by() -> None:
+    """RULE_LABELS is what the cluster label and static labels may not be: it must follow the rules."""
+    from obspack.config import RULE_LABELS
+    from obspack.render.bundle import build
+
+    pack = build(ObspackConfig())
+    used: set[str] = set()
+    for group in pack.recording_groups + pack.alert_groups:
+        for rule in group.rules:
+            for names in re.findall(r"\b(?:by|without|on|ignoring|group_left|group_right)\s*\(([^)]*)\)", rule.expr):
+                used |= {n.strip() for n in names.split(",") if n.strip()}
+            used |= set(re.findall(r'"(\w+)",\s*"\$1"', rule.expr))  # label_replace targets
+    assert used - {"cluster"} <= RULE_LABELS, sorted(used - {"cluster"} - RULE_LABELS)
