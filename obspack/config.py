@@ -236,6 +236,7 @@ Tags = Annotated[list[Tag], AfterValidator(_entries)]
 URL = Annotated[str, AfterValidator(_no_template), AfterValidator(_url)]
 Refresh = Annotated[str, AfterValidator(_refresh)]
 Ratio = Annotated[float, Field(ge=0.001, le=0.999, allow_inf_nan=False)]
+HitRatio = Annotated[float, Field(ge=0.001, le=0.9, allow_inf_nan=False)]  # a good hit rate must fit above
 Number = Annotated[float, Field(allow_inf_nan=False)]
 
 
@@ -354,7 +355,7 @@ class RequestPreemptions(AlertSettings):
 class PrefixCacheHitRateLow(AlertSettings):
     for_: Duration = Field("30m", alias="for", description=FOR)
     severity: SeverityName = Field(Severity.INFO, description=SEVERITY)
-    ratio: Ratio = Field(0.3, le=0.9, description="hit rate (hits / queried tokens) below this fires (0.001 to 0.9)")
+    ratio: HitRatio = Field(0.3, description="hit rate (hits / queried tokens) below this fires (0.001 to 0.9)")
     window: Window = Field("30m", description=f"window of the hit-rate computation {WINDOW}")
     min_query_tokens_per_second: Number = Field(
         1.0, ge=0, le=1_000_000, description="ignore pods with less prefix-cache traffic (0 to 1000000)"

@@ -11,14 +11,15 @@ from __future__ import annotations
 import re
 
 UNIT_MS = {"y": 365 * 86_400_000, "w": 7 * 86_400_000, "d": 86_400_000, "h": 3_600_000, "m": 60_000, "s": 1000, "ms": 1}
-PATTERN = re.compile(r"^(0|(?=[0-9])([0-9]+y)?([0-9]+w)?([0-9]+d)?([0-9]+h)?([0-9]+m)?([0-9]+s)?([0-9]+ms)?)$")
+# Also matches "", which parse_ms refuses; no lookahead, so Go (Helm's JSON schema check) can use it too.
+PATTERN = re.compile(r"^(0|([0-9]+y)?([0-9]+w)?([0-9]+d)?([0-9]+h)?([0-9]+m)?([0-9]+s)?([0-9]+ms)?)$")
 _PART = re.compile(r"([0-9]+)(ms|y|w|d|h|m|s)")
 _MAX_NS = 2**63 - 1
 
 
 def parse_ms(text: str) -> int:
     """Milliseconds of a Prometheus duration; ValueError saying what is wrong."""
-    if not PATTERN.match(text):
+    if not text or not PATTERN.match(text):
         raise ValueError(f"{text!r} is not a Prometheus duration (allowed: whole numbers with units y, w, d, h, m, s, ms, biggest first, e.g. 30s, 5m, 1h30m)")
     total = sum(int(n) * UNIT_MS[unit] for n, unit in _PART.findall(text))
     if total * 1_000_000 > _MAX_NS:

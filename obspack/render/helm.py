@@ -41,7 +41,7 @@ from pydantic.fields import FieldInfo
 from obspack import __version__
 from obspack.config import (
     _DURATION,
-    _LABEL_NAME,
+    RULE_LABELS,
     Alerts,
     Duration,
     LabelMap,
@@ -480,7 +480,7 @@ def _string(pattern: str | None = None, **extra: Any) -> dict[str, Any]:
 
 
 BOOL = {"type": "boolean"}
-DURATION = _string(_DURATION.pattern)
+DURATION = _string(_DURATION.pattern, minLength=1)
 OPTIONAL_DURATION = _string(f"^$|{_DURATION.pattern}")
 K8S_NAME = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 NAMESPACE = _string(f"^$|{K8S_NAME}", maxLength=63)
@@ -492,8 +492,9 @@ LIST = {"type": "array"}
 URL = _string(r"""^$|^[A-Za-z0-9./][^\s"'\\]*$""")
 ALERT_LABELS = {
     "type": "object",
-    "propertyNames": {"pattern": _LABEL_NAME.pattern, "not": {"enum": ["alertname", "severity", "__name__"]}},
-    "additionalProperties": {"type": "string"},
+    # label names not starting with __ (Go regexp has no lookahead) and not used by the rules
+    "propertyNames": {"pattern": "^([a-zA-Z][a-zA-Z0-9_]*|_([a-zA-Z0-9][a-zA-Z0-9_]*)?)$", "not": {"enum": sorted(RULE_LABELS)}},
+    "additionalProperties": {"type": "string", "minLength": 1, "maxLength": 1024, "not": {"pattern": "[{][{]|[}][}]"}},
 }
 
 
