@@ -23,7 +23,7 @@ from obspack.errors import ConfigError
 MAX_BYTES = 16 * 1024 * 1024  # a complete obspack.yaml is a few KB
 MAX_DEPTH = 64  # the deepest setting is four levels down
 MAX_VALUES = 10_000
-Path_ = tuple[str, ...]
+KeyPath = tuple[str, ...]
 
 _Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # type: ignore[assignment]
 
@@ -44,7 +44,7 @@ class Source:
     """The parsed file: its data, the line of each key path, and the problems found on the way."""
 
     data: Any
-    lines: dict[Path_, int] = field(default_factory=dict)
+    lines: dict[KeyPath, int] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
 
     def line(self, loc: tuple[Any, ...]) -> int:
@@ -56,7 +56,7 @@ class Source:
         return 1
 
 
-def read_text(path: Path) -> str:
+def _read_text(path: Path) -> str:
     name = str(path)
     try:
         with path.open("rb") as f:
@@ -77,7 +77,7 @@ def read_text(path: Path) -> str:
 def load(path: Path) -> Source:
     """Parse the file; ConfigError for anything that is not a readable YAML document."""
     name = str(path)
-    text = read_text(path)
+    text = _read_text(path)
     try:
         _check_shape(text, name)
         loader = _ConfigLoader(text)
@@ -116,7 +116,7 @@ def _check_shape(text: str, name: str) -> None:
             values += 1
             if values > MAX_VALUES:
                 line = event.start_mark.line + 1
-                raise ConfigError([f"{name}:{line}: more than {MAX_VALUES} keys and values (a complete config has about 300)"])
+                raise ConfigError([f"{name}:{line}: more than {MAX_VALUES} keys and values (a complete config has about 250)"])
         if isinstance(event, yaml.CollectionStartEvent):
             depth += 1
             if depth > MAX_DEPTH:
@@ -130,21 +130,21 @@ def _walk(root: yaml.Node, source: Source) -> None:
     """Record the line of every key path, visiting each node once: aliases are shared nodes, and a walk
     into each use would take exponential time on nested aliases and never end on a recursive one."""
     seen: set[int] = set()
-    stack: list[tuple[yaml.Node, Path_]] = [(root, ())]
+    stack: list[tuple[yaml.Node, KeyPath]] = [(root, ())]
     while stack:
         node, path = stack.pop()
         if id(node) in seen:
             continue
         seen.add(id(node))
         if isinstance(node, yaml.MappingNode):
-            stack.extend(reversed(list(_entries(node, path, source))))
+            stack.extend(reversed(_entries(node, path, source)))
         elif isinstance(node, yaml.SequenceNode):
             for i, item in reversed(list(enumerate(node.value))):
                 source.lines.setdefault((*path, str(i)), item.start_mark.line + 1)
                 stack.append((item, (*path, str(i))))
 
 
-def _entries(node: yaml.MappingNode, path: Path_, source: Source) -> list[tuple[yaml.Node, Path_]]:
+def _entries(node: yaml.MappingNode, path: KeyPath, source: Source) -> list[tuple[yaml.Node, KeyPath]]:
     """Key lines of one mapping, duplicates reported; `<<` merge keys lend their keys to this mapping."""
     names: set[str] = set()
     children = []
