@@ -449,7 +449,7 @@ class ObspackConfig(_Model):
     alerts: Alerts = Alerts()
     common_labels: LabelMap = Field(default_factory=dict, description="static labels added to every alert (as alerts.*.labels)")
     rule_interval: RuleInterval | None = Field(
-        None, description="evaluation interval of the rule groups (unset: global; 1s to 5m, Prometheus' lookback)"
+        None, description="evaluation interval of the rule groups (unset: Prometheus' global one; 1s to 5m)"
     )
     runbook_base_url: URL = Field(
         "",

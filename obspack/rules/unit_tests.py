@@ -215,8 +215,9 @@ def host_memory(b: Builder) -> Incident:
 def _restart_incident(b: Builder, name: str) -> Incident:
     """llama-0 is OOM-killed at 10m; llama-1 dies with Error (CUDA OOM) at 10m; llama-2 carries a sticky
     OOMKilled reason from a restart long ago; llama-3 is the same pod name in another cluster."""
-    window = minutes(b.cfg.alerts.VLLMContainerOOMKilled.window)
-    n = int(10 + window + 20)
+    a = b.cfg.alerts
+    longest = max(minutes(t.window) + minutes(t.for_) for t in (a.VLLMContainerOOMKilled, a.VLLMContainerRestarted))
+    n = int(10 + longest + 20)
     inc = Incident(name)
     cases = (("prod-a", "llama-0", "OOMKilled", True), ("prod-a", "llama-1", "Error", True),
              ("prod-a", "llama-2", "OOMKilled", False), ("prod-b", "llama-0", "OOMKilled", False))
