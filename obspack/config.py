@@ -11,24 +11,51 @@ from __future__ import annotations
 import difflib
 import json
 import re
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import promql_parser
 import yaml
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, Strict, ValidationError
+from pydantic.fields import FieldInfo
 
+from obspack import durations, yamlsource
 from obspack.catalogue import vllm_latency
 from obspack.errors import ConfigError
 
 # ---------------------------------------------------------------------------------------------------------
-# Value types that end up inside PromQL or Kubernetes objects
+# Value types. Each says what is allowed in its error message; the settings' descriptions repeat it for
+# `obspack init`. Lengths are capped where a longer value cannot be meant: a multi-megabyte string in a
+# label or URL would otherwise be copied into every rule, test and dashboard of the pack.
 
-_DURATION = re.compile(r"^([0-9]+(ms|s|m|h|d|w|y))+$")
+_DURATION = durations.PATTERN
 _LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
 _K8S_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_K8S_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+_K8S_QUALIFIED_NAME = re.compile(r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+_URL = re.compile(r"""^$|^[A-Za-z0-9./][^\s"'\\{}]*$""")
+_GRAFANA_REFRESH = re.compile(r"^$|^[1-9][0-9]*[smhd]$")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 _PROBE = "obspack_probe"
+_MINUTE, _DAY = 60_000, 86_400_000
+
+MAX_LABEL_NAME = 128
+MAX_LABEL_VALUE = 1024
+MAX_TEXT = 255
+MAX_URL = 2048
+MAX_PROMQL = 4096
+MAX_ENTRIES = 32
+# Labels obspack's rules group, join or alert by. The cluster label and static alert labels must be other
+# labels: a static `pod` label would give every pod's alert the same label set, which Prometheus refuses.
+# tests/test_config.py checks this set against the labels the rendered rules use.
+RULE_LABELS = frozenset({
+    "alertname", "severity", "namespace", "pod", "container", "model_name", "job", "instance", "le", "engine",
+    "pid", "reason", "finished_reason", "gpu", "UUID", "Hostname", "modelName", "GPU_I_ID",
+})
 
 
 def promql_string(value: str) -> str:
@@ -36,34 +63,84 @@ def promql_string(value: str) -> str:
     return json.dumps(value)
 
 
-def _duration(value: str) -> str:
-    if not _DURATION.match(value):
-        raise ValueError(f"{value!r} is not a Prometheus duration (allowed: e.g. 30s, 5m, 1h30m)")
+def _text(value: str, limit: int) -> str:
+    """One line of text, at most `limit` characters."""
+    if len(value) > limit:
+        raise ValueError(f"{len(value)} characters is too long (allowed: at most {limit})")
+    bad = _CONTROL.search(value)
+    if bad:
+        raise ValueError(f"contains the control character {bad.group()!r} (allowed: one line of printable text)")
     return value
+
+
+def _no_template(value: str) -> str:
+    """Prometheus expands Go templates in alert labels and annotations: `{{` would be run, not printed."""
+    if "{{" in value or "}}" in value:
+        raise ValueError(f"{value[:60]!r} contains '{{{{' or '}}}}', which Prometheus would expand as a template (allowed: plain text)")
+    return value
+
+
+def _bounded(low_ms: int, high_ms: int, allowed: str) -> Callable[[str], str]:
+    def check(value: str) -> str:
+        ms = durations.parse_ms(_text(value, 64))
+        if not low_ms <= ms <= high_ms:
+            raise ValueError(f"{value!r} is out of range (allowed: {allowed})")
+        return value
+
+    return check
 
 
 def _label_name(value: str) -> str:
+    _text(value, MAX_LABEL_NAME)
     if not _LABEL_NAME.match(value):
         raise ValueError(f"{value!r} is not a valid label name (allowed: [a-zA-Z_][a-zA-Z0-9_]*)")
+    if value.startswith("__"):
+        raise ValueError(f"{value!r} is reserved: label names starting with __ are Prometheus' own")
     return value
 
 
+def _cluster_label(value: str) -> str:
+    if value in RULE_LABELS:
+        raise ValueError(f"{value!r} is a label obspack's rules use for something else (allowed: another label name)")
+    return value
+
+
+def _label_value(value: str) -> str:
+    if not value:
+        raise ValueError("is empty, and Prometheus drops a label whose value is empty (allowed: 1 to 1024 characters)")
+    return _no_template(_text(value, MAX_LABEL_VALUE))
+
+
 def _regex(value: str) -> str:
+    _text(value, MAX_PROMQL)
     try:
         re.compile(value)
         promql_parser.parse(f"{_PROBE}{{l=~{promql_string(value)}}}")
     except Exception as e:  # noqa: BLE001 - both parsers raise plain errors
         raise ValueError(f"{value!r} is not a valid regular expression ({e})") from None
+    _re2_only(value)
     return value
+
+
+def _re2_only(value: str) -> None:
+    """What Python and promql-parser accept but Go's regexp (Prometheus) refuses."""
+    if re.search(r"(?<!\\)[*+?}][*+]", value):
+        raise ValueError(f"{value!r} repeats a repetition (like a++ or a**), which Prometheus' Go regexp refuses")
+    if any(int(n) > 1000 for n in re.findall(r"(?<!\\)\{([0-9]+)(?:,[0-9]*)?\}", value) + re.findall(r"(?<!\\)\{[0-9]*,([0-9]+)\}", value)):
+        raise ValueError(f"{value!r} repeats more than 1000 times, which Prometheus' Go regexp refuses")
+    if "(?<" in value.replace("(?<=", "").replace("(?<!", ""):
+        raise ValueError(f"{value!r} uses (?<name>...); write (?P<name>...) for Prometheus' Go regexp")
 
 
 def _matchers(value: str) -> str:
     """Label matchers without braces, e.g. `job="kubelet", metrics_path="/metrics/cadvisor"`."""
-    text = value.strip().rstrip(",").strip()
+    text = _text(value, MAX_PROMQL).strip().rstrip(",").strip()
     if not text:
         return ""
     if text.startswith("{") and text.endswith("}"):
         text = text[1:-1].strip().rstrip(",")
+    if re.search(r"(^|[{,\s])__name__\s*[=!]", text):
+        raise ValueError("selectors may not match __name__ (the metric name comes from obspack)")
     try:
         parsed = promql_parser.parse(f"{_PROBE}{{{text}}}")
     except Exception as e:  # noqa: BLE001
@@ -72,33 +149,96 @@ def _matchers(value: str) -> str:
     if not ok or parsed.matchers.or_matchers:
         raise ValueError(f"{value!r} must be label matchers only, e.g. job=\"kubelet\", ns=~\"a|b\"")
     for m in parsed.matchers.matchers:
-        if m.name == "__name__":
-            raise ValueError("selectors may not match __name__ (the metric name comes from obspack)")
+        if m.name.startswith("__"):
+            raise ValueError(f"{m.name!r} is reserved: label names starting with __ are Prometheus' own")
+        if str(m.op).endswith("Re"):
+            _re2_only(m.value)
     return text
 
 
 def _k8s_name(value: str) -> str:
     if not _K8S_NAME.match(value) or len(value) > 63:
-        raise ValueError(f"{value!r} is not a Kubernetes name (allowed: lower-case a-z, 0-9 and '-')")
+        raise ValueError(f"{value[:80]!r} is not a Kubernetes name (allowed: lower-case a-z, 0-9 and '-', at most 63)")
+    return value
+
+
+def _k8s_key(value: str) -> str:
+    prefix, _, name = value.rpartition("/")
+    if not _K8S_QUALIFIED_NAME.match(value) or len(name) > 63 or len(prefix) > 253:
+        raise ValueError(
+            f"{value[:80]!r} is not a Kubernetes label or annotation key "
+            "(allowed: an optional DNS prefix and '/', then up to 63 of A-Z, a-z, 0-9, '-', '_', '.')"
+        )
+    return value
+
+
+def _k8s_labels(value: dict[str, str]) -> dict[str, str]:
+    _entries(value)
+    for key, text in value.items():
+        _k8s_key(key)
+        if len(text) > 63 or not _K8S_LABEL_VALUE.match(text):
+            raise ValueError(
+                f"{key}: {text[:80]!r} is not a Kubernetes label value "
+                "(allowed: up to 63 of A-Z, a-z, 0-9, '-', '_', '.', starting and ending alphanumeric)"
+            )
+    return value
+
+
+def _entries(value: Any) -> Any:
+    if len(value) > MAX_ENTRIES:
+        raise ValueError(f"{len(value)} entries are too many (allowed: at most {MAX_ENTRIES})")
     return value
 
 
 def _label_map(value: dict[str, str]) -> dict[str, str]:
-    for key in value:
-        _label_name(key)
-    reserved = {"alertname", "severity", "__name__"} & set(value)
-    if reserved:
-        raise ValueError(f"labels may not set {sorted(reserved)} (set severity with the 'severity' key)")
+    _entries(value)
+    taken = sorted(RULE_LABELS & set(value))
+    if taken:
+        raise ValueError(
+            f"labels may not set {taken}: the alerts carry them from their rules (set severity with the 'severity' key)"
+        )
     return value
 
 
-Duration = Annotated[str, AfterValidator(_duration)]
+def _url(value: str) -> str:
+    _text(value, MAX_URL)
+    if not _URL.match(value):
+        raise ValueError(
+            f"{value[:80]!r} is not a URL obspack can print as is "
+            "(allowed: empty, or starting with a letter, digit, '.' or '/', without spaces, quotes, backslashes or braces)"
+        )
+    return value
+
+
+def _refresh(value: str) -> str:
+    if not _GRAFANA_REFRESH.match(_text(value, 16)):
+        raise ValueError(f"{value!r} is not a Grafana refresh interval (allowed: empty for off, or e.g. 30s, 1m, 1h, 1d)")
+    ms = durations.parse_ms(value) if value else 0
+    if value and not 5000 <= ms <= _DAY:
+        raise ValueError(f"{value!r} is out of range (allowed: 5s, Grafana's default minimum, to 1d)")
+    return value
+
+
+Duration = Annotated[str, AfterValidator(_bounded(0, _DAY, "0 to 1d, e.g. 0s, 30s, 5m, 1h"))]
+Window = Annotated[str, AfterValidator(_bounded(1, _DAY, "above 0, at most 1d, and at least twice scrape_interval"))]
+RuleInterval = Annotated[str, AfterValidator(_bounded(1000, 5 * _MINUTE, "1s to 5m"))]
+ScrapeInterval = Annotated[str, AfterValidator(_bounded(1000, 150_000, "1s to 2m30s"))]
 LabelName = Annotated[str, AfterValidator(_label_name)]
+LabelValue = Annotated[str, AfterValidator(_label_value)]
 Regex = Annotated[str, AfterValidator(_regex)]
 Matchers = Annotated[str, AfterValidator(_matchers)]
 K8sName = Annotated[str, AfterValidator(_k8s_name)]
-LabelMap = Annotated[dict[str, str], AfterValidator(_label_map)]
-Ratio = Annotated[float, Field(gt=0, le=1)]
+K8sKey = Annotated[str, AfterValidator(_k8s_key)]
+K8sLabels = Annotated[dict[str, str], AfterValidator(_k8s_labels)]
+LabelMap = Annotated[dict[LabelName, LabelValue], AfterValidator(_label_map)]
+Text = Annotated[str, AfterValidator(lambda v: _text(v, MAX_TEXT))]
+Tag = Annotated[str, AfterValidator(lambda v: _text(v, 50))]
+Tags = Annotated[list[Tag], AfterValidator(_entries)]
+URL = Annotated[str, AfterValidator(_no_template), AfterValidator(_url)]
+Refresh = Annotated[str, AfterValidator(_refresh)]
+Ratio = Annotated[float, Field(ge=0.001, le=0.999, allow_inf_nan=False)]
+HitRatio = Annotated[float, Field(ge=0.001, le=0.9, allow_inf_nan=False)]  # a good hit rate must fit above
+Number = Annotated[float, Field(allow_inf_nan=False)]
 
 
 class Severity(str, Enum):
@@ -107,9 +247,20 @@ class Severity(str, Enum):
     INFO = "info"
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, use_enum_values=False)
+SeverityName = Annotated[Severity, Strict(False)]  # the YAML gives text; strict mode would want the enum
 
+
+class _Model(BaseModel):
+    """Strict: a boolean is not a number and a number is not text (YAML `on` or `1` must be quoted)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, use_enum_values=False, strict=True)
+
+
+FOR = "how long the condition must hold before firing (0 to 1d)"
+SEVERITY = "severity label (critical, warning or info)"
+RATIO = "(0.001 to 0.999)"
+WINDOW = "(2x scrape_interval to 1d)"
+EVENT_WINDOW = "(2x scrape_interval and `for` + 2m, to 1d)"
 
 # ---------------------------------------------------------------------------------------------------------
 # Sources
@@ -140,77 +291,86 @@ class VLLMContainers(_Model):
 
 class AlertSettings(_Model):
     enabled: bool = Field(True, description="render this alert")
-    for_: Duration = Field("5m", alias="for", description="how long the condition must hold before firing")
-    severity: Severity = Field(Severity.WARNING, description="severity label (critical, warning or info)")
-    labels: LabelMap = Field(default_factory=dict, description="extra static labels, e.g. team: ml-platform")
+    for_: Duration = Field("5m", alias="for", description=FOR)
+    severity: SeverityName = Field(Severity.WARNING, description=SEVERITY)
+    labels: LabelMap = Field(
+        default_factory=dict,
+        description="extra static labels, e.g. team: ml-platform (values: no {{ }})",
+    )
 
 
 class HostMemoryNearLimit(AlertSettings):
-    ratio: Ratio = Field(0.9, description="working set / memory limit above this fires")
+    ratio: Ratio = Field(0.9, description=f"working set / memory limit above this fires {RATIO}")
 
 
 class ContainerOOMKilled(AlertSettings):
-    for_: Duration = Field("0m", alias="for", description="how long the condition must hold before firing")
-    severity: Severity = Field(Severity.CRITICAL, description="severity label (critical, warning or info)")
-    window: Duration = Field("15m", description="a restart within this window counts")
+    for_: Duration = Field("0m", alias="for", description=FOR)
+    severity: SeverityName = Field(Severity.CRITICAL, description=SEVERITY)
+    window: Window = Field("15m", description=f"a restart within this window counts {EVENT_WINDOW}")
 
 
 class ContainerRestarted(AlertSettings):
-    for_: Duration = Field("0m", alias="for", description="how long the condition must hold before firing")
-    window: Duration = Field("15m", description="a restart within this window counts")
+    for_: Duration = Field("0m", alias="for", description=FOR)
+    window: Window = Field("15m", description=f"a restart within this window counts {EVENT_WINDOW}")
 
 
 class GPUMemoryNearFull(AlertSettings):
-    ratio: Ratio = Field(0.97, description="framebuffer used / (used + free) above this fires")
+    ratio: Ratio = Field(0.97, description=f"framebuffer used / (used + free) above this fires {RATIO}")
 
 
 class KVCacheUsageHigh(AlertSettings):
-    ratio: Ratio = Field(0.9, description="KV cache usage (0-1) above this fires")
+    ratio: Ratio = Field(0.9, description="KV cache usage above this fires (0.001 to 0.999, below the critical one)")
 
 
 class KVCacheUsageCritical(AlertSettings):
-    for_: Duration = Field("2m", alias="for", description="how long the condition must hold before firing")
-    severity: Severity = Field(Severity.CRITICAL, description="severity label (critical, warning or info)")
-    ratio: Ratio = Field(0.95, description="KV cache usage (0-1) above this fires")
+    for_: Duration = Field("2m", alias="for", description=FOR)
+    severity: SeverityName = Field(Severity.CRITICAL, description=SEVERITY)
+    ratio: Ratio = Field(0.95, description="KV cache usage above this fires (0.001 to 0.999, above the high one)")
 
 
 class RequestQueueBacklog(AlertSettings):
-    waiting_to_running: float = Field(3.0, gt=0, description="waiting requests above this multiple of running")
-    min_waiting: float = Field(5.0, ge=1, description="and at least this many requests waiting")
+    waiting_to_running: Number = Field(
+        3.0, gt=0, le=1000, description="waiting requests above this multiple of running (above 0, at most 1000)"
+    )
+    min_waiting: Number = Field(5.0, ge=1, le=100_000, description="and at least this many requests waiting (1 to 100000)")
 
 
 class ZeroThroughput(AlertSettings):
-    severity: Severity = Field(Severity.CRITICAL, description="severity label (critical, warning or info)")
-    window: Duration = Field("5m", description="no generated token in this window, with requests in flight")
+    severity: SeverityName = Field(Severity.CRITICAL, description=SEVERITY)
+    window: Window = Field("5m", description=f"no generated token in this window, with requests in flight {WINDOW}")
 
 
 class TargetDown(AlertSettings):
-    severity: Severity = Field(Severity.CRITICAL, description="severity label (critical, warning or info)")
-    lookback: Duration = Field("1h", description="only targets that served vLLM metrics within this window")
+    severity: SeverityName = Field(Severity.CRITICAL, description=SEVERITY)
+    lookback: Window = Field("1h", description=f"only targets that served vLLM metrics within this window {EVENT_WINDOW}")
     job_regex: Regex = Field(".*vllm.*", description="also targets of jobs matching this that were up in the window")
 
 
 class RequestPreemptions(AlertSettings):
-    for_: Duration = Field("15m", alias="for", description="how long the condition must hold before firing")
-    rate: float = Field(0.0, ge=0, description="preemptions per second above this (0: any preemption)")
+    for_: Duration = Field("15m", alias="for", description=FOR)
+    rate: Number = Field(
+        0.0, ge=0, le=1_000_000, description="preemptions per second above this (0: any preemption; at most 1000000)"
+    )
 
 
 class PrefixCacheHitRateLow(AlertSettings):
-    for_: Duration = Field("30m", alias="for", description="how long the condition must hold before firing")
-    severity: Severity = Field(Severity.INFO, description="severity label (critical, warning or info)")
-    ratio: Ratio = Field(0.3, description="hit rate (hits / queried tokens) below this fires")
-    window: Duration = Field("30m", description="window of the hit-rate computation")
-    min_query_tokens_per_second: float = Field(1.0, ge=0, description="ignore pods with less prefix-cache traffic")
+    for_: Duration = Field("30m", alias="for", description=FOR)
+    severity: SeverityName = Field(Severity.INFO, description=SEVERITY)
+    ratio: HitRatio = Field(0.3, description="hit rate (hits / queried tokens) below this fires (0.001 to 0.9)")
+    window: Window = Field("30m", description=f"window of the hit-rate computation {WINDOW}")
+    min_query_tokens_per_second: Number = Field(
+        1.0, ge=0, le=1_000_000, description="ignore pods with less prefix-cache traffic (0 to 1000000)"
+    )
 
 
 class KVCacheFragmentationHigh(AlertSettings):
-    for_: Duration = Field("15m", alias="for", description="how long the condition must hold before firing")
-    ratio: Ratio = Field(0.3, description="estimated share of used KV slots left empty above this fires")
+    for_: Duration = Field("15m", alias="for", description=FOR)
+    ratio: Ratio = Field(0.3, description=f"estimated share of used KV slots left empty above this fires {RATIO}")
 
 
 class CUDAAllocatorFragmentationHigh(AlertSettings):
-    for_: Duration = Field("30m", alias="for", description="how long the condition must hold before firing")
-    ratio: Ratio = Field(0.3, description="inactive split bytes / reserved bytes above this fires")
+    for_: Duration = Field("30m", alias="for", description=FOR)
+    ratio: Ratio = Field(0.3, description=f"inactive split bytes / reserved bytes above this fires {RATIO}")
 
 
 class ExporterTargetDown(AlertSettings):
@@ -239,11 +399,13 @@ class Alerts(_Model):
 # ---------------------------------------------------------------------------------------------------------
 # SLOs: per-model objectives with multi-window, multi-burn-rate alerts (docs/slos.md explains the defaults)
 
-Objective = Annotated[float, Field(gt=0, lt=1)]
+Objective = Annotated[float, Field(gt=0, lt=1, allow_inf_nan=False)]
 _HISTOGRAMS = vllm_latency.SLO_HISTOGRAMS
 TTFTThreshold = Annotated[float, AfterValidator(lambda v: vllm_latency.check_bound(v, _HISTOGRAMS["time_to_first_token"]))]
 ITLThreshold = Annotated[float, AfterValidator(lambda v: vllm_latency.check_bound(v, _HISTOGRAMS["inter_token_latency"]))]
-MinRequests = Annotated[float, Field(gt=0)]
+MinRequests = Annotated[float, Field(gt=0, le=1e9, allow_inf_nan=False)]
+_OBJECTIVE = "(allowed: greater than 0 and less than 1, e.g. 0.99)"
+_MIN_REQUESTS = "(allowed: greater than 0, at most 1e9)"
 SPEEDUPS = (1, 2, 3, 4, 5, 6, 10, 12, 15, 20, 30, 60)  # divisors of 60: every window stays whole seconds
 
 
@@ -257,7 +419,7 @@ class TimeToFirstTokenSLO(_Model):
     """Share of requests whose time to first token is at most `threshold` (vllm:time_to_first_token_seconds)."""
 
     enabled: bool = Field(True, description="render this SLO")
-    objective: Objective = Field(0.99, description="share of requests that must be good, below 1")
+    objective: Objective = Field(0.99, description=f"share of requests that must be good {_OBJECTIVE}")
     threshold: TTFTThreshold = Field(2.5, description="seconds; a bucket bound vLLM exports (docs/slos.md)")
 
 
@@ -265,7 +427,7 @@ class InterTokenLatencySLO(_Model):
     """Share of token gaps of at most `threshold` (vllm:inter_token_latency_seconds, or its older name)."""
 
     enabled: bool = Field(True, description="render this SLO")
-    objective: Objective = Field(0.99, description="share of token gaps that must be good, below 1")
+    objective: Objective = Field(0.99, description=f"share of token gaps that must be good {_OBJECTIVE}")
     threshold: ITLThreshold = Field(0.2, description="seconds; a bucket bound vLLM exports (docs/slos.md)")
 
 
@@ -273,25 +435,25 @@ class AvailabilitySLO(_Model):
     """Share of API requests not answered with a 5xx status (http_requests_total, vLLM 0.8.3 and later)."""
 
     enabled: bool = Field(True, description="render this SLO")
-    objective: Objective = Field(0.999, description="share of requests that must not fail, below 1")
+    objective: Objective = Field(0.999, description=f"share of requests that must not fail {_OBJECTIVE}")
     handler_regex: Regex = Field("/v1/.*", description="API routes (the handler label) that count")
 
 
 class TimeToFirstTokenOverride(_Model):
     enabled: bool | None = Field(None, description="unset: as slos.time_to_first_token")
-    objective: Objective | None = Field(None, description="unset: as slos.time_to_first_token")
+    objective: Objective | None = Field(None, description=f"unset: as slos.time_to_first_token {_OBJECTIVE}")
     threshold: TTFTThreshold | None = Field(None, description="unset: as slos.time_to_first_token")
 
 
 class InterTokenLatencyOverride(_Model):
     enabled: bool | None = Field(None, description="unset: as slos.inter_token_latency")
-    objective: Objective | None = Field(None, description="unset: as slos.inter_token_latency")
+    objective: Objective | None = Field(None, description=f"unset: as slos.inter_token_latency {_OBJECTIVE}")
     threshold: ITLThreshold | None = Field(None, description="unset: as slos.inter_token_latency")
 
 
 class AvailabilityOverride(_Model):
     enabled: bool | None = Field(None, description="unset: as slos.availability")
-    objective: Objective | None = Field(None, description="unset: as slos.availability")
+    objective: Objective | None = Field(None, description=f"unset: as slos.availability {_OBJECTIVE}")
 
 
 class ModelSLOs(_Model):
@@ -301,7 +463,7 @@ class ModelSLOs(_Model):
     time_to_first_token: TimeToFirstTokenOverride = TimeToFirstTokenOverride()
     inter_token_latency: InterTokenLatencyOverride = InterTokenLatencyOverride()
     availability: AvailabilityOverride = AvailabilityOverride()
-    min_requests: MinRequests | None = Field(None, description="unset: as slos.min_requests")
+    min_requests: MinRequests | None = Field(None, description=f"unset: as slos.min_requests {_MIN_REQUESTS}")
 
 
 class SLOs(_Model):
@@ -313,7 +475,8 @@ class SLOs(_Model):
     inter_token_latency: InterTokenLatencySLO = InterTokenLatencySLO()
     availability: AvailabilitySLO = AvailabilitySLO()
     min_requests: MinRequests | None = Field(
-        None, description="requests a long window needs before it may alert; unset: 1/(1-objective)"
+        None,
+        description=f"requests a long window needs before it may alert; unset: one over one minus the objective {_MIN_REQUESTS}",
     )
     models: list[ModelSLOs] = Field(
         default_factory=list,
@@ -335,9 +498,9 @@ class PrometheusRuleOutput(_Model):
 
     name: K8sName = Field("obspack", description="metadata.name of the PrometheusRule")
     namespace: K8sName = Field("monitoring", description="metadata.namespace of the PrometheusRule")
-    labels: dict[str, str] = Field(
+    labels: K8sLabels = Field(
         default_factory=lambda: {"release": "kube-prometheus-stack"},
-        description="labels the Prometheus Operator's ruleSelector matches",
+        description="labels the Prometheus Operator's ruleSelector matches (Kubernetes labels, at most 32)",
     )
 
 
@@ -345,33 +508,45 @@ class GrafanaOutput(_Model):
     """Dashboards: the sidecar ConfigMaps, the datasource variable and links."""
 
     namespace: K8sName = Field("monitoring", description="namespace of the dashboard ConfigMaps")
-    folder: str = Field("vLLM", min_length=1, description="Grafana folder the dashboards go to")
-    folder_annotation: str = Field(
+    folder: Text = Field("vLLM", min_length=1, description="Grafana folder the dashboards go to (1 to 255 characters)")
+    folder_annotation: K8sKey = Field(
         "k8s-sidecar-target-directory",
         description="ConfigMap annotation the Grafana sidecar reads the folder from (its folderAnnotation)",
     )
-    configmap_labels: dict[str, str] = Field(
+    configmap_labels: K8sLabels = Field(
         default_factory=lambda: {"grafana_dashboard": "1"},
-        description="labels the Grafana sidecar looks for (sidecar.dashboards.label)",
+        description="labels the Grafana sidecar looks for (sidecar.dashboards.label; Kubernetes labels, at most 32)",
     )
-    datasource: str = Field("prometheus", description="default Prometheus datasource of the datasource variable")
-    url: str = Field("", description="Grafana base URL for links from alerts, e.g. https://grafana.example.com")
-    tags: list[str] = Field(default_factory=lambda: ["obspack", "vllm"], description="tags on every dashboard")
-    refresh: str = Field("30s", description="dashboard auto-refresh")
+    datasource: Text = Field(
+        "prometheus", description="default Prometheus datasource of the datasource variable (at most 255 characters)"
+    )
+    url: URL = Field("", description="Grafana base URL for links from alerts, e.g. https://grafana.example.com")
+    tags: Tags = Field(
+        default_factory=lambda: ["obspack", "vllm"], description="tags on every dashboard (at most 32, 50 characters each)"
+    )
+    refresh: Refresh = Field("30s", description="dashboard auto-refresh (empty: off; 5s to 1d)")
     multi_cluster: bool = Field(False, description="show the cluster picker (hidden for a single-cluster fleet)")
 
 
 class ObspackConfig(_Model):
     """Everything `obspack render` needs. Every field has a default, so an empty file is valid."""
 
-    cluster_label: LabelName = Field("cluster", description="label that tells clusters apart; kept by every by/on")
+    cluster_label: Annotated[LabelName, AfterValidator(_cluster_label)] = Field(
+        "cluster", description="label that tells clusters apart; kept by every by/on (not starting with __)"
+    )
+    scrape_interval: ScrapeInterval = Field(
+        "30s",
+        description="slowest scrape interval of the sources; every window must span two scrapes (1s to 2m30s)",
+    )
     selectors: Selectors = Selectors()
     vllm_containers: VLLMContainers = VLLMContainers()
     alerts: Alerts = Alerts()
     slos: SLOs = SLOs()
-    common_labels: LabelMap = Field(default_factory=dict, description="static labels added to every alert")
-    rule_interval: Duration | None = Field(None, description="evaluation interval of the rule groups (unset: global)")
-    runbook_base_url: str = Field(
+    common_labels: LabelMap = Field(default_factory=dict, description="static labels added to every alert (as alerts.*.labels)")
+    rule_interval: RuleInterval | None = Field(
+        None, description="evaluation interval of the rule groups (unset: Prometheus' global one; 1s to 5m)"
+    )
+    runbook_base_url: URL = Field(
         "",
         description="prefix of runbook_url; unset gives runbooks/<alert>.md relative to the pack",
     )
@@ -380,55 +555,162 @@ class ObspackConfig(_Model):
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Loading
+# Loading: FILE:LINE: key.path: what is wrong (what is allowed)
+
+MAX_PROBLEMS = 50  # a file of 100000 bad keys gets the first ones and a count, not 100000 lines
 
 
-def _positions(node: yaml.Node, path: tuple[Any, ...], out: dict[tuple[Any, ...], int], dup: list[str]) -> None:
-    out.setdefault(path, node.start_mark.line + 1)
-    if isinstance(node, yaml.MappingNode):
-        seen: set[str] = set()
-        for key, value in node.value:
-            name = key.value
-            if name in seen:
-                dup.append(f"{key.start_mark.line + 1}: {'.'.join(map(str, path + (name,)))}: duplicate key")
-            seen.add(name)
-            out[path + (name,)] = key.start_mark.line + 1
-            _positions(value, path + (name,), out, dup)
-    elif isinstance(node, yaml.SequenceNode):
-        for i, item in enumerate(node.value):
-            _positions(item, path + (i,), out, dup)
+@dataclass(frozen=True)
+class Conflict:
+    """Settings that are valid alone but not together; `other` names the setting it conflicts with."""
+
+    loc: tuple[str, ...]
+    message: str  # "{other}" in it is replaced by where the other setting is: FILE:LINE, or "the default"
+    other: tuple[str, ...] | None = None
 
 
-def _line_of(loc: tuple[Any, ...], lines: dict[tuple[Any, ...], int]) -> int:
-    for cut in range(len(loc), -1, -1):
-        if loc[:cut] in lines:
-            return lines[loc[:cut]]
-    return 1
+def windows(cfg: ObspackConfig) -> list[tuple[tuple[str, ...], str]]:
+    """Every configured range window of rate/increase/*_over_time, with its key path."""
+    out = []
+    for alert in Alerts.model_fields:
+        settings = getattr(cfg.alerts, alert)
+        for name, info in type(settings).model_fields.items():
+            if has_type(info, Window):
+                out.append((("alerts", alert, name), getattr(settings, name)))
+    return out
+
+
+def has_type(info: FieldInfo, alias: Any) -> bool:
+    """Whether a field is declared with one of the Annotated types above (e.g. Window)."""
+    base, *metadata = typing.get_args(alias)
+    return info.annotation is base and list(info.metadata) == metadata
+
+
+def _event_windows(cfg: ObspackConfig) -> list[tuple[tuple[str, ...], str]]:
+    """Windows of alerts that hold only while a past event (a restart, the last sample of a target that
+    went down) is inside the window: the alert must get through `for` before the event leaves it."""
+    return [
+        (("alerts", "VLLMContainerOOMKilled", "window"), cfg.alerts.VLLMContainerOOMKilled.window),
+        (("alerts", "VLLMContainerRestarted", "window"), cfg.alerts.VLLMContainerRestarted.window),
+        (("alerts", "VLLMTargetDown", "lookback"), cfg.alerts.VLLMTargetDown.lookback),
+    ]
+
+
+def conflicts(cfg: ObspackConfig) -> list[Conflict]:
+    """Relations between settings: windows against the scrape interval, thresholds against each other."""
+    found = []
+    scrape = durations.parse_ms(cfg.scrape_interval)
+    for loc, window in windows(cfg):
+        if durations.parse_ms(window) < 2 * scrape:
+            found.append(Conflict(
+                loc,
+                f"{window!r} is shorter than two scrapes (scrape_interval {cfg.scrape_interval}, {{other}}), so it can hold a "
+                f"single sample and the rate is empty (allowed: at least {durations.format_ms(2 * scrape)})",
+                ("scrape_interval",),
+            ))
+    for loc, window in _event_windows(cfg):
+        need = durations.parse_ms(getattr(cfg.alerts, loc[1]).for_) + 2 * _MINUTE
+        if durations.parse_ms(window) < need:
+            found.append(Conflict(
+                loc,
+                f"{window!r} is shorter than `for` ({getattr(cfg.alerts, loc[1]).for_}, {{other}}) plus two "
+                "evaluations of a minute: the event leaves the window before the alert can fire "
+                f"(allowed: at least {durations.format_ms(need)})",
+                (*loc[:2], "for"),
+            ))
+    static = [(("common_labels",), cfg.common_labels)]
+    static += [(("alerts", alert, "labels"), getattr(cfg.alerts, alert).labels) for alert in Alerts.model_fields]
+    for loc, labels in static:
+        if cfg.cluster_label in labels:
+            found.append(Conflict(
+                (*loc, cfg.cluster_label),
+                f"sets the cluster label ({cfg.cluster_label}, {{other}}), which each alert takes from its rule "
+                "(allowed: other label names)",
+                ("cluster_label",),
+            ))
+    high, critical = cfg.alerts.VLLMKVCacheUsageHigh, cfg.alerts.VLLMKVCacheUsageCritical
+    if high.enabled and critical.enabled and high.ratio >= critical.ratio:
+        found.append(Conflict(
+            ("alerts", "VLLMKVCacheUsageHigh", "ratio"),
+            f"{high.ratio:g} is not below alerts.VLLMKVCacheUsageCritical.ratio ({critical.ratio:g}, {{other}}) "
+            "(allowed: the warning threshold below the critical one)",
+            ("alerts", "VLLMKVCacheUsageCritical", "ratio"),
+        ))
+    if not any(getattr(cfg.alerts, alert).enabled for alert in Alerts.model_fields):
+        found.append(Conflict(("alerts",), "every alert is disabled (allowed: at least one enabled)"))
+    return found
+
+
+def _field(loc: tuple[Any, ...]) -> FieldInfo | None:
+    """The model field at a key path, or None (inside a map or list)."""
+    model: Any = ObspackConfig
+    info = None
+    for part in loc:
+        fields = getattr(model, "model_fields", None)
+        if fields is None:
+            return None
+        info = next((f for n, f in fields.items() if part in (n, f.alias)), None)
+        if info is None:
+            return None
+        model = info.annotation
+    return info
 
 
 def _allowed_keys(loc: tuple[Any, ...]) -> list[str]:
-    model: Any = ObspackConfig
-    for part in loc[:-1]:
-        fields = getattr(model, "model_fields", None)
-        if fields is None:
-            return []
-        field = next((f for n, f in fields.items() if part in (n, f.alias)), None)
-        if field is None:
-            return []
-        model = field.annotation
+    model = _field(loc[:-1]).annotation if loc[:-1] else ObspackConfig  # type: ignore[union-attr]
     fields = getattr(model, "model_fields", {})
     return sorted((f.alias or n) for n, f in fields.items())
 
 
+def _kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return f"the boolean {str(value).lower()}"
+    if isinstance(value, int | float):
+        return f"the number {value:g}" if isinstance(value, float) else f"the number {value}"
+    if isinstance(value, str):
+        return f"the text {value[:40]!r}"
+    if value is None:
+        return "nothing (null)"
+    return {dict: "a mapping", list: "a list"}.get(type(value), type(value).__name__)
+
+
+_EXPECTED = {
+    "string_type": "expected text, got {kind} (quote it if you mean the text)",
+    "float_type": "expected a number, got {kind}",
+    "bool_type": "expected true or false, got {kind}",
+    "dict_type": "expected a mapping, got {kind}",
+    "model_type": "expected a mapping of settings, got {kind}",
+    "list_type": "expected a list, got {kind}",
+    "finite_number": "{input} is not a finite number",
+    "greater_than": "{input:g} is out of range",
+    "greater_than_equal": "{input:g} is out of range",
+    "less_than": "{input:g} is out of range",
+    "less_than_equal": "{input:g} is out of range",
+    "enum": "{input!r} is not {expected}",
+}
+_NUMERIC = {"float_type", "finite_number", "greater_than", "greater_than_equal", "less_than", "less_than_equal"}
+
+
 def _describe(err: dict[str, Any]) -> str:
-    loc = tuple(err["loc"])
-    if err["type"] == "extra_forbidden":
+    """One error as `what is wrong (what is allowed)`; a number's range comes from its description."""
+    loc, kind = tuple(err["loc"]), err["type"]
+    if kind == "extra_forbidden":
         allowed = _allowed_keys(loc)
         hint = difflib.get_close_matches(str(loc[-1]), allowed, n=1)
         did_you_mean = f"did you mean {hint[0]!r}? " if hint else ""
         return f"unknown key ({did_you_mean}allowed: {', '.join(allowed)})"
-    msg = str(err["msg"])
-    return msg.removeprefix("Value error, ")
+    template = _EXPECTED.get(kind)
+    value = err.get("input")
+    expected = err.get("ctx", {}).get("expected")
+    msg = template.format(kind=_kind(value), input=value, expected=expected) if template else str(err["msg"]).removeprefix("Value error, ")
+    info = _field(loc) if kind in _NUMERIC else None
+    allowed = re.search(r"\(([^()]*)\)$", info.description or "") if info else None
+    return f"{msg} (allowed: {allowed.group(1)})" if allowed else msg
+
+
+def _dotted(loc: tuple[Any, ...]) -> str:
+    parts = [str(p) for p in loc if p != "[key]"]
+    return ".".join(parts) or "(top)"
 
 
 def load_config(path: Path | None) -> ObspackConfig:
@@ -436,38 +718,39 @@ def load_config(path: Path | None) -> ObspackConfig:
     if path is None:
         return ObspackConfig()
     name = str(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as e:
-        raise ConfigError([f"{name}: cannot read the config file ({e.strerror})"]) from None
-    try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else 1
-        problem = getattr(e, "problem", None) or str(e)
-        raise ConfigError([f"{name}:{line}: not valid YAML ({problem})"]) from None
-    if data is None:
-        data = {}
+    source = yamlsource.load(path)
+    data = {} if source.data is None else source.data
     if not isinstance(data, dict):
         raise ConfigError([f"{name}:1: the config must be a mapping of settings (see `obspack init`)"])
-    lines: dict[tuple[Any, ...], int] = {}
-    duplicates: list[str] = []
-    if node is not None:
-        _positions(node, (), lines, duplicates)
-    problems = [f"{name}:{d}" for d in duplicates]
+    problems = list(source.problems)
     try:
         config = ObspackConfig.model_validate(data)
     except ValidationError as e:
         for err in e.errors():
             loc = tuple(err["loc"])
-            dotted = ".".join(str(p) for p in loc) or "(top)"
-            problems.append(f"{name}:{_line_of(loc, lines)}: {dotted}: {_describe(dict(err))}")
-        raise ConfigError(problems) from None
+            problems.append(f"{name}:{source.line(loc)}: {_dotted(loc)}: {_describe(dict(err))}")
+        raise ConfigError(_capped(problems)) from None
+    for c in conflicts(config):
+        other = f"{name}:{source.line(c.other)}" if c.other and _given(data, c.other) else "the default"
+        problems.append(f"{name}:{source.line(c.loc)}: {'.'.join(c.loc)}: {c.message.replace('{other}', other)}")
     if problems:
-        raise ConfigError(problems)
+        raise ConfigError(_capped(problems))
     return config
+
+
+def _given(data: Any, loc: tuple[str, ...]) -> bool:
+    """Whether the file sets this key (directly, through an alias or a merge key), not its default."""
+    for part in loc:
+        if not isinstance(data, dict) or part not in data:
+            return False
+        data = data[part]
+    return True
+
+
+def _capped(problems: list[str]) -> list[str]:
+    if len(problems) <= MAX_PROBLEMS:
+        return problems
+    return [*problems[:MAX_PROBLEMS], f"... and {len(problems) - MAX_PROBLEMS} more problems"]
 
 
 # ---------------------------------------------------------------------------------------------------------

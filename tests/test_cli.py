@@ -1,5 +1,6 @@
 """The CLI, through typer's CliRunner and as the installed command."""
 
+import re
 import shutil
 import subprocess
 import sys
@@ -118,8 +119,8 @@ def test_every_alert_disabled_is_an_error(tmp_path: Path) -> None:
     config = tmp_path / "obspack.yaml"
     config.write_text("slos: {enabled: false}\nalerts:\n" + "".join(f"  {n}: {{enabled: false}}\n" for n in names))
     result = run("render", "--config", str(config), "--out", str(tmp_path / "pack"))
-    assert result.exit_code == 1
-    assert "every alert is disabled" in result.output
+    assert result.exit_code == 2
+    assert f"error: {config}:2: alerts: every alert is disabled" in result.output
     assert not (tmp_path / "pack").exists()
 
 
@@ -148,3 +149,17 @@ def test_installed_command_runs_as_a_subprocess(tmp_path: Path) -> None:
     assert failed.returncode == 2
     assert failed.stderr.startswith(f"error: {bad}:1: nope: unknown key")
     assert "Traceback" not in failed.stderr
+
+
+def test_a_file_that_is_not_text_gets_one_error_line(tmp_path: Path) -> None:
+    command = [shutil.which("obspack")] if shutil.which("obspack") else [sys.executable, "-m", "obspack"]
+    out = tmp_path / "pack"
+    assert subprocess.run([*command, "render", "--out", str(out)], capture_output=True).returncode == 0
+    before = snapshot(out)
+    for content in (b"cluster_label: caf\xe9\n", b"\x7fELF\x02\x01\x01\x00" + bytes(range(256))):
+        bad = tmp_path / "bad.yaml"
+        bad.write_bytes(content)
+        failed = subprocess.run([*command, "render", "--config", str(bad), "--out", str(out)], capture_output=True, text=True)
+        assert failed.returncode == 2, failed.stderr
+        assert re.fullmatch(rf"error: {re.escape(str(bad))}:\d+: the config is not UTF-8 text .*\n", failed.stderr)
+    assert snapshot(out) == before

@@ -1,11 +1,12 @@
 """The config: defaults, the commented starter file, and every error path with FILE:LINE: key: message."""
 
+import re
 from pathlib import Path
 
 import pytest
 import yaml
 
-from obspack.config import ObspackConfig, Severity, annotated_defaults, load_config
+from obspack.config import ObspackConfig, Severity, annotated_defaults, conflicts, load_config
 from obspack.errors import ConfigError
 
 
@@ -88,7 +89,7 @@ def test_all_errors_reported_at_once_with_lines(tmp_path: Path) -> None:
         "alerts.VLLMKVCacheUsageHigh.severity",
     }
     assert ":1: cluster_label:" in by_key["cluster_label"] and "[a-zA-Z_]" in by_key["cluster_label"]
-    assert ":4: " in by_key["alerts.VLLMKVCacheUsageHigh.ratio"] and "1" in by_key["alerts.VLLMKVCacheUsageHigh.ratio"]
+    assert ":4: " in by_key["alerts.VLLMKVCacheUsageHigh.ratio"] and "0.999" in by_key["alerts.VLLMKVCacheUsageHigh.ratio"]
     assert ":5: " in by_key["alerts.VLLMKVCacheUsageHigh.for"] and "e.g. 30s, 5m" in by_key["alerts.VLLMKVCacheUsageHigh.for"]
     assert ":6: " in by_key["alerts.VLLMKVCacheUsageHigh.severity"]
     assert "'critical', 'warning' or 'info'" in by_key["alerts.VLLMKVCacheUsageHigh.severity"]
@@ -101,7 +102,7 @@ def test_all_errors_reported_at_once_with_lines(tmp_path: Path) -> None:
         ("selectors:\n  cadvisor: 'job=kubelet'\n", "selectors.cadvisor", "label matchers"),
         ('selectors:\n  dcgm: \'__name__="x"\'\n', "selectors.dcgm", "__name__"),
         ("vllm_containers:\n  image_regex: '(unclosed'\n", "vllm_containers.image_regex", "regular expression"),
-        ("common_labels:\n  'bad key': x\n", "common_labels", "label name"),
+        ("common_labels:\n  'bad key': x\n", "common_labels.bad key", "label name"),
         ("alerts:\n  VLLMTargetDown:\n    labels: {severity: page}\n", "alerts.VLLMTargetDown.labels", "severity"),
         ("prometheus_rule:\n  name: Not_A_Name\n", "prometheus_rule.name", "Kubernetes name"),
         ("alerts:\n  VLLMRequestQueueBacklog:\n    min_waiting: zero\n", "alerts.VLLMRequestQueueBacklog.min_waiting", "number"),
@@ -138,3 +139,80 @@ def test_not_a_mapping_and_duplicates_and_missing_file(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as err:
         load_config(tmp_path / "missing.yaml")
     assert "cannot read the config file" in str(err.value)
+
+
+
+def test_sections_shared_through_aliases_and_merge_keys_load(tmp_path: Path) -> None:
+    text = (
+        "alerts:\n"
+        "  VLLMKVCacheUsageHigh: &high {ratio: 0.8, for: 10m}\n"  # 2
+        "  VLLMKVCacheFragmentationHigh: *high\n"  # 3
+        "  VLLMRequestPreemptions:\n"  # 4
+        "    <<: {for: 20m, labels: {team: ml}}\n"  # 5
+        "    rate: 0.5\n"  # 6
+    )
+    cfg = load_config(write(tmp_path, text))
+    assert (cfg.alerts.VLLMKVCacheFragmentationHigh.ratio, cfg.alerts.VLLMKVCacheFragmentationHigh.for_) == (0.8, "10m")
+    assert cfg.alerts.VLLMRequestPreemptions.for_ == "20m" and cfg.alerts.VLLMRequestPreemptions.labels == {"team": "ml"}
+
+
+def test_an_error_inside_an_alias_names_the_line_that_uses_it(tmp_path: Path) -> None:
+    text = (
+        "alerts:\n"
+        "  VLLMKVCacheUsageHigh: &high {ratio: 0.8, for: 10m}\n"  # 2
+        "selectors: *high\n"  # 3: the alert settings are no selectors
+    )
+    found = problems(tmp_path, text)
+    name = tmp_path / "obspack.yaml"
+    assert f"{name}:3: selectors.ratio: unknown key" in found[0] and f"{name}:3: selectors.for: unknown key" in found[1]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "cluster_label: &a [*a]\n",  # an alias of itself
+        "a: &a [x, x, x, x, x, x, x, x]\n" + "".join(f"a{i}: &a{i} [{', '.join(['*a' if i == 0 else f'*a{i - 1}'] * 8)}]\n" for i in range(40)),
+        "cluster_label: " + "[" * 5000 + "]" * 5000 + "\n",  # deep enough to crash libyaml's composer
+        "? [a, b]\n: c\n",  # a list as a key
+        "1: c\n",  # a number as a key
+    ],
+    ids=["recursive alias", "billion laughs", "deep nesting", "list key", "number key"],
+)
+def test_hostile_yaml_gets_an_error_line_not_a_traceback(tmp_path: Path, text: str) -> None:
+    found = problems(tmp_path, text)
+    assert found and all(p.startswith(f"{tmp_path / 'obspack.yaml'}:") for p in found)
+
+
+def test_numbers_in_exponent_form_are_numbers(tmp_path: Path) -> None:
+    cfg = load_config(write(tmp_path, "alerts:\n  VLLMRequestPreemptions: {rate: 1e-3}\n"))
+    assert cfg.alerts.VLLMRequestPreemptions.rate == 0.001
+
+
+def test_the_e2e_demo_config_is_valid() -> None:
+    from obspack.demo.stack import E2E_CONFIG
+
+    cfg = ObspackConfig.model_validate(yaml.safe_load(E2E_CONFIG))
+    assert cfg.scrape_interval == "5s" and conflicts(cfg) == []
+
+
+def test_init_comments_say_the_allowed_range(tmp_path: Path) -> None:
+    text = annotated_defaults()
+    for key, allowed in [("for", "0 to 1d"), ("ratio", "0.001 to 0.999"), ("window", "2x scrape_interval"), ("lookback", "`for` + 2m"),
+                         ("scrape_interval", "1s to 2m30s"), ("rule_interval", "1s to 5m"), ("refresh", "5s to 1d")]:
+        lines = [line for line in text.splitlines() if line.strip().startswith(f"{key}:")]
+        assert lines and all(allowed in line for line in lines if key != "ratio" or "hit rate" not in line), key
+
+
+def test_rule_labels_cover_every_label_the_rules_group_or_join_by() -> None:
+    """RULE_LABELS is what the cluster label and static labels may not be: it must follow the rules."""
+    from obspack.config import RULE_LABELS
+    from obspack.render.bundle import build
+
+    pack = build(ObspackConfig())
+    used: set[str] = set()
+    for group in pack.recording_groups + pack.alert_groups:
+        for rule in group.rules:
+            for names in re.findall(r"\b(?:by|without|on|ignoring|group_left|group_right)\s*\(([^)]*)\)", rule.expr):
+                used |= {n.strip() for n in names.split(",") if n.strip()}
+            used |= set(re.findall(r'"(\w+)",\s*"\$1"', rule.expr))  # label_replace targets
+    assert used - {"cluster"} <= RULE_LABELS, sorted(used - {"cluster"} - RULE_LABELS)

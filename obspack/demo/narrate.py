@@ -29,9 +29,11 @@ def _say(text: str) -> None:
     print(f"\n== {text}", flush=True)
 
 
-def _wait_all(stack: Stack, source: str, alerts: list[tuple[str, str]], state: str) -> None:
+def _wait_all(
+    stack: Stack, source: str, alerts: list[tuple[str, str]], state: str, timeout: float | None = None
+) -> None:
     for alertname, pod in alerts:
-        stack.wait_alert(source, alertname, pod, state)
+        stack.wait_alert(source, alertname, pod, state, timeout)
 
 
 def play_engine(stack: Stack) -> list[Lag]:
@@ -60,10 +62,10 @@ def play_memory_planes(stack: Stack) -> list[Lag]:
     stack.wait_alert(ALERTMANAGER, "VLLMHostMemoryNearLimit", mp.RAM, "suppressed")
     _say("a new pod, vllm-new-0, appears with its GPU already 99% full")
     lags.append(measure(stack, mp.new_pod_appears(stack)))
-    _say("every pod recovers; the restarts leave the alerts' window")
+    _say("every pod recovers; the restarts leave the alerts' 2m window")
     mp.recover(stack)
-    _wait_all(stack, PROMETHEUS, [(a, p) for a, p, _ in mp.NOTIFIED], "inactive")
-    _wait_all(stack, ALERTMANAGER, [(a, p) for a, p, _ in mp.NOTIFIED], "resolved")
+    _wait_all(stack, PROMETHEUS, [(a, p) for a, p, _ in mp.NOTIFIED], "inactive", 180)
+    _wait_all(stack, ALERTMANAGER, [(a, p) for a, p, _ in mp.NOTIFIED], "resolved", 180)
     return lags
 
 

@@ -69,8 +69,8 @@ DCGM_JOB = {True: "nvidia-dcgm-exporter-honor", False: "nvidia-dcgm-exporter"}
 
 def e2e_config(interval_s: int = INTERVAL_S) -> str:
     """The obspack config of the demo: every `for` cut to two evaluations (the muted exporter alert to
-    three, longer than VLLMTargetDown that inhibits it), rule groups on the stack's interval, and the
-    config-driven windows cut to fit a short run. The recording rules' fixed 5m windows need no change:
+    three, longer than VLLMTargetDown that inhibits it), rule groups and scrapes on the stack's interval,
+    and the config-driven windows cut to fit a short run (the restart windows to the 2m the config allows). The recording rules' fixed 5m windows need no change:
     a rate has its two samples after two scrapes."""
     two, three = f"{2 * interval_s}s", f"{3 * interval_s}s"
     return f"""\
@@ -80,13 +80,14 @@ selectors:
   exporter: job="{EXPORTER_JOB}"
   cadvisor: job="kubelet", metrics_path="/metrics/cadvisor"
   kube_state_metrics: job="kube-state-metrics"
-  dcgm: job=~"nvidia-dcgm-exporter.*"
+  dcgm: job=~"{DCGM_JOB[False]}|{DCGM_JOB[True]}"
 rule_interval: {interval_s}s
+scrape_interval: {interval_s}s
 runbook_base_url: {RUNBOOK_BASE_URL}
 alerts:
   VLLMHostMemoryNearLimit: {{for: {two}}}
-  VLLMContainerOOMKilled: {{window: {6 * interval_s}s}}
-  VLLMContainerRestarted: {{window: {6 * interval_s}s}}
+  VLLMContainerOOMKilled: {{window: 2m}}  # the shortest allowed: `for` plus two evaluations of a minute
+  VLLMContainerRestarted: {{window: 2m}}
   VLLMGPUMemoryNearFull: {{for: {two}}}
   VLLMKVCacheUsageHigh: {{for: {two}}}
   VLLMKVCacheUsageCritical: {{for: {two}}}

@@ -36,7 +36,6 @@ from __future__ import annotations
 import json
 import re
 import textwrap
-import typing
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,7 +45,17 @@ from pydantic.fields import FieldInfo
 
 from obspack import __version__, slos
 from obspack.catalogue import vllm_latency
-from obspack.config import _DURATION, _LABEL_NAME, Alerts, Duration, LabelMap, ObspackConfig, Severity
+from obspack.config import (
+    _DURATION,
+    RULE_LABELS,
+    Alerts,
+    Duration,
+    LabelMap,
+    ObspackConfig,
+    Severity,
+    Window,
+    has_type,
+)
 from obspack.conventions import GROUP_PREFIX
 from obspack.dashboards import all_dashboards
 from obspack.errors import RenderError
@@ -164,11 +173,6 @@ class _Setting:
         return f"$.Values.alerts.{self.alert}.{self.key}"
 
 
-def _is(info: FieldInfo, alias: Any) -> bool:
-    base, *metadata = typing.get_args(alias)
-    return info.annotation is base and list(info.metadata) == metadata
-
-
 def _kind(name: str, info: FieldInfo) -> str:
     # enabled, severity and labels are templated structurally (see _alert_block); a new setting of one of
     # those types would need templating of its own, so it is fixed, like regexes and other text.
@@ -176,9 +180,9 @@ def _kind(name: str, info: FieldInfo) -> str:
         return "bool"
     if name == "severity" and info.annotation is Severity:
         return "severity"
-    if name == "labels" and _is(info, LabelMap):
+    if name == "labels" and has_type(info, LabelMap):
         return "labels"
-    if _is(info, Duration):
+    if has_type(info, Duration) or has_type(info, Window):
         return "duration"
     if info.annotation is float:
         return "float"
@@ -569,7 +573,7 @@ def _string(pattern: str | None = None, **extra: Any) -> dict[str, Any]:
 BOOL = {"type": "boolean"}
 OBJECTIVE = {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1}
 
-DURATION = _string(_DURATION.pattern)
+DURATION = _string(_DURATION.pattern, minLength=1)
 OPTIONAL_DURATION = _string(f"^$|{_DURATION.pattern}")
 K8S_NAME = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 NAMESPACE = _string(f"^$|{K8S_NAME}", maxLength=63)
@@ -581,8 +585,9 @@ LIST = {"type": "array"}
 URL = _string(r"""^$|^[A-Za-z0-9./][^\s"'\\]*$""")
 ALERT_LABELS = {
     "type": "object",
-    "propertyNames": {"pattern": _LABEL_NAME.pattern, "not": {"enum": ["alertname", "severity", "__name__"]}},
-    "additionalProperties": {"type": "string"},
+    # label names not starting with __ (Go regexp has no lookahead) and not used by the rules
+    "propertyNames": {"pattern": "^([a-zA-Z][a-zA-Z0-9_]*|_([a-zA-Z0-9][a-zA-Z0-9_]*)?)$", "not": {"enum": sorted(RULE_LABELS)}},
+    "additionalProperties": {"type": "string", "minLength": 1, "maxLength": 1024, "not": {"pattern": "[{][{]|[}][}]"}},
 }
 
 

@@ -32,7 +32,7 @@ from tests.e2e.checks import (
     report_lags,
 )
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(420)]
 
 VLLM = {"container": "vllm"}
 
@@ -111,8 +111,8 @@ def test_both_memory_planes_fire_route_inhibit_resolve_on_time(stack: Stack) -> 
         # Recovery: RAM settles, the new pod's VRAM drops to 90%, the restarts leave the alerts' window.
         mp.recover(stack)
         for alertname, pod, _ in mp.NOTIFIED:
-            stack.wait_alert(PROMETHEUS, alertname, pod, "inactive", timeout=90)
-            stack.wait_alert(ALERTMANAGER, alertname, pod, "resolved", timeout=90)
+            stack.wait_alert(PROMETHEUS, alertname, pod, "inactive", timeout=180)
+            stack.wait_alert(ALERTMANAGER, alertname, pod, "resolved", timeout=180)
         muted_pairs = {(a, p) for a, p, _ in mp.INHIBITED}
         expected = {(a, p, r) for a, p, r in notified if (a, p) not in muted_pairs}
         wait_until(lambda: expected <= deliveries(stack, "resolved"), 30, f"resolved notifications {expected}")

@@ -165,7 +165,7 @@ def test_everything_off_renders_nothing(helm: Helm) -> None:
         (["--set", "exporterr.enabled=true"], "(root): Additional property exporterr is not allowed"),
         (
             ["--set-json", "alerts.VLLMKVCacheUsageHigh.ratio=1.5"],
-            "alerts.VLLMKVCacheUsageHigh.ratio: Must be less than or equal to 1",
+            "alerts.VLLMKVCacheUsageHigh.ratio: Must be less than or equal to 0.999",
         ),
         (
             ["--set", "alerts.VLLMKVCacheUsageHigh.for=5 minutes"],
@@ -200,6 +200,12 @@ def test_schema_and_config_agree_on_alert_settings() -> None:
         ({"labels": {"team": "a"}}, True),
         ({"labels": {"alertname": "a"}}, False),
         ({"labels": {"bad-name": "a"}}, False),
+        ({"labels": {"__meta": "a"}}, False),
+        ({"labels": {"pod": "a"}}, False),
+        ({"labels": {"team": ""}}, False),
+        ({"labels": {"team": "{{ $value }}"}}, False),
+        ({"labels": {"_team": "a"}}, True),
+        ({"ratio": 0.95}, False),
         ({"severity": "page"}, False),
     ]
     for settings, ok in cases:
