@@ -59,7 +59,7 @@ def diagnose(cfg: ObspackConfig, pack: Pack, connection: Connection, options: Op
         needs = read_pack(pack)
         scopes = {s.key: getattr(cfg.selectors, s.key) for s in k.SOURCES if s.key}
         checker = SelectorChecks(api, window, scopes)
-        rule_needs = [r.need for r in needs.records.values()] + [a.need for a in needs.alerts]
+        rule_needs = [r.need for r in (*needs.recording_rules, *needs.alerts)]
         checks = checker.run(leaf for need in rule_needs for leaf in leaves(need))
         phase("selectors")
         deployment = check_groups(api, backend, needs.groups, at)
