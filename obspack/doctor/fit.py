@@ -239,6 +239,7 @@ class AlertFit:
     name: str
     group: str
     verdict: Verdict
+    labels: Labels = ()  # its static labels (severity included): what tells the rules of one name apart
 
     @property
     def can_fire(self) -> bool:
@@ -251,17 +252,18 @@ def verdict_of(need: Need, checks: Mapping[Leaf, Check], records: Records) -> Ve
 
 
 def fit_alerts(needs: PackNeeds, checks: Mapping[Leaf, Check], records: Records) -> list[AlertFit]:
-    return [AlertFit(a.name, a.group, verdict_of(a.need, checks, records)) for a in needs.alerts]
+    return [AlertFit(a.name, a.group, verdict_of(a.need, checks, records), a.labels) for a in needs.alerts]
 
 
 def alert_findings(alerts: Iterable[AlertFit]) -> list[Finding]:
-    out = []
+    """One finding per alert name and verdict: the rules of one name (window pairs) read the same records."""
+    out: dict[Finding, None] = {}
     for a in alerts:
         if a.verdict.state is State.MISSING:
-            out.append(problem(Topic.ALERT, a.name, f"cannot fire: {a.verdict.why}", causes=a.verdict.causes))
+            out[problem(Topic.ALERT, a.name, f"cannot fire: {a.verdict.why}", causes=a.verdict.causes)] = None
         elif a.verdict.state is State.UNKNOWN:
-            out.append(note(Topic.ALERT, a.name, f"could not be checked: {a.verdict.why}"))
-    return out
+            out[note(Topic.ALERT, a.name, f"could not be checked: {a.verdict.why}")] = None
+    return list(out)
 
 
 # ---------------------------------------------------------------------------------------------------
