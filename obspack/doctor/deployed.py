@@ -5,7 +5,8 @@ whether the recording rules run somewhere.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,7 +15,7 @@ import promql_parser as pp
 from obspack.doctor.api import PrometheusAPI, QueryFailed
 from obspack.doctor.backends import Backend
 from obspack.doctor.findings import Finding, Topic, note, problem
-from obspack.doctor.needs import duration
+from obspack.doctor.needs import Selector, duration
 from obspack.rules.model import AlertRule, RuleGroup
 
 SLOW = 0.5  # a group that needs more than this share of its interval gets a note
@@ -65,22 +66,53 @@ def _loaded(rule: Mapping[str, Any], alerting: bool) -> dict[str, Any]:
     return out
 
 
+def _key(rule: Mapping[str, Any]) -> tuple[str, tuple[tuple[str, str], ...]]:
+    """A rule's identity: its name and static labels (one alert name has a rule per window pair; one
+    record a rule per SLO and model branch)."""
+    return rule["name"], tuple(sorted(rule["labels"].items()))
+
+
+def _paired(
+    ours: list[dict[str, Any]], theirs: list[dict[str, Any]], key: Callable[[Mapping[str, Any]], object]
+) -> tuple[list[tuple[dict[str, Any], dict[str, Any]]], list[dict[str, Any]], list[dict[str, Any]]]:
+    """Rules of both sides with the same key, paired in order; and the rest of each side."""
+    waiting: dict[object, list[dict[str, Any]]] = {}
+    for rule in theirs:
+        waiting.setdefault(key(rule), []).append(rule)
+    pairs, alone = [], []
+    for rule in ours:
+        match = waiting.get(key(rule))
+        if match:
+            pairs.append((rule, match.pop(0)))
+        else:
+            alone.append(rule)
+    left = {id(rule) for rules in waiting.values() for rule in rules}
+    return pairs, alone, [rule for rule in theirs if id(rule) in left]
+
+
 def compare(group: RuleGroup, loaded: Mapping[str, Any]) -> tuple[str, ...]:
-    """How a loaded group differs from the rendered one, in words (empty: the same)."""
+    """How a loaded group differs from the rendered one, in words (empty: the same). Rules are matched by
+    name and static labels, then what is left by name alone (a rule whose labels were changed)."""
     ours = [_rendered(r) for r in group.rules]
     theirs = [_loaded(r, r.get("type") == "alerting" or "duration" in r) for r in loaded.get("rules", [])]
-    names_ours, names_theirs = [r["name"] for r in ours], [r["name"] for r in theirs]
-    out = [f"{n} is not loaded" for n in names_ours if n not in names_theirs]
-    out += [f"{n} is loaded but not rendered" for n in names_theirs if n not in names_ours]
-    by_name = {r["name"]: r for r in theirs}
-    for rule in ours:
-        other = by_name.get(rule["name"])
-        if other is None:
-            continue
+    same, ours_left, theirs_left = _paired(ours, theirs, _key)
+    renamed, not_loaded, not_rendered = _paired(ours_left, theirs_left, lambda r: r["name"])
+    several = {
+        n for side in (ours, theirs) for n, count in Counter(r["name"] for r in side).items() if count > 1
+    }
+
+    def title(rule: Mapping[str, Any]) -> str:
+        if rule["name"] not in several:
+            return str(rule["name"])
+        return str(Selector(rule["name"], tuple((k, "=", v) for k, v in _key(rule)[1])))
+
+    out = [f"{title(r)} is not loaded" for r in not_loaded]
+    out += [f"{title(r)} is loaded but not rendered" for r in not_rendered]
+    for rule, other in same + renamed:
         changed = [key for key in rule if rule[key] != other.get(key)]
         if changed:
-            out.append(f"{rule['name']} differs in {', '.join(changed)}")
-    if not out and names_ours != names_theirs:
+            out.append(f"{title(rule)} differs in {', '.join(changed)}")
+    if not out and [_key(r) for r in ours] != [_key(r) for r in theirs]:
         out.append("its rules are in another order")
     return tuple(out)
 
@@ -101,13 +133,15 @@ def check_groups(api: PrometheusAPI, backend: Backend, groups: Sequence[RuleGrou
     for g in backend.rule_groups:
         loaded.setdefault(str(g.get("name")), []).append(g)
     statuses = [_status(group, loaded.get(group.name, []), written) for group in groups]
-    trusted = frozenset(
-        r.record
-        for group, status in zip(groups, statuses)
-        if status.loaded and not status.errors and not status.differences
-        for r in group.rules
-        if not isinstance(r, AlertRule) and written.get(r.record)
-    )
+    fine = {
+        group.name for group, s in zip(groups, statuses) if s.loaded and not s.errors and not s.differences
+    }
+    writers: dict[str, set[str]] = {}  # record -> the groups with a rule that writes it
+    for group in groups:
+        for r in group.rules:
+            if not isinstance(r, AlertRule):
+                writers.setdefault(r.record, set()).add(group.name)
+    trusted = frozenset(name for name, by in writers.items() if by <= fine and written.get(name))
     if not any(s.loaded or s.records_written for s in statuses):
         message = f"none of the pack's {len(groups)} rule groups is loaded"
         return Deployment(tuple(statuses), (_not_loaded(message, "rule groups"),), trusted)

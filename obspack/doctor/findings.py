@@ -21,6 +21,7 @@ class Topic(str, Enum):
     SOURCE = "source"
     ALERT = "alert"
     PANEL = "panel"
+    DASHBOARD = "dashboard"
     VARIABLE = "variable"
     RULES = "rules"
 
@@ -38,7 +39,7 @@ class Fix:
 class Finding:
     level: Level
     topic: Topic
-    subject: str  # the alert, panel, group, source or variable it is about
+    subject: str  # the alert, panel, dashboard, group, source or variable it is about
     message: str
     causes: tuple[Check, ...] = field(default=(), compare=False)  # failing selectors, for the advice
     fixes: tuple[Fix, ...] = field(default=(), compare=False)

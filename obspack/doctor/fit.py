@@ -19,15 +19,18 @@ from obspack.doctor.findings import Finding, Topic, note, problem
 from obspack.doctor.needs import (
     AllOf,
     CannotInline,
+    Labels,
     Leaf,
     Need,
     PackNeeds,
     Record,
+    Rule,
+    Selector,
     leaves,
     matches,
     record_refs,
 )
-from obspack.promql import Target, Variable, grafana_to_promql
+from obspack.promql import Target, Variable, grafana_to_promql, may_match
 
 MAX_REASONS = 4  # a verdict names this many root causes at most
 DASHBOARD_RANGE_S = 3600  # the time range a dashboard's variables list their values over (Grafana's default)
@@ -71,18 +74,28 @@ def judge(need: Need, leaf: Callable[[Leaf], Verdict], record: Callable[[Record]
     if isinstance(need, Record):
         return record(need)
     verdicts = [judge(part, leaf, record) for part in need.parts]
-    if isinstance(need, AllOf):
-        order = (State.MISSING, State.UNKNOWN, State.EVENT)
-    elif any(v.state is State.OK for v in verdicts):
-        return OK
-    else:
-        order = (State.EVENT, State.UNKNOWN, State.MISSING)
+    return both(verdicts) if isinstance(need, AllOf) else either(verdicts)
+
+
+def _first_failing(verdicts: Sequence[Verdict], order: tuple[State, ...]) -> Verdict:
     for state in order:
         bad = [v for v in verdicts if v.state is state]
         if bad:
             causes = tuple(dict.fromkeys(c for v in bad for c in v.causes))
             return Verdict(state, causes, tuple(dict.fromkeys(r for v in bad for r in v.reasons)))
     return OK
+
+
+def both(verdicts: Sequence[Verdict]) -> Verdict:
+    """All are needed: the worst failure decides."""
+    return _first_failing(verdicts, (State.MISSING, State.UNKNOWN, State.EVENT))
+
+
+def either(verdicts: Sequence[Verdict]) -> Verdict:
+    """One is enough: OK when one is, else the mildest failure."""
+    if any(v.state is State.OK for v in verdicts):
+        return OK
+    return _first_failing(verdicts, (State.EVENT, State.UNKNOWN, State.MISSING))
 
 
 def of_check(check: Check) -> Verdict:
@@ -95,8 +108,15 @@ def of_check(check: Check) -> Verdict:
 
 @dataclass(frozen=True)
 class RecordData:
+    """What one rule of a record returns: its verdict, and its rows (`group by` the labels its readers
+    filter on and the static labels it sets); rows None: judged from its inputs only, not evaluated."""
+
     verdict: Verdict
-    rows: tuple[Mapping[str, str], ...] = ()  # `group by` the labels readers filter on
+    rows: tuple[Mapping[str, str], ...] | None = None
+    labels: Labels = ()  # the rule's static labels
+
+
+Records = Mapping[str, tuple[RecordData, ...]]  # record name -> one RecordData per rule that writes it
 
 
 def _dependency_order(needs: PackNeeds) -> list[str]:
@@ -105,7 +125,7 @@ def _dependency_order(needs: PackNeeds) -> list[str]:
     def visit(name: str) -> None:
         if name in done:
             return
-        for ref in record_refs(needs.records[name].need):
+        for ref in (ref for rule in needs.records[name] for ref in record_refs(rule.need)):
             visit(ref.name)
         done.append(name)
 
@@ -120,55 +140,77 @@ def evaluate_records(
     checks: Mapping[Leaf, Check],
     at: float,
     trusted: frozenset[str] = frozenset(),
-) -> dict[str, RecordData]:
-    """Each record as its rule returns it at `at`. A `trusted` record (its deployed rule is this render's,
-    healthy, and has data) is read from the server as it is, and so are trusted records other rules read;
-    the others are evaluated with their rule's expression, written out."""
+) -> dict[str, tuple[RecordData, ...]]:
+    """Each rule of each record as it returns at `at`. A `trusted` record (its deployed rules are this
+    render's, healthy, and it has data) is read from the server as it is, and so are trusted records
+    other rules read; the others are evaluated with their rule's expression, written out."""
     order = _dependency_order(needs)
-    tree: dict[str, Verdict] = {}
+    inputs: dict[str, tuple[RecordData, ...]] = {}
     for name in order:
-        tree[name] = judge(
-            needs.records[name].need, lambda leaf: of_check(checks[leaf]), lambda r: tree[r.name]
+        inputs[name] = tuple(
+            RecordData(verdict_of(rule.need, checks, inputs), labels=rule.labels)
+            for rule in needs.records[name]
         )
     labels = needs.record_labels()
-    runnable = [name for name in order if tree[name].state is State.OK]
+    jobs = [
+        rule
+        for name in order
+        for rule, data in zip(needs.records[name], inputs[name])
+        if data.verdict.state is State.OK
+    ]
 
-    def evaluate(name: str) -> list[dict[str, object]] | str:
+    def evaluate(rule: Rule) -> list[dict[str, object]] | str:
+        static = Selector(rule.name, tuple((label, "=", value) for label, value in rule.labels))
         try:
-            expr = name if name in trusted else needs.inline(name, keep=trusted)
+            expr = str(static) if rule.name in trusted else needs.written(rule, keep=trusted)
         except CannotInline as e:
             return f"cannot be evaluated here: {e}"
-        by = ", ".join(labels[name])
+        by = ", ".join(labels[rule.name])
         return api.query(f"group by ({by}) ({expr})", at)
 
-    results = dict(zip(runnable, api.map(evaluate, runnable)))
-    data: dict[str, RecordData] = {}
+    results = dict(zip(jobs, api.map(evaluate, jobs)))
+    data: dict[str, tuple[RecordData, ...]] = {}
     for name in order:
-        result = results.get(name)
-        if name not in results:
-            data[name] = RecordData(tree[name])
-        elif isinstance(result, QueryFailed | str):
-            data[name] = RecordData(
-                Verdict(State.UNKNOWN, reasons=(f"{name}: could not evaluate its rule: {result}",))
-            )
-        elif result:
-            data[name] = RecordData(OK, tuple(dict(r["metric"]) for r in result))
-        else:
-            broken = [data[r.name].verdict for r in record_refs(needs.records[name].need)]
-            broken = [v for v in broken if v.state is State.MISSING]
-            own = (
-                f"{name}: its inputs are there but its rule returns no series (its joins match nothing: the "
-                "labels differ between sources)"
-            )
-            causes = tuple(c for v in broken for c in v.causes)
-            reasons = tuple(r for v in broken for r in v.reasons) or ((own,) if not causes else ())
-            data[name] = RecordData(Verdict(State.MISSING, causes, reasons))
+        data[name] = tuple(
+            _returned(rule, results[rule], data) if rule in results else static
+            for rule, static in zip(needs.records[name], inputs[name])
+        )
     return data
 
 
-def of_record(ref: Record, data: RecordData) -> Verdict:
-    """A record as a reader selects it: with the reader's matchers applied to the rows it returns."""
-    if data.verdict.state is not State.OK or not ref.selector.matchers:
+def _returned(rule: Rule, result: list[dict[str, object]] | QueryFailed | str, data: Records) -> RecordData:
+    """A rule's data from what its evaluation returned; when nothing, why: the records it reads, or its joins."""
+    if isinstance(result, QueryFailed | str):
+        return RecordData(
+            Verdict(State.UNKNOWN, reasons=(f"{rule.title}: could not evaluate its rule: {result}",)),
+            labels=rule.labels,
+        )
+    if result:
+        return RecordData(OK, tuple(dict(r["metric"]) for r in result), rule.labels)  # type: ignore[arg-type]
+    broken = [of_record(ref, data[ref.name]) for ref in record_refs(rule.need)]
+    broken = [v for v in broken if v.state is State.MISSING]
+    own = (
+        f"{rule.title}: its inputs are there but its rule returns no series (its joins match nothing: the "
+        "labels differ between sources)"
+    )
+    causes = tuple(c for v in broken for c in v.causes)
+    reasons = tuple(r for v in broken for r in v.reasons) or ((own,) if not causes else ())
+    return RecordData(Verdict(State.MISSING, causes, reasons), (), rule.labels)
+
+
+def of_record(ref: Record, rules: Sequence[RecordData]) -> Verdict:
+    """A record as a reader selects it: any rule whose static labels can satisfy the reader's matchers will
+    do, with the reader's matchers applied to the rows it returns."""
+    mine = [data for data in rules if may_match(ref.selector.matchers, dict(data.labels))]
+    if not mine:
+        return Verdict(
+            State.MISSING, reasons=(f"{ref.selector.text(40)}: no rule of the pack writes these labels",)
+        )
+    return either([_of_rows(ref, data) for data in mine])
+
+
+def _of_rows(ref: Record, data: RecordData) -> Verdict:
+    if data.verdict.state is not State.OK or data.rows is None or not ref.selector.matchers:
         return data.verdict
     if any(ref.selector.accepts(row) for row in data.rows):
         return OK
@@ -183,6 +225,11 @@ def of_record(ref: Record, data: RecordData) -> Verdict:
     return Verdict(State.MISSING, reasons=(f"{ref.selector.text(40)}: no series for these values together",))
 
 
+def rows_of(ref: Record, records: Records) -> list[Mapping[str, str]]:
+    """The rows of a record that a reader's matchers select, from every rule that writes it."""
+    return [row for data in records[ref.name] for row in data.rows or () if ref.selector.accepts(row)]
+
+
 # ---------------------------------------------------------------------------------------------------
 # Alerts
 
@@ -192,31 +239,31 @@ class AlertFit:
     name: str
     group: str
     verdict: Verdict
+    labels: Labels = ()  # its static labels (severity included): what tells the rules of one name apart
 
     @property
     def can_fire(self) -> bool:
         return self.verdict.state in (State.OK, State.EVENT)
 
 
-def verdict_of(need: Need, checks: Mapping[Leaf, Check], records: Mapping[str, RecordData]) -> Verdict:
+def verdict_of(need: Need, checks: Mapping[Leaf, Check], records: Records) -> Verdict:
     """A reader's verdict: its selectors as checked, the records it reads as their rules return them."""
     return judge(need, lambda leaf: of_check(checks[leaf]), lambda ref: of_record(ref, records[ref.name]))
 
 
-def fit_alerts(
-    needs: PackNeeds, checks: Mapping[Leaf, Check], records: Mapping[str, RecordData]
-) -> list[AlertFit]:
-    return [AlertFit(a.name, a.group, verdict_of(a.need, checks, records)) for a in needs.alerts]
+def fit_alerts(needs: PackNeeds, checks: Mapping[Leaf, Check], records: Records) -> list[AlertFit]:
+    return [AlertFit(a.name, a.group, verdict_of(a.need, checks, records), a.labels) for a in needs.alerts]
 
 
 def alert_findings(alerts: Iterable[AlertFit]) -> list[Finding]:
-    out = []
+    """One finding per alert name and verdict: the rules of one name (window pairs) read the same records."""
+    out: dict[Finding, None] = {}
     for a in alerts:
         if a.verdict.state is State.MISSING:
-            out.append(problem(Topic.ALERT, a.name, f"cannot fire: {a.verdict.why}", causes=a.verdict.causes))
+            out[problem(Topic.ALERT, a.name, f"cannot fire: {a.verdict.why}", causes=a.verdict.causes)] = None
         elif a.verdict.state is State.UNKNOWN:
-            out.append(note(Topic.ALERT, a.name, f"could not be checked: {a.verdict.why}"))
-    return out
+            out[note(Topic.ALERT, a.name, f"could not be checked: {a.verdict.why}")] = None
+    return list(out)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -247,16 +294,14 @@ def _values(
     variable: Variable,
     chosen: Mapping[str, str],
     needs: PackNeeds,
-    records: Mapping[str, RecordData],
+    records: Records,
     api: PrometheusAPI,
     at: float,
 ) -> list[str]:
     selector = grafana_to_promql(variable.selector, chosen)
     need = needs.need(selector)
     if isinstance(need, Record):
-        data = records[need.name]
-        rows = [row for row in data.rows if need.selector.accepts(row)]
-        return sorted({row.get(variable.label, "") for row in rows} - {""})
+        return sorted({row.get(variable.label, "") for row in rows_of(need, records)} - {""})
     if not variable.label:
         return []
     try:
@@ -268,7 +313,7 @@ def _values(
 def sample(
     variables: Sequence[Variable],
     needs: PackNeeds,
-    records: Mapping[str, RecordData],
+    records: Records,
     api: PrometheusAPI,
     at: float,
     pod: PodKind | None = None,
@@ -329,7 +374,7 @@ class _Plan:
 def _plan(
     dashboard: str,
     needs: PackNeeds,
-    records: Mapping[str, RecordData],
+    records: Records,
     pods: Sequence[PodKind],
     api: PrometheusAPI,
     at: float,
@@ -351,7 +396,7 @@ def fit_dashboards(
     checker: SelectorChecks,
     needs: PackNeeds,
     checks: dict[Leaf, Check],
-    records: Mapping[str, RecordData],
+    records: Records,
     pods: Sequence[PodKind],
     at: float,
 ) -> list[DashboardFit]:
@@ -403,9 +448,7 @@ def dashboard_findings(dashboards: Iterable[DashboardFit]) -> list[Finding]:
 
 
 def _merge(verdicts: Sequence[Verdict], state: State) -> Verdict:
-    chosen = [v for v in verdicts if v.state is state]
-    causes = tuple(dict.fromkeys(c for v in chosen for c in v.causes))
-    return Verdict(state, causes, tuple(dict.fromkeys(r for v in chosen for r in v.reasons)))
+    return _first_failing(verdicts, (state,))
 
 
 def _panel_findings(queries: Sequence[PanelFit]) -> list[Finding]:

@@ -5,8 +5,13 @@ when a function reads a window of it); a `Record` is a series one of the pack's 
 writes, and is checked through that rule. `or` needs any one side, `and` and arithmetic need both sides,
 `unless` needs its left side only, and `absent()` needs nothing (it fires when its input is missing).
 
-`inline(name)` writes a record's expression with every record it reads replaced by that record's own
-expression, so the doctor can evaluate what a rule would return on a server where it is not loaded.
+A record may be written by several rules (one per SLO, one per model branch), each setting its own static
+labels. `written(rule)` is what one rule writes, as a single expression: the records it reads replaced by
+what their rules return (each with its static labels set, the rules of one record joined with `or`, only
+those whose labels can satisfy the reader's matchers, and the reader's other matchers applied in PromQL),
+so the doctor can evaluate what a rule would return on a server where it is not loaded. A record read over
+a window is written out over its last two minutes only: on a server its history starts when its rule
+does, so the doctor asks whether it has data now, and how much history it has is a question of its own.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from datetime import timedelta
 
 import promql_parser as pp
 
-from obspack.promql import Target, Variable, grafana_to_promql, targets, variables
+from obspack.promql import Target, Variable, grafana_to_promql, may_match, targets, variables
 from obspack.render.bundle import Pack
 from obspack.rules.model import AlertRule, RuleGroup
 
@@ -31,6 +36,9 @@ _OPS = {
 }  # by str(op)
 MATCH_ALL = ".*"
 Matcher = tuple[str, str, str]  # (label, op, value), op one of = != =~ !~
+Labels = tuple[tuple[str, str], ...]  # static labels of a rule, sorted
+RECENT = "[2m:1m]"  # a written-out record read over a window: two evaluations, enough for any function
+MARK = "obspack_doctor_match"  # a label a regex matcher puts on the series it keeps, for `and on`
 
 
 @functools.lru_cache(maxsize=4096)
@@ -121,6 +129,7 @@ class Record:
 
     name: str
     selector: Selector
+    range_s: int | None = None  # the reader takes this window of it
 
 
 @dataclass(frozen=True)
@@ -165,9 +174,9 @@ def needs_of(node: pp.Expr, records: frozenset[str]) -> Need:
     if isinstance(node, pp.VectorSelector | pp.MatrixSelector):
         vector = node if isinstance(node, pp.VectorSelector) else node.vector_selector
         selector = Selector.of(vector)
-        if selector.metric in records:
-            return Record(selector.metric, selector)
         window = int(node.range.total_seconds()) if isinstance(node, pp.MatrixSelector) else None
+        if selector.metric in records:
+            return Record(selector.metric, selector, window)
         return Leaf(selector, window)
     if isinstance(node, pp.ParenExpr | pp.UnaryExpr | pp.SubqueryExpr | pp.AggregateExpr):
         return needs_of(node.expr, records)
@@ -222,53 +231,117 @@ class Rule:
     expr: str
     need: Need
     alert: bool
+    labels: Labels = ()  # the static labels it sets (an alert's severity included)
+
+    @property
+    def title(self) -> str:
+        """Its name, with its static labels when it has any (what tells it from other rules of the name)."""
+        return str(Selector(self.name, tuple((k, "=", v) for k, v in self.labels)))
 
 
 @dataclass(frozen=True)
 class PackNeeds:
     groups: tuple[RuleGroup, ...]
-    records: Mapping[str, Rule]
+    records: Mapping[str, tuple[Rule, ...]]  # record name -> every rule that writes it, in file order
     alerts: tuple[Rule, ...]
     targets: tuple[Target, ...]
     variables: tuple[Variable, ...]
     _record_names: frozenset[str] = field(default=frozenset(), repr=False)
 
+    @property
+    def recording_rules(self) -> tuple[Rule, ...]:
+        return tuple(r for rules in self.records.values() for r in rules)
+
     def need(self, expr: str) -> Need:
         return needs_of(pp.parse(expr), self._record_names)
 
-    def inline(self, name: str, keep: frozenset[str] = frozenset()) -> str:
-        """The expression of record `name`, with the records it reads written out, except those in `keep`
-        (records the server already holds, read as they are)."""
-        return _inline(name, tuple(sorted((n, r.expr) for n, r in self.records.items() if n not in keep)))
+    def written(self, rule: Rule, keep: frozenset[str] = frozenset()) -> str:
+        """What `rule` writes, as one expression: the records it reads written out, except those in `keep`
+        (records the server already holds, read as they are), and its own static labels set."""
+        producers = tuple((r.name, r.labels, r.expr) for r in self.recording_rules if r.name not in keep)
+        return _compact(pp.parse(_labelled(_write(rule.expr, producers), rule.labels)))
 
     def record_labels(self) -> dict[str, tuple[str, ...]]:
-        """Per record, the labels that dashboards filter it on or read values of (sorted)."""
-        labels: dict[str, set[str]] = {name: set() for name in self.records}
-        for expr in (t.expr for t in self.targets):
-            for ref in record_refs(self.need(grafana_to_promql(expr))):
-                labels[ref.name] |= {m[0] for m in ref.selector.matchers}
+        """Per record, the labels its rules set and its readers filter on or read values of (sorted)."""
+        labels = {
+            name: {label for r in rules for label, _ in r.labels} for name, rules in self.records.items()
+        }
+        trees = [r.need for r in (*self.recording_rules, *self.alerts)]
+        trees += [self.need(grafana_to_promql(t.expr)) for t in self.targets]
+        for ref in (ref for tree in trees for ref in record_refs(tree)):
+            labels[ref.name] |= {m[0] for m in ref.selector.matchers}
         for variable in self.variables:
             for ref in record_refs(self.need(grafana_to_promql(variable.selector))):
                 labels[ref.name] |= {m[0] for m in ref.selector.matchers} | ({variable.label} - {""})
         return {name: tuple(sorted(found)) for name, found in labels.items()}
 
 
-@functools.lru_cache(maxsize=256)
-def _inline(name: str, rules: tuple[tuple[str, str], ...]) -> str:
-    exprs = dict(rules)
+# ---------------------------------------------------------------------------------------------------
+# Writing records out
+
+Producer = tuple[str, Labels, str]  # (record, static labels, expression) of one recording rule
+
+
+def _replacement(value: str) -> str:
+    """A label value as label_replace's replacement (which would expand `$1`)."""
+    return _quote(value.replace("$", "$$"))
+
+
+def _labelled(expr: str, labels: Labels) -> str:
+    """`expr` with static labels set on every series, as a rule's `labels` does."""
+    for label, value in labels:
+        expr = f'label_replace({expr}, "{label}", {_replacement(value)}, "", "")'
+    return expr
+
+
+def _one(label: str, value: str) -> str:
+    """A single series with one label: what `and on (label)` keeps series by."""
+    return f'label_replace(vector(1), "{label}", {_replacement(value)}, "", "")'
+
+
+def _narrowed(expr: str, matcher: Matcher) -> str:
+    """`expr` with a reader's matcher applied: an (in)equality through `and`/`unless on (label)`; a regex
+    through a mark label_replace sets where it matches (anchored, as a matcher), then removed."""
+    label, op, value = matcher
+    keep = "and" if op in ("=", "=~") else "unless"
+    if op in ("=", "!="):
+        return f"({expr}) {keep} on ({label}) {_one(label, value)}"
+    marked = f'label_replace({expr}, "{MARK}", "1", "{label}", {_quote(value)})'
+    return f'label_replace({marked} {keep} on ({MARK}) {_one(MARK, "1")}, "{MARK}", "", "", "")'
+
+
+@functools.lru_cache(maxsize=1024)
+def _write(expr: str, producers: tuple[Producer, ...]) -> str:
+    """`expr` with every record of `producers` it reads replaced by what the rules of that record write."""
+    by_name: dict[str, list[Producer]] = {}
+    for producer in producers:
+        by_name.setdefault(producer[0], []).append(producer)
 
     def expand(node: pp.Expr) -> pp.Expr | None:
         vector = node.vector_selector if isinstance(node, pp.MatrixSelector) else node
-        if not isinstance(vector, pp.VectorSelector) or vector.name not in exprs:
+        if not isinstance(vector, pp.VectorSelector) or vector.name not in by_name:
             return None
-        if vector.matchers.matchers or vector.matchers.or_matchers or vector.offset or vector.at:
-            raise CannotInline(f"{name} reads {vector} with matchers or a time modifier")
-        inner = f"({_inline(vector.name, rules)})"
-        if isinstance(node, pp.MatrixSelector):
-            inner += f"[{pp.display_duration(node.range)}:]"
-        return pp.parse(inner)
+        selector = Selector.of(vector)
+        if vector.offset or vector.at:
+            raise CannotInline(
+                f"it reads {selector} with offset or @, which a written-out record cannot take"
+            )
+        if vector.matchers.or_matchers:
+            raise CannotInline(f"it reads {selector} with `or` between its matchers")
+        parts = []
+        for _, labels, inner in by_name[vector.name]:
+            if not may_match(selector.matchers, dict(labels)):
+                continue
+            part = _labelled(_write(inner, producers), labels)
+            for matcher in (m for m in selector.matchers if m[0] not in dict(labels)):
+                part = _narrowed(part, matcher)
+            parts.append(part)
+        if not parts:
+            raise CannotInline(f"no rule of the pack writes {selector}")
+        union = f"({parts[0]})" if len(parts) == 1 else "(" + " or ".join(f"({p})" for p in parts) + ")"
+        return pp.parse(union + RECENT if isinstance(node, pp.MatrixSelector) else union)
 
-    return _compact(pp.transform(pp.parse(exprs[name]), pre_visit=expand))
+    return _compact(pp.transform(pp.parse(expr), pre_visit=expand))
 
 
 def _compact(expr: pp.Expr) -> str:
@@ -283,6 +356,10 @@ def _compact(expr: pp.Expr) -> str:
         return pretty
 
 
+def _static_labels(rule: object) -> Labels:
+    return tuple(sorted(dict(rule.to_dict().get("labels", {})).items()))  # type: ignore[attr-defined]
+
+
 def read_pack(pack: Pack) -> PackNeeds:
     names = frozenset(
         r.record for g in pack.recording_groups for r in g.rules if not isinstance(r, AlertRule)
@@ -292,9 +369,12 @@ def read_pack(pack: Pack) -> PackNeeds:
         alert = isinstance(r, AlertRule)
         name = r.alert if alert else r.record  # type: ignore[attr-defined]
         expr = r.expr  # type: ignore[attr-defined]
-        return Rule(group.name, name, expr, needs_of(pp.parse(expr), names), alert)
+        return Rule(group.name, name, expr, needs_of(pp.parse(expr), names), alert, _static_labels(r))
 
-    records = {r.name: r for g in pack.recording_groups for r in (rule(g, x) for x in g.rules) if not r.alert}
+    records: dict[str, tuple[Rule, ...]] = {}
+    for g in pack.recording_groups:
+        for r in (rule(g, x) for x in g.rules if not isinstance(x, AlertRule)):
+            records[r.name] = (*records.get(r.name, ()), r)
     alerts = tuple(rule(g, x) for g in pack.alert_groups for x in g.rules)
     return PackNeeds(
         groups=pack.recording_groups + pack.alert_groups,

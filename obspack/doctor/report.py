@@ -192,6 +192,7 @@ def as_json(report: Report) -> dict[str, Any]:
         "alerts": [
             {
                 "alert": a.name,
+                "labels": dict(a.labels),
                 "group": a.group,
                 "can_fire": a.can_fire,
                 "state": a.verdict.state.value,

@@ -2,7 +2,8 @@
 
 connect -> backend and its capabilities -> the pack's needs (needs.py) -> selector checks (checks.py) ->
 records evaluated through their rules -> alerts -> sources -> dashboards for sampled variable values ->
-deployed rule groups -> scrape targets -> findings -> advice.
+the history of the records they read over long windows -> deployed rule groups -> scrape targets ->
+findings -> advice.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from obspack.doctor.fit import (
     fit_alerts,
     fit_dashboards,
 )
+from obspack.doctor.history import history_findings
 from obspack.doctor.needs import leaves, read_pack
 from obspack.doctor.report import Report
 from obspack.doctor.sources import survey
@@ -59,7 +61,7 @@ def diagnose(cfg: ObspackConfig, pack: Pack, connection: Connection, options: Op
         needs = read_pack(pack)
         scopes = {s.key: getattr(cfg.selectors, s.key) for s in k.SOURCES if s.key}
         checker = SelectorChecks(api, window, scopes)
-        rule_needs = [r.need for r in needs.records.values()] + [a.need for a in needs.alerts]
+        rule_needs = [r.need for r in (*needs.recording_rules, *needs.alerts)]
         checks = checker.run(leaf for need in rule_needs for leaf in leaves(need))
         phase("selectors")
         deployment = check_groups(api, backend, needs.groups, at)
@@ -70,6 +72,7 @@ def diagnose(cfg: ObspackConfig, pack: Pack, connection: Connection, options: Op
         found = survey(api, cfg, window, needs, checks)
         phase("sources")
         dashboards = fit_dashboards(api, checker, needs, checks, records, found.pods, at)
+        history = history_findings(api, needs, at)
         phase("dashboards")
         read = {leaf for need in rule_needs for leaf in leaves(need)} | {
             x for d in dashboards for x in d.selectors
@@ -80,6 +83,7 @@ def diagnose(cfg: ObspackConfig, pack: Pack, connection: Connection, options: Op
             *target_findings,
             *alert_findings(alerts),
             *dashboard_findings(dashboards),
+            *history,
             *deployment.findings,
         )
         requests = api.requests

@@ -329,7 +329,7 @@ def _dcgm(
 
 def _dcgm_fallbacks(needs: PackNeeds, checks: Mapping[Leaf, Check]) -> list[Finding]:
     """Profiling fields the pack reads that are off, where another field stands in."""
-    trees = [r.need for r in needs.records.values()] + [a.need for a in needs.alerts]
+    trees = [r.need for r in (*needs.recording_rules, *needs.alerts)]
     out: dict[str, Finding] = {}
     for tree in trees:
         for choice in alternatives(tree):

@@ -78,10 +78,16 @@ def serve(handler: Handler, tls: ssl.SSLContext | None = None) -> Iterator[Fake]
             try:
                 answer = handler(request)
                 time.sleep(answer.delay_s)
-                data = answer.body
-                if isinstance(data, dict):
-                    data = json.dumps(data)
-                payload = data.encode() if isinstance(data, str) else data
+            finally:
+                # No longer in flight once answered: the client may send its next request as soon as it
+                # reads the answer, and that one's thread may count it before this one would.
+                with lock:
+                    fake.in_flight -= 1
+            data = answer.body
+            if isinstance(data, dict):
+                data = json.dumps(data)
+            payload = data.encode() if isinstance(data, str) else data
+            try:
                 self.send_response(answer.status)
                 self.send_header("Content-Type", answer.content_type)
                 self.send_header("Content-Length", str(len(payload)))
@@ -89,9 +95,6 @@ def serve(handler: Handler, tls: ssl.SSLContext | None = None) -> Iterator[Fake]
                 self.wfile.write(payload)
             except (BrokenPipeError, ConnectionResetError):
                 pass
-            finally:
-                with lock:
-                    fake.in_flight -= 1
 
         do_GET = _answer
         do_POST = _answer

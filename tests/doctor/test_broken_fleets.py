@@ -17,7 +17,7 @@ import yaml
 from obspack.config import ObspackConfig
 from obspack.render.bundle import build
 from tests.doctor import oracle
-from tests.doctor.shapes import Served, Shape, serving
+from tests.doctor.shapes import YOUNG_RECORDS, Served, Shape, serving
 from tests.support.fleet import FleetSpec
 
 pytestmark = [pytest.mark.e2e, pytest.mark.tool]
@@ -44,12 +44,15 @@ def single_value_variables(label: str) -> set[str]:
 
 
 # ---------------------------------------------------------------------------------------------------
-# One cluster without a cluster label, dcgm-exporter's old label names, no SM activity field
+# One cluster without a cluster label, dcgm-exporter's old label names, no SM activity field, and no HTTP
+# counter (vLLM before 0.8.3): no availability SLO, while the latency SLOs, recorded under the same
+# names, stand
 
 
 @pytest.fixture(scope="module")
 def old_names(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    shape = Shape(ONE_CLUSTER, strip={"": ("cluster",)}, dcgm_old=True, drop=("DCGM_FI_PROF_SM_ACTIVE",))
+    drop = ("DCGM_FI_PROF_SM_ACTIVE", "http_requests_total")
+    shape = Shape(ONE_CLUSTER, strip={"": ("cluster",)}, dcgm_old=True, drop=drop)
     with serving(shape, tmp_path_factory.mktemp("old-names"), GROUPS) as served:
         yield served
 
@@ -62,9 +65,12 @@ def test_old_dcgm_names_and_no_cluster_label_fit_with_notes(old_names: Served) -
         ("note", "source", "cluster label"),
         ("note", "source", "dcgm-exporter"),
         *(("note", "variable", v) for v in single_value_variables("cluster")),
+        YOUNG_RECORDS,
     }
     assert without_panels(report) == expected
     assert code == 0
+    burns = [a for a in report["alerts"] if a["alert"] == "VLLMErrorBudgetBurn"]
+    assert len(burns) == 4 and all(a["can_fire"] for a in burns), "the latency SLOs burn without HTTP"
     assert "DCGM_FI_PROF_GR_ENGINE_ACTIVE instead" in oracle.message(report, "dcgm-exporter")
     dcgm = next(s for s in report["sources"] if s["title"] == "dcgm-exporter")["details"]
     assert dcgm["modes"] == {"pod_name": sum(len(p.gpus) for p in old_names.summary.pods), "none": 1}
@@ -119,6 +125,7 @@ def test_missing_kube_state_metrics_and_a_failing_rule(no_ksm: Served) -> None:
         ("note", "rules", "obspack-vllm-engine.alerts"),
         ("note", "source", "kube-state-metrics"),
         ("note", "source", "cAdvisor"),
+        YOUNG_RECORDS,
     }
     assert code == 1
     assert "invalid regular expression" in oracle.message(
@@ -158,6 +165,7 @@ def test_a_source_gone_a_label_missing_and_an_optional_probe_off(gone: Served, t
         ("note", "source", "dcgm-exporter"),
         ("note", "source", "cAdvisor"),
         *(("note", "variable", v) for v in single_value_variables("instance")),
+        YOUNG_RECORDS,
     }
     assert code == 1
     assert "gone: last seen 20m ago" in oracle.message(report, "VLLMGPUMemoryNearFull")

@@ -54,16 +54,38 @@ def test_the_reasons_name_each_metric_once_with_its_most_telling_failure() -> No
     assert why.endswith("; and 1 more")
 
 
+def record(metric: str, *matchers: tuple[str, str, str]) -> Record:
+    return Record(metric, Selector(metric, matchers))
+
+
 def test_a_record_is_read_with_the_readers_matchers() -> None:
     rows = ({"cluster": "east", "pod": "p1"}, {"cluster": "west", "pod": "p2"})
-    data = RecordData(OK, rows)
-    assert of_record(Record("r", Selector("r", (("pod", "=~", "p1"),))), data) == OK
-    missing = of_record(Record("r", Selector("r", (("pod", "=~", "p3"),))), data)
+    data = (RecordData(OK, rows),)
+    assert of_record(record("r", ("pod", "=~", "p1")), data) == OK
+    missing = of_record(record("r", ("pod", "=~", "p3")), data)
     assert missing.state is State.MISSING and missing.reasons == (
         'r: no series with pod=~"p3" (it has p1, p2)',
     )
-    broken = RecordData(Verdict(State.MISSING, reasons=("r: its rule returns no series",)))
-    assert of_record(Record("r", Selector("r", (("pod", "=~", "p1"),))), broken) == broken.verdict
+    broken = (RecordData(Verdict(State.MISSING, reasons=("r: its rule returns no series",))),)
+    assert of_record(record("r", ("pod", "=~", "p1")), broken) == broken[0].verdict
+
+
+def test_a_record_of_several_rules_is_read_from_the_rules_whose_labels_the_reader_selects() -> None:
+    """One rule per SLO: the availability rule lacks its input, the latency one returns rows."""
+    http = Check(leaf("http_requests_total"), State.MISSING, "never present in the last 1d")
+    rules = (
+        RecordData(OK, ({"slo": "latency", "model": "m"},), (("slo", "latency"),)),
+        RecordData(Verdict(State.MISSING, (http,)), None, (("slo", "availability"),)),
+    )
+    assert of_record(record("r"), rules) == OK, "any rule will do for a reader of the whole record"
+    assert of_record(record("r", ("slo", "=", "latency"), ("model", "=", "m")), rules) == OK
+    availability = of_record(record("r", ("slo", "=", "availability")), rules)
+    assert availability.state is State.MISSING and availability.causes == (http,)
+    assert of_record(record("r", ("slo", "=~", "avail.*|late.*")), rules) == OK
+    none = of_record(record("r", ("slo", "=", "ttft")), rules)
+    assert none.state is State.MISSING and none.reasons == (
+        'r{slo="ttft"}: no rule of the pack writes these labels',
+    )
 
 
 def test_values_are_escaped_the_way_grafana_does() -> None:

@@ -17,9 +17,13 @@ import pytest
 import yaml
 
 from obspack.config import ObspackConfig
+from obspack.doctor.api import Connection, PrometheusAPI
+from obspack.doctor.checks import SelectorChecks, State, Window
+from obspack.doctor.fit import evaluate_records
+from obspack.doctor.needs import leaves, matches, read_pack, record_refs
 from obspack.render.bundle import build
 from tests.doctor import oracle
-from tests.doctor.shapes import Served, Shape, serving
+from tests.doctor.shapes import YOUNG_RECORDS, Served, Shape, serving
 from tests.support.fleet import FleetSpec
 
 pytestmark = [pytest.mark.e2e, pytest.mark.tool]
@@ -35,6 +39,7 @@ VLLM_ALERTS = {  # every alert that reads vLLM engine series and nothing else th
     "VLLMTargetDown",
     "VLLMRequestPreemptions",
     "VLLMPrefixCacheHitRateLow",
+    "VLLMErrorBudgetBurn",  # its SLO records read the engines' histograms and HTTP counters
 }
 
 
@@ -56,15 +61,48 @@ def healthy(fleet: Served) -> tuple[int, dict]:
     return oracle.doctor(fleet.prom.url, "--time", str(fleet.summary.end))
 
 
-def test_a_healthy_fleet_has_no_problem_and_only_the_panels_empty_by_design(fleet: Served, healthy) -> None:
+def test_a_healthy_fleet_has_no_problem_only_panels_empty_by_design_and_young_records(
+    fleet: Served, healthy
+) -> None:
     code, report = healthy
     expected = oracle.panels(fleet.prom, PACK, report)
     assert expected and all(level == "note" for level, _ in expected), "only panels empty by design"
-    assert oracle.findings(report) == {(level, "panel", subject) for level, subject in expected}
+    assert oracle.findings(report) == {(level, "panel", subject) for level, subject in expected} | {
+        YOUNG_RECORDS
+    }
     assert code == 0 and report["exit_code"] == 0
     assert all(a["can_fire"] for a in report["alerts"]) and len(report["alerts"]) == sum(
         len(g.rules) for g in PACK.alert_groups
     )
+
+
+@pytest.mark.parametrize(
+    "config",
+    [{}, {"slos": {"models": [{"model_regex": "Qwen/.*", "time_to_first_token": {"threshold": 5}}]}}],
+    ids=["defaults", "per-model SLOs"],
+)
+def test_every_rule_of_every_record_returns_series_from_its_written_out_expression(
+    fleet: Served, config: dict
+) -> None:
+    """At the fleet's last sample no record is written yet: each rule is evaluated from its expression,
+    the records it reads written out (the SLO records: a rule per SLO and model branch, read with
+    matchers). On this fleet each must return series, and a model branch only its own models."""
+    needs = read_pack(build(ObspackConfig.model_validate(config)))
+    at = fleet.summary.end
+    with PrometheusAPI(Connection(fleet.prom.url)) as api:
+        checker = SelectorChecks(api, Window(at, 86400), {})
+        checks = checker.run(leaf for rule in needs.recording_rules for leaf in leaves(rule.need))
+        records = evaluate_records(api, needs, checks, at)
+    wrong = {}
+    for rule, data in ((r, d) for name, rules in needs.records.items() for r, d in zip(rules, records[name])):
+        selectors = [x.selector for x in (*leaves(rule.need), *record_refs(rule.need))]
+        branch = {m for s in selectors for m in s.matchers if m[0] == "model_name" and m[1] in ("=~", "!~")}
+        models = {row["model_name"] for row in data.rows or () if "model_name" in row}  # read by model
+        if data.verdict.state is not State.OK or not data.rows:
+            wrong[rule.title] = data.verdict.why or "no series"
+        elif any(not matches(m, model) for m in branch for model in models):
+            wrong[rule.title] = f"models {sorted(models)} outside its branch {sorted(branch)}"
+    assert wrong == {}
 
 
 def test_the_sources_are_described_as_the_fleet_has_them(fleet: Served, healthy) -> None:
@@ -162,8 +200,8 @@ def test_the_text_report_is_plain_without_a_terminal(fleet: Served) -> None:
         "Sources",
         "Fit",
         "Deployed rules",
-        "Notes (2)",
-        "0 problems, 2 notes (exit 0)",
+        "Notes (3)",  # the two panels empty by design, and the SLO page's young records
+        "0 problems, 3 notes (exit 0)",
     ):
         assert heading in result.stdout
 

@@ -173,12 +173,14 @@ def stop(process: subprocess.Popen[bytes]) -> None:
         process.wait()
 
 
-def backfill_openmetrics(source: Path, data_dir: Path) -> None:
-    """Turn an OpenMetrics file into TSDB blocks in `data_dir`."""
+def backfill_openmetrics(source: Path, data_dir: Path, max_block: str = "2h") -> None:
+    """Turn an OpenMetrics file into TSDB blocks in `data_dir`, each spanning at most `max_block` (weeks of
+    data in 2h blocks take long to write and to open)."""
     promtool = require_tool("promtool")
     data_dir.mkdir(parents=True, exist_ok=True)
+    block = f"--max-block-duration={max_block}"
     run = subprocess.run(
-        [promtool, "tsdb", "create-blocks-from", "openmetrics", str(source), str(data_dir)],
+        [promtool, "tsdb", "create-blocks-from", "openmetrics", block, str(source), str(data_dir)],
         capture_output=True,
         text=True,
         check=False,
