@@ -126,6 +126,8 @@ def _computing_alert_groups(cfg: ObspackConfig) -> list[RuleGroup]:
 
 
 def test_an_alert_that_computes_with_a_setting_stops_the_chart(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(chart, "alert_groups", _computing_alert_groups)
+    from obspack.render.helm import rules
+
+    monkeypatch.setattr(rules, "alert_groups", _computing_alert_groups)
     with pytest.raises(RenderError, match="depends on a chart setting beyond printing it"):
         chart.chart_files(ObspackConfig())

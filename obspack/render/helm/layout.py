@@ -1,0 +1,47 @@
+"""Where the chart's generated files go, and what the exporter runs with (values.yaml's defaults and the
+sidecar patch are written from the same constants, so they cannot drift apart)."""
+
+from __future__ import annotations
+
+from obspack import __version__
+from obspack.render.files import MARKER
+
+RULE_TEMPLATE = "templates/generated/prometheusrule.yaml"
+DASHBOARD_DIR = "files/dashboards"
+HELPERS_TEMPLATE = "templates/generated/_rules.tpl"
+SIDECAR_PATCH = "examples/sidecar-patch.yaml"
+CHART_SOURCE = "the obspack Helm chart"
+
+# The exporter, as the Deployment and the sidecar patch both run it. values.yaml's defaults and the patch
+# are written from these, so the two cannot drift apart.
+EXPORTER_IMAGE = "ghcr.io/obspack/obspack-exporter"
+EXPORTER_PORT = 9400
+SIDECAR_PORT_NAME = "obspack-metrics"  # port names are at most 15 characters
+SIDECAR_POD_LABEL = {"obspack-exporter": "sidecar"}  # the patch adds it; the PodMonitor selects it
+PROBE_DIR = "/var/run/obspack-probe"
+RUN_AS = 65532  # the conventional "nonroot" uid/gid of distroless images
+EXPORTER_RESOURCES = {
+    "requests": {"cpu": "20m", "memory": "96Mi"},
+    "limits": {"cpu": "500m", "memory": "256Mi"},
+}
+EXPORTER_POD_SECURITY = {
+    "runAsNonRoot": True,
+    "runAsUser": RUN_AS,
+    "runAsGroup": RUN_AS,
+    "fsGroup": RUN_AS,
+    "seccompProfile": {"type": "RuntimeDefault"},
+}
+EXPORTER_SECURITY = {
+    "runAsNonRoot": True,
+    "runAsUser": RUN_AS,
+    "runAsGroup": RUN_AS,
+    "allowPrivilegeEscalation": False,
+    "readOnlyRootFilesystem": True,
+    "privileged": False,
+    "capabilities": {"drop": ["ALL"]},
+    "seccompProfile": {"type": "RuntimeDefault"},
+}
+
+
+def generated_comment() -> str:
+    return f"{MARKER} {__version__}. Do not edit: run `obspack render --helm helm/obspack`."
