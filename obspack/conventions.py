@@ -93,11 +93,7 @@ def dashboard_uid(name: str) -> str:
     return f"obspack-{name}"[:40]
 
 
-# The longest scrape interval the pack is made for. Every rate/increase window must hold at least two
-# samples on Prometheus 3 (left-open windows), so it must be at least twice this.
-# Hook: once the config has a `scrape_interval` setting, return it here instead of the constant.
-LONGEST_SCRAPE_INTERVAL = "1m"
-
-
 def longest_scrape_interval(cfg: ObspackConfig) -> str:
-    return LONGEST_SCRAPE_INTERVAL
+    """The slowest scrape interval the user states (`scrape_interval`). Every rate/increase window must
+    hold at least two samples on Prometheus 3 (left-open windows), so it must be at least twice this."""
+    return cfg.scrape_interval

@@ -16,6 +16,7 @@ from obspack.demo.clients import Alertmanager, wait_until
 from obspack.demo.stack import Tools, alertmanager_argv, start_server
 from obspack.render import yamlfmt
 from obspack.render.alertmanager import alertmanager_example
+from tests.support.tools import amtool_route
 
 TEAM_CONFIG = {
     "alerts": {
@@ -128,17 +129,7 @@ def test_amtool_routes_alerts_to_the_expected_receiver(
     amtool: str, tmp_path: Path, labels: list[str], receiver: str
 ) -> None:
     path = write_rendered(tmp_path, TEAM_CONFIG)
-    argv = [
-        amtool,
-        "config",
-        "routes",
-        "test",
-        f"--config.file={path}",
-        f"--verify.receivers={receiver}",
-        *labels,
-    ]
-    run = subprocess.run(argv, capture_output=True, text=True)
-    assert run.returncode == 0, run.stdout + run.stderr
+    amtool_route(amtool, path, receiver, labels)
 
 
 # --- a real Alertmanager ----------------------------------------------------------------------------------

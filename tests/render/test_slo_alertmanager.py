@@ -12,7 +12,7 @@ import pytest
 from obspack.config import ObspackConfig
 from obspack.render import yamlfmt
 from obspack.render.alertmanager import alertmanager_example
-from tests.support.tools import require_tool
+from tests.support.tools import amtool_route, require_tool
 
 TEAM = {"slos": {"labels": {"team": "serving"}}}
 BURN = ["alertname=VLLMErrorBudgetBurn", "cluster=prod", "namespace=llm", "model_name=m", "slo=availability"]
@@ -36,17 +36,7 @@ def test_amtool_routes_burns(tmp_path: Path, settings: dict, labels: list[str], 
     path.write_text(yamlfmt.dump(alertmanager_example(ObspackConfig.model_validate(settings))))
     check = subprocess.run([amtool, "check-config", str(path)], capture_output=True, text=True)
     assert check.returncode == 0, check.stdout + check.stderr
-    argv = [
-        amtool,
-        "config",
-        "routes",
-        "test",
-        f"--config.file={path}",
-        f"--verify.receivers={receiver}",
-        *labels,
-    ]
-    run = subprocess.run(argv, capture_output=True, text=True)
-    assert run.returncode == 0, run.stdout + run.stderr
+    amtool_route(amtool, path, receiver, labels)
 
 
 def test_burns_group_per_model_and_a_page_mutes_the_ticket() -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -38,3 +39,10 @@ def require_tool(name: str) -> str:
     if in_ci():
         pytest.fail(f"{reason} (CI=true requires it)")
     pytest.skip(reason)
+
+
+def amtool_route(amtool: str, config: Path, receiver: str, labels: list[str]) -> None:
+    """`amtool config routes test`: an alert with these labels (`name=value` each) reaches this receiver."""
+    argv = [amtool, "config", "routes", "test", f"--config.file={config}", f"--verify.receivers={receiver}", *labels]
+    run = subprocess.run(argv, capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout + run.stderr
