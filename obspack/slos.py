@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from obspack.config import ObspackConfig, Severity, promql_string
+from obspack.durations import parse_ms
 
 SLIS = ("time_to_first_token", "inter_token_latency", "availability")
 TITLES = {
@@ -36,9 +37,8 @@ def duration(seconds: int) -> str:
 
 
 def seconds(text: str) -> int:
-    """The inverse of `duration` for the single-unit durations obspack writes."""
-    size = dict((unit, size) for size, unit in _UNITS)[text[-1]]
-    return int(text[:-1]) * size
+    """The inverse of `duration`: whole seconds of a Prometheus duration."""
+    return parse_ms(text) // 1000
 
 
 @dataclass(frozen=True)

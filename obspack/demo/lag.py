@@ -9,11 +9,11 @@ an evaluation of the alert's group, then `for`. `Lag` compares what Prometheus r
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import yaml
 
+from obspack import durations
 from obspack.config import ObspackConfig
 from obspack.demo.clients import wait_until
 from obspack.demo.stack import Stack
@@ -42,8 +42,7 @@ class Lag:
 
 
 def _seconds(duration: str) -> float:
-    units = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}
-    return sum(int(n) * units[u] for n, u in re.findall(r"([0-9]+)(ms|s|m|h|d)", duration))
+    return durations.parse_ms(duration) / 1000
 
 
 def _settings(stack: Stack, alert: str) -> object:

@@ -15,13 +15,12 @@ import typer
 from prometheus_client import CollectorRegistry
 from prometheus_client.process_collector import ProcessCollector
 
+from obspack import durations
 from obspack.errors import ObspackError
 from obspack.exporter.collector import ExporterCollector
 from obspack.exporter.server import parse_listen, start_server
 from obspack.probe import ENV_DIR
 
-_DURATION = re.compile(r"(?:([0-9]+)(ms|s|m|h|d|w|y))")
-_UNIT_S = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400, "y": 365 * 86400}
 _SIZE = re.compile(r"([0-9]+)\s*(|B|KiB|MiB|GiB|KB|MB|GB)", re.IGNORECASE)
 _SIZE_FACTOR = {
     "": 1,
@@ -112,17 +111,10 @@ def _settings(
 
 def parse_duration(text: str) -> float:
     """Seconds in a Prometheus duration such as ``90s``, ``5m`` or ``1h30m`` (units ms s m h d w y, largest first)."""
-    pos, total, last_rank = 0, 0.0, -1
-    order = ["y", "w", "d", "h", "m", "s", "ms"]
-    for match in _DURATION.finditer(text):
-        rank = order.index(match.group(2))
-        if match.start() != pos or rank <= last_rank:
-            break
-        total += int(match.group(1)) * _UNIT_S[match.group(2)]
-        pos, last_rank = match.end(), rank
-    if pos == 0 or pos != len(text):
-        raise ValueError(f"{text!r} is not a Prometheus duration (like 500ms, 30s, 5m, 1h30m)")
-    return total
+    try:
+        return durations.parse_ms(text) / 1000
+    except ValueError:
+        raise ValueError(f"{text!r} is not a Prometheus duration (like 500ms, 30s, 5m, 1h30m)") from None
 
 
 def parse_size(text: str) -> int:

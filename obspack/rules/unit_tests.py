@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import promql_parser
 
 from obspack import conventions as c
+from obspack import durations
 from obspack.config import ObspackConfig
 from obspack.rules import sampling
 from obspack.rules.alerts import alert_groups, all_alerts, enabled
@@ -36,8 +37,7 @@ MIB = 1024 * 1024
 
 
 def minutes(duration: str) -> float:
-    units = {"ms": 1 / 60000, "s": 1 / 60, "m": 1, "h": 60, "d": 1440, "w": 10080, "y": 525600}
-    return sum(int(n) * units[u] for n, u in re.findall(r"([0-9]+)(ms|s|m|h|d|w|y)", duration))
+    return durations.parse_ms(duration) / 60_000
 
 
 def _go_float(v: float) -> str:
