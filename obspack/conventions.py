@@ -91,9 +91,3 @@ SLO_DASHBOARD = "vllm-slos"
 def dashboard_uid(name: str) -> str:
     """Stable, readable uid from the dashboard's file name (Grafana allows 40 characters)."""
     return f"obspack-{name}"[:40]
-
-
-def longest_scrape_interval(cfg: ObspackConfig) -> str:
-    """The slowest scrape interval the user states (`scrape_interval`). Every rate/increase window must
-    hold at least two samples on Prometheus 3 (left-open windows), so it must be at least twice this."""
-    return cfg.scrape_interval

@@ -21,6 +21,8 @@ from contextlib import contextmanager
 
 import promql_parser as p
 
+from obspack.promql import token
+
 # MetricsQL's Prometheus-compatible counterparts (VictoriaMetrics 1.79 has these three; rate_prometheus
 # came in 1.120).
 RENAMED = {"increase": "increase_prometheus", "changes": "changes_prometheus", "delta": "delta_prometheus"}
@@ -56,7 +58,7 @@ def _metricsql_functions() -> Iterator[None]:
 
 
 def _op(node: p.Expr) -> str:
-    return str(node.op).rsplit(".", 1)[-1].strip().lower()  # type: ignore[attr-defined]
+    return token(node.op)  # type: ignore[attr-defined]
 
 
 def _drops_name(node: p.Expr) -> bool:

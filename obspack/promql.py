@@ -64,7 +64,13 @@ class Variable:
 
 
 Matcher = tuple[str, str, str]  # label, operator (=, !=, =~, !~), value
-_OPS = {"Equal": "=", "NotEqual": "!=", "Re": "=~", "NotRe": "!~"}
+_OPS = {"equal": "=", "notequal": "!=", "re": "=~", "notre": "!~"}
+
+
+def token(value: object) -> str:
+    """A promql_parser token (operator, matcher op, modifier type) by its bare lower-case name: `sum`,
+    `unless`, `by`, `include`, `notre`."""
+    return str(value).rsplit(".", 1)[-1].strip().lower()
 
 
 def selectors(expr: str) -> list[tuple[str, tuple[Matcher, ...]]]:
@@ -74,7 +80,7 @@ def selectors(expr: str) -> list[tuple[str, tuple[Matcher, ...]]]:
 
     def visit(node: object) -> bool:
         if isinstance(node, promql_parser.VectorSelector):
-            matchers = [(m.name, _OPS[str(m.op).rsplit(".", 1)[-1]], m.value) for m in node.matchers.matchers]
+            matchers = [(m.name, _OPS[token(m.op)], m.value) for m in node.matchers.matchers]
             name = node.name or next((v for label, op, v in matchers if label == "__name__" and op == "="), None)
             if name:
                 found.append((name, tuple(m for m in matchers if m[0] != "__name__")))
@@ -160,7 +166,8 @@ _INTEGER = re.compile(r"[+-]?[0-9]+")
 
 def prometheus3_problems(pack: Pack, longest_scrape_interval: str) -> list[str]:
     """Rules and panels that would change meaning on Prometheus 3: a matcher on an integer `le` or
-    `quantile` spelling, and a rate/increase window shorter than twice the longest scrape interval."""
+    `quantile` spelling, and a rate/increase window shorter than twice the longest scrape interval (the
+    config's `scrape_interval`): Prometheus 3's windows are left-open, so a shorter one can hold one sample."""
     shortest = 2 * promql_parser.parse_duration(longest_scrape_interval)
     problems = []
 

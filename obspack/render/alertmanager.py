@@ -20,8 +20,8 @@ Receivers are placeholders without integrations: add `pagerduty_configs`, `slack
 
 from __future__ import annotations
 
-from obspack import slos
 from obspack.config import ObspackConfig, Severity
+from obspack.rules import alerts
 from obspack.rules.alerts.slo import ALERT as BURN
 
 DEFAULT_RECEIVER = "default"
@@ -46,12 +46,9 @@ def team_receivers(team: str) -> tuple[str, str]:
 
 
 def _labels_of_enabled(cfg: ObspackConfig) -> dict[str, dict[str, str]]:
-    """The extra labels of every enabled alert, by name (the burn alert's come from `slos`)."""
-    out = {name: dict(getattr(cfg.alerts, name).labels) for name in type(cfg.alerts).model_fields}
-    out = {name: labels for name, labels in out.items() if getattr(cfg.alerts, name).enabled}
-    if slos.enabled_slis(cfg):
-        out[BURN] = dict(cfg.slos.labels)
-    return out
+    """The extra labels of every enabled alert, by name (the burn alert's settings are `slos`)."""
+    names = (*type(cfg.alerts).model_fields, BURN)
+    return {name: dict(alerts.settings(cfg, name).labels) for name in names if alerts.enabled(cfg, name)}
 
 
 def enabled_alerts(cfg: ObspackConfig) -> list[str]:
@@ -102,19 +99,16 @@ def _team_route(cfg: ObspackConfig, team: str) -> dict[str, object]:
         "matchers": [_eq("severity", Severity.CRITICAL.value)],
         "repeat_interval": "1h",
     }
-    ticket = {
-        "receiver": TICKET,
-        "matchers": [_eq("severity", Severity.WARNING.value), _eq("alertname", BURN)],
-        "group_by": _burn_group_by(cfg),
-        "repeat_interval": "24h",
-    }
+    tickets = []
     if burns:
         page["routes"] = [_burn_route(cfg, pager)]
+        # The burn alert's tickets (warning) go to the ticket receiver before the team's chat takes warnings.
+        tickets = [{**_burn_route(cfg, TICKET), "matchers": [_eq("severity", Severity.WARNING.value), _eq("alertname", BURN)]}]
     info = {"receiver": TICKET, "matchers": [_eq("severity", Severity.INFO.value)], "repeat_interval": "24h"}
     return {
         "receiver": chat,
         "matchers": [_eq(TEAM_LABEL, team)],
-        "routes": [page, *([ticket] if burns else []), info],
+        "routes": [page, *tickets, info],
     }
 
 

@@ -16,12 +16,12 @@ The layout is a contract that users' tools, the Helm chart and the tests read:
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
-from obspack.render import yamlfmt
+from obspack.render import thanos, vmalert, yamlfmt
 from obspack.render.bundle import Dashboard, Pack
 from obspack.render.mimir import mimir_files
-from obspack.render.thanos import thanos_files
-from obspack.render.vmalert import vmalert_files
+from obspack.rules.model import RuleGroup
 from obspack.templating import render_template
 
 RECORDING_FILE = "prometheus/recording-rules.yaml"
@@ -39,11 +39,19 @@ def _yaml_file(pack: Pack, data: object, *, multi: bool = False) -> str:
     return f"# {header(pack)}\n{body}"
 
 
-def rule_files(pack: Pack) -> dict[str, str]:
+def _rule_docs(
+    pack: Pack, recording_file: str, alerts_file: str, group: Callable[[RuleGroup], dict[str, object]]
+) -> dict[str, dict[str, object]]:
+    """An engine's two rule files, the recording groups and the alert groups, each group as `group` writes it."""
     return {
-        RECORDING_FILE: _yaml_file(pack, {"groups": [g.to_dict() for g in pack.recording_groups]}),
-        ALERTS_FILE: _yaml_file(pack, {"groups": [g.to_dict() for g in pack.alert_groups]}),
+        recording_file: {"groups": [group(g) for g in pack.recording_groups]},
+        alerts_file: {"groups": [group(g) for g in pack.alert_groups]},
     }
+
+
+def rule_files(pack: Pack) -> dict[str, str]:
+    docs = _rule_docs(pack, RECORDING_FILE, ALERTS_FILE, RuleGroup.to_dict)
+    return {path: _yaml_file(pack, doc) for path, doc in docs.items()}
 
 
 def prometheus_rule(pack: Pack) -> dict[str, object]:
@@ -109,7 +117,11 @@ def runbook_files(pack: Pack) -> dict[str, str]:
 
 def engine_files(pack: Pack) -> dict[str, str]:
     """The rule files for Thanos Ruler, Mimir's ruler and vmalert (one writer module each)."""
-    docs = {**thanos_files(pack), **mimir_files(pack), **vmalert_files(pack)}
+    docs = {
+        **_rule_docs(pack, thanos.RECORDING_FILE, thanos.ALERTS_FILE, lambda g: thanos.thanos_group(g, pack.cluster_label)),
+        **mimir_files(pack),
+        **_rule_docs(pack, vmalert.RECORDING_FILE, vmalert.ALERTS_FILE, lambda g: vmalert.vmalert_group(g).to_dict()),
+    }
     return {path: _yaml_file(pack, doc) for path, doc in docs.items()}
 
 

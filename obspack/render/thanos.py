@@ -18,17 +18,13 @@ from __future__ import annotations
 
 import promql_parser as p
 
-from obspack.render.bundle import Pack
+from obspack.promql import token
 from obspack.rules.model import AlertRule, RuleGroup
 
 RECORDING_FILE = "thanos/recording-rules.yaml"
 ALERTS_FILE = "thanos/alerts.yaml"
 FIELD = "partial_response_strategy"
 NEGATIONS = frozenset({"unless", "absent", "absent_over_time"})
-
-
-def _name(token: object) -> str:
-    return str(token).rsplit(".", 1)[-1].strip().lower()
 
 
 def safe_on_partial_data(expr: str, cluster_label: str) -> bool:
@@ -39,13 +35,13 @@ def safe_on_partial_data(expr: str, cluster_label: str) -> bool:
         nonlocal safe
         if isinstance(node, p.AggregateExpr):
             m = node.modifier
-            by = m is not None and _name(m.type) == "by"
+            by = m is not None and token(m.type) == "by"
             safe &= m is not None and (cluster_label in m.labels) == by
         elif isinstance(node, p.BinaryExpr):
-            safe &= _name(node.op) not in NEGATIONS
+            safe &= token(node.op) not in NEGATIONS
             matching = node.modifier.matching if node.modifier else None
             if matching is not None:
-                safe &= (cluster_label in matching.labels) == (_name(matching.type) == "include")
+                safe &= (cluster_label in matching.labels) == (token(matching.type) == "include")
         elif isinstance(node, p.Call):
             safe &= node.func.name not in NEGATIONS
         return True
@@ -65,9 +61,3 @@ def thanos_group(group: RuleGroup, cluster_label: str) -> dict[str, object]:
     rules = out.pop("rules")
     return {**out, FIELD: partial_response_strategy(group, cluster_label), "rules": rules}
 
-
-def thanos_files(pack: Pack) -> dict[str, dict[str, object]]:
-    def groups(of: tuple[RuleGroup, ...]) -> dict[str, object]:
-        return {"groups": [thanos_group(g, pack.cluster_label) for g in of]}
-
-    return {RECORDING_FILE: groups(pack.recording_groups), ALERTS_FILE: groups(pack.alert_groups)}

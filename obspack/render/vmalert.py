@@ -7,7 +7,6 @@ from __future__ import annotations
 from dataclasses import replace
 
 from obspack.metricsql import rewrite
-from obspack.render.bundle import Pack
 from obspack.rules.model import RuleGroup
 
 RECORDING_FILE = "vmalert/recording-rules.yaml"
@@ -17,9 +16,3 @@ ALERTS_FILE = "vmalert/alerts.yaml"
 def vmalert_group(group: RuleGroup) -> RuleGroup:
     return replace(group, rules=tuple(replace(r, expr=rewrite(r.expr)) for r in group.rules))
 
-
-def vmalert_files(pack: Pack) -> dict[str, dict[str, object]]:
-    def groups(of: tuple[RuleGroup, ...]) -> dict[str, object]:
-        return {"groups": [vmalert_group(g).to_dict() for g in of]}
-
-    return {RECORDING_FILE: groups(pack.recording_groups), ALERTS_FILE: groups(pack.alert_groups)}

@@ -12,7 +12,6 @@ from dataclasses import replace
 
 import pytest
 
-from obspack import conventions as c
 from obspack.config import ObspackConfig
 from obspack.promql import prometheus3_problems
 from obspack.render.bundle import Dashboard, build
@@ -22,13 +21,12 @@ from tests.support.packs import CONFIGS, config_of, pack
 
 @pytest.mark.parametrize("config", sorted(CONFIGS))
 def test_the_pack_is_safe_on_prometheus_3(config: str) -> None:
-    assert prometheus3_problems(pack(config), c.longest_scrape_interval(config_of(config))) == []
+    assert prometheus3_problems(pack(config), config_of(config).scrape_interval) == []
 
 
 def test_the_pack_is_safe_at_the_slowest_scrape_interval_the_config_allows() -> None:
-    slowest = ObspackConfig(scrape_interval="2m30s")
-    assert c.longest_scrape_interval(slowest) == "2m30s"
-    assert prometheus3_problems(build(slowest), "2m30s") == []
+    slowest = ObspackConfig(scrape_interval="2m30s")  # the most the config allows
+    assert prometheus3_problems(build(slowest), slowest.scrape_interval) == []
 
 
 def test_the_check_finds_integer_bucket_matchers_in_rules_and_panels() -> None:

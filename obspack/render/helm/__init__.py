@@ -37,15 +37,12 @@ sentinels, rules (the PrometheusRule template), values (values.yaml and its sche
 
 from obspack.render.helm.chart import chart_files, config_from_values
 from obspack.render.helm.layout import RULE_TEMPLATE, SIDECAR_PATCH
-from obspack.render.helm.rules import chart_pack
-from obspack.render.helm.values import values_schema, values_yaml
+from obspack.render.helm.values import values_schema
 
 __all__ = [
     "RULE_TEMPLATE",
     "SIDECAR_PATCH",
     "chart_files",
-    "chart_pack",
     "config_from_values",
     "values_schema",
-    "values_yaml",
 ]

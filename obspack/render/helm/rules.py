@@ -30,28 +30,12 @@ def _escape(text: str) -> str:
 
 
 _FOR_LINE = re.compile(r"^(?P<pad> *)for: (?P<value>\S+)$", re.MULTILINE)
-_LABELS_LINE = re.compile(r"^(?P<pad> *)labels: __OBSPACK_LABELS_(?P<alert>\w+)__$", re.MULTILINE)
+LABELS_PLACEHOLDER = "__OBSPACK_LABELS__"
+_LABELS_LINE = re.compile(rf"^(?P<pad> *)labels: {LABELS_PLACEHOLDER}$", re.MULTILINE)
 
 
 def _indent(text: str, pad: str) -> list[str]:
     return [pad + line for line in text.splitlines()]
-
-
-def _burn_block(rule: AlertRule, pad: str) -> list[str]:
-    """A VLLMErrorBudgetBurn rule: its window pair's labels, `for` and severity are fixed; commonLabels and
-    slos.labels come from the values through a helper."""
-    data = rule.to_dict()
-    fixed = {**dict(rule.labels), "severity": rule.severity.value}
-    pair = " ".join(json.dumps(f"{k}={fixed[k]}") for k in ("severity", "long", "short"))
-    data["labels"] = "__OBSPACK_BURN_LABELS__"
-    text = "\n".join(_indent(_escape(yamlfmt.dump([data])), pad))
-    line = re.compile(r"^(?P<pad> *)labels: __OBSPACK_BURN_LABELS__$", re.MULTILINE)
-    return line.sub(
-        lambda m: (
-            f'{m["pad"]}labels:{{{{ include "obspack.sloAlertLabels" (list $ {pair}) | nindent {len(m["pad"]) + 2} }}}}'
-        ),
-        text,
-    ).splitlines()
 
 
 def _enabled(rule: AlertRule | RecordingRule) -> str:
@@ -62,12 +46,21 @@ def _enabled(rule: AlertRule | RecordingRule) -> str:
     return f"$.Values.slos.{sli}.enabled" if sli else ""
 
 
-def _alert_block(rule: AlertRule, s: Sentinels, pad: str) -> list[str]:
-    """One alert as YAML lines: its `for` follows obspack's rule for zero durations, its labels a helper."""
+def _labels_include(rule: AlertRule) -> str:
+    """The helper that writes an alert's labels from the values. VLLMErrorBudgetBurn's window pair and
+    severity are fixed; commonLabels and slos.labels come from the values."""
     if rule.alert == BURN:
-        return _burn_block(rule, pad)
+        fixed = {**dict(rule.labels), "severity": rule.severity.value}
+        pair = " ".join(json.dumps(f"{k}={fixed[k]}") for k in ("severity", "long", "short"))
+        return f'"obspack.sloAlertLabels" (list $ {pair})'
+    return f'"obspack.alertLabels" (list $ "{rule.alert}")'
+
+
+def _alert_block(rule: AlertRule, s: Sentinels, pad: str) -> list[str]:
+    """One alert as YAML lines: its `for` follows obspack's rule for zero durations (the burn alert's is
+    fixed by its window pair), its labels a helper."""
     data = rule.to_dict()
-    data["labels"] = f"__OBSPACK_LABELS_{rule.alert}__"
+    data["labels"] = LABELS_PLACEHOLDER
     text = "\n".join(_indent(_escape(yamlfmt.dump([data])), pad))
     zero = " ".join(json.dumps(d) for d in zero_durations())
 
@@ -79,14 +72,14 @@ def _alert_block(rule: AlertRule, s: Sentinels, pad: str) -> list[str]:
         pad = m["pad"]
         return f"{pad}{{{{- if not (has (toString {path}) (list {zero})) }}}}\n{pad}for: {{{{ {path} }}}}\n{pad}{{{{- end }}}}"
 
-    def labels_line(m: re.Match[str]) -> str:
-        width = len(m["pad"]) + 2
-        return f'{m["pad"]}labels:{{{{ include "obspack.alertLabels" (list $ "{m["alert"]}") | nindent {width} }}}}'
-
-    text, found = _FOR_LINE.subn(for_line, text, count=1)
-    if not found:
-        raise RenderError(f"{rule.alert}: its `for` does not come from alerts.{rule.alert}.for")
-    return _LABELS_LINE.sub(labels_line, text).splitlines()
+    if rule.alert != BURN:
+        text, found = _FOR_LINE.subn(for_line, text, count=1)
+        if not found:
+            raise RenderError(f"{rule.alert}: its `for` does not come from alerts.{rule.alert}.for")
+    include = _labels_include(rule)
+    return _LABELS_LINE.sub(
+        lambda m: f'{m["pad"]}labels:{{{{ include {include} | nindent {len(m["pad"]) + 2} }}}}', text
+    ).splitlines()
 
 
 def _groups_lines(pack: Pack, s: Sentinels, pad: str) -> list[str]:
