@@ -17,6 +17,7 @@ import jinja2
 from obspack import conventions as c
 from obspack import slos
 from obspack.config import ObspackConfig
+from obspack.dashboards import slo_queries
 from obspack.errors import RenderError
 from obspack.rules.alerts import all_alerts, dashboard_url, settings
 from obspack.rules.model import AlertRule, tidy
@@ -137,9 +138,11 @@ class _SLOPage:
         self.slis = slos.enabled_slis(cfg) or slos.SLIS
         self.titles = slos.TITLES
         self._cfg = cfg
-        self._model = page.match("namespace", "model_name")
-        self._engine = self._model.strip("{}")
-        self._pod = page.match("namespace").strip("{}")
+        # matchers on the alert's placeholders: a whole selector for the SLO records, and bare matchers
+        # that narrow the engine and HTTP series
+        self._engine = ", ".join(page.placeholders("namespace", "model_name"))
+        self._pod = ", ".join(page.placeholders("namespace"))
+        self._model = c.selector(self._engine)
 
     @property
     def rule(self) -> str:
@@ -150,8 +153,7 @@ class _SLOPage:
 
     def burn(self, window: str) -> str:
         """The model's burn rate over one window, per SLO."""
-        errors, events = c.slo_rate("errors", window), c.slo_rate("events", window)
-        return f"{errors}{self._model}\n/ ({events}{self._model} > 0)\n/ (1 - {c.SLO_OBJECTIVE}{self._model})"
+        return slo_queries.burn(window, self._model)
 
     def pod_share(self, sli: str) -> str:
         """The share of each pod's events that miss the SLO, over the base window."""
@@ -202,13 +204,13 @@ def _context(
 
 
 def render_runbook(
-    cfg: ObspackConfig, alert: AlertRule, catalogue: dict[str, AlertRule], rules: list[AlertRule] | None = None
+    cfg: ObspackConfig, alert: AlertRule, catalogue: dict[str, AlertRule], rules: list[AlertRule]
 ) -> str:
-    """One alert's page (`rules`: every rule of that alert, for an alert with several). Errors name the
-    alert and the template to fix."""
+    """One alert's page (`rules`: every rule of that alert, one or more). Errors name the alert and the
+    template to fix."""
     name = template_name(alert.runbook)
     try:
-        text = render_template(name, **_context(cfg, alert, catalogue, rules or [alert]))
+        text = render_template(name, **_context(cfg, alert, catalogue, rules))
     except jinja2.TemplateNotFound as e:
         raise RenderError(
             f"alert {alert.alert} has no runbook: add templates/{name} (template not found: {e.name})"

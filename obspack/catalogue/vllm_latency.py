@@ -54,12 +54,6 @@ class Bounds:
             self.last is None or v <= _version(self.last)
         )
 
-    @property
-    def releases(self) -> str:
-        if self.first is None:
-            return f"up to {self.last}"
-        return f"{self.first} and later" if self.last is None else f"{self.first} to {self.last}"
-
 
 BUCKETS: dict[str, tuple[Bounds, ...]] = {
     TTFT: (

@@ -15,24 +15,36 @@ from obspack.rules.alerts.slo import ALERT
 from obspack.rules.recording import slo as recording
 
 
+def _selected(cfg: ObspackConfig) -> str:
+    """The selector of the page's selected clusters, namespaces and models."""
+    return c.selector(q.scope(cfg, *q.MODEL))
+
+
 def rec(cfg: ObspackConfig, record: str) -> str:
     """An SLO record narrowed to the selected clusters, namespaces and models."""
     return q.rec(cfg, record, q.MODEL)
 
 
-def _ratio(cfg: ObspackConfig, window: str) -> str:
-    errors, events = rec(cfg, c.slo_rate("errors", window)), rec(cfg, c.slo_rate("events", window))
-    return f"{errors}\n/ ({events} > 0)"
+def _ratio(window: str, match: str) -> str:
+    """The share of bad events over the window, per SLO record that `match` (a `{...}` selector) picks."""
+    return f"{c.slo_rate('errors', window)}{match}\n/ ({c.slo_rate('events', window)}{match} > 0)"
+
+
+def burn(window: str, match: str) -> str:
+    """How fast the window spends the budget, per SLO record that `match` (a `{...}` selector) picks: 1
+    spends exactly the whole budget in the period. The page and the runbook share it."""
+    return f"{_ratio(window, match)}\n/ (1 - {c.SLO_OBJECTIVE}{match})"
 
 
 def good_share(cfg: ObspackConfig, window: str) -> str:
     """The SLI: the share of good events over the window."""
-    return f"1 - {_ratio(cfg, window)}"
+    return f"1 - {_ratio(window, _selected(cfg))}"
 
 
 def burn_rate(cfg: ObspackConfig, window: str) -> str:
-    """How fast the window spends the budget: 1 spends exactly the whole budget in the period."""
-    return f"{_ratio(cfg, window)}\n/ (1 - {rec(cfg, c.SLO_OBJECTIVE)})"
+    """How fast the window spends the budget of the selected models: 1 spends exactly the whole budget in
+    the period."""
+    return burn(window, _selected(cfg))
 
 
 def budget_left(cfg: ObspackConfig) -> str:

@@ -18,7 +18,7 @@ NAME = c.SLO_DASHBOARD
 LEGEND = "{{slo}} {{namespace}} {{model_name}}"
 BURN = "suffix:x"  # burn rates: multiples of the pace that spends exactly the whole budget
 # Budget left: red once spent (below 0), orange in its last quarter.
-BUDGET_STEPS = p.steps("red", (0, "orange"), (0.25, "green"))
+BUDGET_STEPS = p.below(0, 0.25)
 POD_COLUMNS = {
     "time_to_first_token": "Time to first token: slow",
     "inter_token_latency": "Inter-token latency: slow gaps",

@@ -91,7 +91,7 @@ class _Predictor:
     def __init__(self, traffic: Traffic, objective: float, min_requests: float, base: int) -> None:
         self.t, self.budget, self.min, self.base = traffic, 1 - objective, min_requests, base
         self._cache: dict[tuple[int, str], bool | None] = {}
-        self._sums = {base: self._prefix(base)}
+        self._sums = self._prefix(base)
 
     def _prefix(self, base: int) -> list[tuple[float, float, float, int]]:
         """Running sums, per step s, of what the base-window rate at s sees: (bad, all, requests per step,
@@ -113,7 +113,7 @@ class _Predictor:
         """(burn, requests in the window) as the rules compute them at step s: the requests are the summed
         base-window rates times the base window over the samples it holds (`base` of them, or one more
         in Prometheus 2's closed windows)."""
-        sums = self._sums[self.base]
+        sums = self._sums
         if s < 1 or s >= len(sums):
             return None
         lo, held = max(0, s - w), min(base, sums[s][3])
@@ -332,6 +332,10 @@ class _Suite:
             for p, rule in zip(slos.window_pairs(cfg), rules)
         ]  # fmt: skip
 
+    def predictor(self, sli: _SLI, traffic: Traffic) -> _Predictor:
+        """The model of the rules for one SLI's traffic (one per traffic: it caches its verdicts)."""
+        return _Predictor(traffic, sli.objective, sli.min_requests, self.base)
+
     def labels(self, sli: _SLI, cluster: str) -> dict[str, str]:
         return {
             self.cfg.cluster_label: cluster,
@@ -345,14 +349,15 @@ class _Suite:
         the rules predicts; a step where it cannot tell is a bug in the scenario."""
         case = _Case(name, steps)
         by_sli = {s.name: s for s in self.slis}
+        predictors: dict[str, _Predictor] = {}
         for key, (cluster, traffic) in plays.items():
             sli = by_sli[key.split("@")[0]]
             self.writer.write(case, sli.name, cluster, traffic, sli.threshold)
+            predictors[key] = self.predictor(sli, traffic)
         for step in at:
             firing: list[dict[str, object]] = []
-            for key, (cluster, traffic) in plays.items():
-                sli = by_sli[key.split("@")[0]]
-                predictor = _Predictor(traffic, sli.objective, sli.min_requests, self.base)
+            for key, (cluster, _) in plays.items():
+                sli, predictor = by_sli[key.split("@")[0]], predictors[key]
                 for pair in self.pairs:
                     verdict = predictor.firing(step, pair)
                     if verdict is None:
@@ -406,9 +411,8 @@ class _Suite:
         return f"{step * self.step_s}s"
 
 
-def _first_clear(suite: _Suite, traffic: Traffic, sli: _SLI, start: int, end: int, pair: int) -> int | None:
+def _first_clear(suite: _Suite, predictor: _Predictor, start: int, end: int, pair: int) -> int | None:
     """The first step from `start` at which pair `pair` clearly fires and every pair is clear."""
-    predictor = _Predictor(traffic, sli.objective, sli.min_requests, suite.base)
     for step in range(start, end):
         verdicts = [predictor.firing(step, p) for p in suite.pairs]
         steady = all(predictor.value(step, p) is not None for p, v in zip(suite.pairs, verdicts) if v)
@@ -434,8 +438,9 @@ def fast_burn(suite: _Suite) -> _Case:
         healthy = Traffic.of(end, sli.requests, lambda s: 0.0, sli.events_per_request)
         plays[sli.name] = ("prod-a", burning)
         plays[f"{sli.name}@b"] = ("prod-b", healthy)
+        predictor = suite.predictor(sli, burning)
         for pair in (0, 1):  # the fast page first, the slow one soon after
-            first = _first_clear(suite, burning, sli, start, end, pair)
+            first = _first_clear(suite, predictor, start, end, pair)
             if first is not None:
                 at.append(first)
     return suite.play("VLLMErrorBudgetBurn: a fast burn pages within minutes; the other cluster stays quiet",
@@ -451,8 +456,9 @@ def slow_burn(suite: _Suite) -> _Case:
         share = sli.share(4)
         traffic = Traffic.of(horizon, sli.requests, lambda s, sh=share: sh, sli.events_per_request)
         plays[sli.name] = ("prod-a", traffic)
+        predictor = suite.predictor(sli, traffic)
         for pair in (2, 3):
-            first = _first_clear(suite, traffic, sli, 1, horizon - 5, pair)
+            first = _first_clear(suite, predictor, 1, horizon - 5, pair)
             if first is not None:
                 at.add(first)
     steps = max(at, default=60) + 5
@@ -571,7 +577,7 @@ def uneven_traffic(suite: _Suite) -> _Case:
     )
     period = slos.period(suite.cfg)
     for sli in suite.slis:
-        predictor = _Predictor(plays[sli.name][1], sli.objective, sli.min_requests, suite.base)
+        predictor = suite.predictor(sli, plays[sli.name][1])
         window = predictor._window(steps, _window_steps(period, suite.step_s), suite.base)
         assert window is not None
         suite.burn_near(case, sli, "prod-a", steps, period, window[0])

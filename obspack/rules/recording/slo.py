@@ -33,9 +33,9 @@ from obspack import slos
 from obspack.catalogue import vllm_latency
 from obspack.config import ObspackConfig, promql_string
 from obspack.rules.model import RecordingRule, RuleGroup
+from obspack.rules.recording import vllm
 
 MODEL = ("namespace", "model_name")
-HAS_MODEL = 'model_name!=""'
 
 
 def le_matcher(threshold: float) -> str:
@@ -58,10 +58,6 @@ class Scope:
 RECORDS = Scope()
 
 
-def _sel(cfg: ObspackConfig, branch: slos.Branch, scope: Scope, *extra: str) -> str:
-    return c.selector(cfg.selectors.vllm, HAS_MODEL, *branch.matchers, scope.engine, *extra)
-
-
 def _sum(cfg: ObspackConfig, scope: Scope, expr: str) -> str:
     return f"sum by ({c.by(cfg, *scope.keep)}) (\n  {expr}\n)"
 
@@ -72,8 +68,8 @@ def _latency(cfg: ObspackConfig, sli: str, branch: slos.Branch, window: str, sco
     le = le_matcher(branch.threshold)
     bad, every = [], []
     for metric in vllm_latency.SLO_HISTOGRAMS[sli]:
-        count = f"rate({metric}_count{_sel(cfg, branch, scope)}[{window}])"
-        bucket = f"{metric}_bucket{_sel(cfg, branch, scope, le)}"
+        count = f"rate({metric}_count{vllm.sel(cfg, *branch.matchers, scope.engine)}[{window}])"
+        bucket = f"{metric}_bucket{vllm.sel(cfg, *branch.matchers, scope.engine, le)}"
         bad.append(f"(\n    {count}\n    - ignoring (le)\n    rate({bucket}[{window}])\n  )")
         every.append(f"(\n    {count}\n    and ignoring (le)\n    {bucket}\n  )")
     return _sum(cfg, scope, "\n  or\n  ".join(bad)), _sum(cfg, scope, "\n  or\n  ".join(every))
@@ -83,7 +79,7 @@ def _availability(cfg: ObspackConfig, branch: slos.Branch, window: str, scope: S
     """(failed, all) HTTP requests per second, each pod's rate joined to its served model."""
     pod = c.by(cfg, "namespace", "pod")
     routes = f"handler=~{promql_string(cfg.slos.availability.handler_regex)}"
-    served = f"topk by ({pod}) (1, group by ({pod}, model_name) (vllm:num_requests_running{_sel(cfg, branch, scope)}))"
+    served = vllm.pod_model(cfg, f"vllm:num_requests_running{vllm.sel(cfg, *branch.matchers, scope.engine)}")
 
     def joined(*status: str) -> str:
         http = c.selector(cfg.selectors.vllm, routes, *status, scope.pod)
@@ -122,7 +118,7 @@ def _requests(cfg: ObspackConfig, sli: str, branch: slos.Branch, window: str) ->
     requests already (their events record, made just before); inter-token latency counts token gaps, so
     its guard counts the model's first tokens instead."""
     if sli == "inter_token_latency":
-        return _sum(cfg, RECORDS, f"rate({vllm_latency.TTFT}_count{_sel(cfg, branch, RECORDS)}[{window}])")
+        return vllm.counter_rate(cfg, (f"{vllm_latency.TTFT}_count",), window, RECORDS.keep, *branch.matchers)
     return _own(c.slo_rate("events", window), sli, branch)
 
 

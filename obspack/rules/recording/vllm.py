@@ -19,13 +19,14 @@ HAS_MODEL = 'model_name!=""'
 POD_MODEL = ("namespace", "pod", "model_name")
 
 
-def _sel(cfg: ObspackConfig, *extra: str) -> str:
+def sel(cfg: ObspackConfig, *extra: str) -> str:
+    """vLLM engine series: the configured matchers, `model_name!=""`, then `extra`."""
     return c.selector(cfg.selectors.vllm, HAS_MODEL, *extra)
 
 
 def gauge_sum(cfg: ObspackConfig, metric: str) -> str:
     """Sum a vLLM gauge over engines per pod and model, after collapsing per-process copies."""
-    return f"sum by ({c.by(cfg, *POD_MODEL)}) (max without (pid) ({metric}{_sel(cfg)}))"
+    return f"sum by ({c.by(cfg, *POD_MODEL)}) (max without (pid) ({metric}{sel(cfg)}))"
 
 
 def counter_rate(
@@ -33,7 +34,7 @@ def counter_rate(
 ) -> str:
     """Rate of a counter that vLLM renamed: the first name present wins per series, then sum. `extra`
     matchers narrow it (runbooks: one pod)."""
-    rates = "\n  or\n  ".join(f"rate({m}{_sel(cfg, *extra)}[{window}])" for m in metrics)
+    rates = "\n  or\n  ".join(f"rate({m}{sel(cfg, *extra)}[{window}])" for m in metrics)
     return f"sum by ({c.by(cfg, *keep)}) (\n  {rates}\n)"
 
 
@@ -65,9 +66,9 @@ def group(cfg: ObspackConfig) -> RuleGroup:
             record=c.KV_USAGE,
             expr=f"""
                 max by ({pm}) (
-                  vllm:kv_cache_usage_perc{_sel(cfg)}
+                  vllm:kv_cache_usage_perc{sel(cfg)}
                   or
-                  vllm:gpu_cache_usage_perc{_sel(cfg)}
+                  vllm:gpu_cache_usage_perc{sel(cfg)}
                 )
             """,
         ),
