@@ -124,8 +124,6 @@ def request_rate_by_reason(cfg: ObspackConfig) -> str:
     return sum_by(cfg, c.REQUEST_RATE, "model_name", "finished_reason", variables=MODEL)
 
 
-
-
 def prefix_tokens_rate(cfg: ObspackConfig, which: tuple[str, ...], *labels: str) -> str:
     return f"sum by ({c.by(cfg, *labels)}) (\n  {rate(cfg, which)}\n)"
 

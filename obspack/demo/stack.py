@@ -501,6 +501,11 @@ class Stack:
 
     # --- waiting ------------------------------------------------------------------------------------
 
+    @property
+    def wait_s(self) -> float:
+        """How long a wait for a state of the stack lasts unless told: a dozen intervals, at least 30 s."""
+        return max(30, 12 * self.interval_s)
+
     def sleep_scrape(self) -> None:
         """Wait one scrape interval, so that the next change lands in another scrape."""
         time.sleep(self.interval_s)
@@ -521,7 +526,7 @@ class Stack:
             ]
             return all({r["metric"]["pod"] for r in rows} >= pods for rows in found)
 
-        wait_until(ready, timeout or max(30, 12 * self.interval_s), "the first scrapes of every pod")
+        wait_until(ready, timeout or self.wait_s, "the first scrapes of every pod")
         time.sleep(2.5 * self.interval_s)  # two rule evaluations on two samples: one-sample verdicts cleared
         if self.watcher is not None:
             self.warm_at = time.monotonic() - self.watcher.started
@@ -534,7 +539,7 @@ class Stack:
         watcher = self.watcher
         assert watcher is not None, "start the stack with watch=True"
         what = f"{alertname} on {pod} to be {state} in {source}"
-        wait_until(lambda: watcher.state(source, alertname, pod=pod) == state, timeout or max(30, 12 * self.interval_s), what)
+        wait_until(lambda: watcher.state(source, alertname, pod=pod) == state, timeout or self.wait_s, what)
         track = watcher.track(source, alertname, pod=pod)
         if track is None:  # only possible for the 'gone' states, which need no details
             assert state == GONE[source]

@@ -150,7 +150,7 @@ def summary_expr(cfg: ObspackConfig, s: Summary) -> str:
 def groups(cfg: ObspackConfig) -> list[RuleGroup]:
     """The GPU plane's groups: the attribution, then the per-pod summaries reading it.
 
-    A rule over every GPU costs 0.1 to 0.3 s at 8,000 GPUs with the rule groups sharing two cores
+    A rule over every GPU costs 0.3 to 0.5 s at 8,000 GPUs with the rule groups sharing two cores
     (docs/benchmarks.md). Prometheus evaluates the rules of a group one after the other and groups
     concurrently, so the summaries sit two to a group and every group stays well under a second."""
 
