@@ -53,7 +53,9 @@ def per_step(values: str, step: int) -> str:
             end = float(start) + (times * float(m["inc"]) * (1 if m["op"] == "+" else -1))
             out.append(f"{start}{m['op']}{_number(per)}x{times * k} {_number(end)}x{k - 2}")
         elif start == "stale":
-            out.append(f"stale _x{k - 2}")
+            out.append(f"stale _x{k - 1}")
+        elif start == "_":  # promtool's `_xN` leaves out N samples (a value's `axN` is N+1 samples)
+            out.append(f"_x{(times if m['times'] else 1) * k}")
         else:
             out.append(f"{start}x{(times + 1) * k - 1}")
     return " ".join(out)

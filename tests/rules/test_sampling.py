@@ -1,29 +1,13 @@
 """Resampled unit-test series keep every whole-minute value, so the rendered tests' expectations hold."""
 
-import re
-
 import pytest
 
 from obspack.config import ObspackConfig
 from obspack.rules.sampling import per_step, step_seconds
+from tests.support.victoria import expand
 
 
-def expand(values: str) -> list[float | None]:
-    """promtool's series notation, as far as the incidents use it: `a`, `axn`, `a+bxn`, `a-bxn`, `_`, `_xn`."""
-    out: list[float | None] = []
-    for item in values.split():
-        m = re.fullmatch(r"(_|[-+]?[0-9.e]+)(?:([-+])([0-9.e]+))?(?:x([0-9]+))?", item)
-        assert m, item
-        start, times = m[1], int(m[4] or 0)
-        if start == "_":
-            out += [None] * (times + 1)
-            continue
-        inc = float(m[3] or 0) * (-1 if m[2] == "-" else 1)
-        out += [float(start) + i * inc for i in range(times + 1)]
-    return out
-
-
-@pytest.mark.parametrize("values", ["1x9 0x10", "0+3000x20 60000x15", "_x9 1x12", "0x5 40x25", "0.72x2 0.95x4 0.72x20", "7"])
+@pytest.mark.parametrize("values", ["1x9 0x10", "0+3000x20 60000x15", "_x9 1x12", "1 _ _x2 3", "0x5 40x25", "0.72x2 0.95x4 0.72x20", "7"])
 @pytest.mark.parametrize("step", [1, 5, 10, 30])
 def test_whole_minutes_keep_their_values(values: str, step: int) -> None:
     k = 60 // step
