@@ -620,6 +620,7 @@ def conflicts(cfg: ObspackConfig) -> list[Conflict]:
             ))
     static = [(("common_labels",), cfg.common_labels)]
     static += [(("alerts", alert, "labels"), getattr(cfg.alerts, alert).labels) for alert in Alerts.model_fields]
+    static.append((("slos", "labels"), cfg.slos.labels))  # VLLMErrorBudgetBurn's
     for loc, labels in static:
         if cfg.cluster_label in labels:
             found.append(Conflict(

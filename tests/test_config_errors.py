@@ -122,6 +122,11 @@ ERRORS: dict[str, tuple[bytes | None, str]] = {
         "FILE:3: common_labels.k8s_cluster: sets the cluster label (k8s_cluster, FILE:1), which each alert takes "
         "from its rule (allowed: other label names)",
     ),
+    "static label on the cluster label, on the burn alert": (
+        b"slos:\n  labels:\n    cluster: prod\n",
+        "FILE:3: slos.labels.cluster: sets the cluster label (cluster, the default), which each alert takes "
+        "from its rule (allowed: other label names)",
+    ),
     "template in a label value": (
         b"common_labels:\n  team: '{{ $labels.namespace }}'\n",
         "FILE:2: common_labels.team: '{{ $labels.namespace }}' contains '{{' or '}}', "
