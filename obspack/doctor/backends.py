@@ -59,13 +59,6 @@ class Backend:
         return TITLES.get(self.kind, self.kind) + (f" {self.version}" if self.version else "")
 
 
-def _try(api: PrometheusAPI, path: str) -> Any | QueryFailed:
-    try:
-        return api.get(path)
-    except QueryFailed as e:
-        return e
-
-
 def connect(api: PrometheusAPI, at: float) -> None:
     """One query any backend answers; its failure means the server cannot be asked."""
     try:
@@ -76,7 +69,7 @@ def connect(api: PrometheusAPI, at: float) -> None:
 
 def detect(api: PrometheusAPI, kind: str = "auto") -> Backend:
     probes = ["status/buildinfo", "status/tsdb", "stores", "/vmalert/api/v1/rules", "rules", "targets"]
-    buildinfo, tsdb, stores, vmalert, rules, targets = api.map(lambda p: _try(api, p), probes)
+    buildinfo, tsdb, stores, vmalert, rules, targets = api.map(api.get, probes)
     info = buildinfo if isinstance(buildinfo, dict) else {}
     if kind == "auto":
         kind = _kind(info, tsdb, stores, vmalert)

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
+from concurrent.futures import Future
 from dataclasses import dataclass
 from enum import Enum
 from threading import Lock
-from typing import TypeVar
+from typing import Any, TypeVar
 
+from obspack import conventions as c
 from obspack.doctor import knowledge as k
 from obspack.doctor.api import PrometheusAPI
 from obspack.doctor.needs import Leaf, Matcher, Selector, duration
@@ -65,7 +67,7 @@ class SelectorChecks:
         self.api = api
         self.window = window
         self.scopes = scopes  # source key -> the configured matchers of that source (no braces)
-        self._memo: dict[tuple[str, ...], object] = {}
+        self._memo: dict[tuple[str, ...], Future[Any]] = {}
         self._lock = Lock()
 
     def run(self, leaves: Iterable[Leaf], *, diagnose: bool = True) -> dict[Leaf, Check]:
@@ -81,14 +83,22 @@ class SelectorChecks:
     # -- cached questions -------------------------------------------------------------------------
 
     def _ask(self, key: tuple[str, ...], fn: Callable[[], T]) -> T:
-        """`fn()`, asked once per key (two threads may both ask the first time; both get an answer)."""
+        """`fn()`, asked once per key: the first caller asks, and callers meanwhile (other threads) wait for
+        its answer. A failure is handed to those waiting and forgotten, so a later caller asks again."""
         with self._lock:
-            if key in self._memo:
-                return self._memo[key]  # type: ignore[return-value]
-        value = fn()
-        with self._lock:
-            self._memo[key] = value
-        return value
+            future = self._memo.get(key)
+            first = future is None
+            if future is None:
+                future = self._memo[key] = Future()
+        if first:
+            try:
+                future.set_result(fn())
+            except BaseException as e:
+                with self._lock:
+                    del self._memo[key]
+                future.set_exception(e)
+                raise
+        return future.result()
 
     def count(self, expr: str) -> float:
         def ask() -> float:
@@ -146,7 +156,7 @@ class SelectorChecks:
             return None
         source = k.source_of(selector.metric)
         scope = self.scopes.get(source.key, "") if source else ""
-        return f"{metric}{{{scope}}}" if scope else metric
+        return metric + c.selector(scope)
 
     def diagnose(self, leaf: Leaf) -> Check:
         selector = leaf.selector

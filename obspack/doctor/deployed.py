@@ -12,6 +12,7 @@ from typing import Any
 
 import promql_parser as pp
 
+from obspack import durations
 from obspack.doctor.api import PrometheusAPI, QueryFailed
 from obspack.doctor.backends import Backend
 from obspack.doctor.findings import Finding, Topic, note, problem
@@ -49,7 +50,7 @@ def _rendered(rule: object) -> dict[str, Any]:
     name = data.get("alert") or data.get("record")
     out = {"name": name, "query": _normal(str(data["expr"])), "labels": dict(data.get("labels", {}))}
     if isinstance(rule, AlertRule):
-        out["for"] = pp.parse_duration(str(data["for"])).total_seconds() if "for" in data else 0.0
+        out["for"] = durations.parse_ms(str(data["for"])) / 1000 if "for" in data else 0.0
         out["annotations"] = dict(data.get("annotations", {}))
     return out
 

@@ -159,16 +159,22 @@ def evaluate_records(
         if data.verdict.state is State.OK
     ]
 
-    def evaluate(rule: Rule) -> list[dict[str, object]] | str:
+    def query(rule: Rule) -> str | CannotInline:
+        """The query that evaluates `rule` (records of several windows can share one), or why none can."""
         static = Selector(rule.name, tuple((label, "=", value) for label, value in rule.labels))
         try:
             expr = str(static) if rule.name in trusted else needs.written(rule, keep=trusted)
         except CannotInline as e:
-            return f"cannot be evaluated here: {e}"
-        by = ", ".join(labels[rule.name])
-        return api.query(f"group by ({by}) ({expr})", at)
+            return e
+        return f"group by ({', '.join(labels[rule.name])}) ({expr})"
 
-    results = dict(zip(jobs, api.map(evaluate, jobs)))
+    texts = [query(rule) for rule in jobs]
+    distinct = [t for t in dict.fromkeys(texts) if isinstance(t, str)]
+    answers = dict(zip(distinct, api.map(lambda text: api.query(text, at), distinct)))
+    results = {
+        rule: answers[text] if isinstance(text, str) else f"cannot be evaluated here: {text}"
+        for rule, text in zip(jobs, texts)
+    }
     data: dict[str, tuple[RecordData, ...]] = {}
     for name in order:
         data[name] = tuple(

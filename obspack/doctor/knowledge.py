@@ -109,7 +109,6 @@ VLLM_GENERATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
 # vLLM engine series carry model_name; production-stack's router re-exports some gauges without it.
 VLLM_ENGINE = 'model_name!=""'
 VLLM_ROUTER = 'model_name=""'
-VLLM_MULTIPROCESS = 'pid!=""'  # one series per API-server process (vLLM 0.9.2 to 0.11.0)
 
 # dcgm-exporter puts the workload pod in one of these labels (first match wins per series).
 DCGM_MODES = (

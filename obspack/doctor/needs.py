@@ -19,12 +19,12 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import timedelta
 
 import promql_parser as pp
 
-from obspack.promql import Target, Variable, grafana_to_promql, may_match, targets, variables
+from obspack.promql import Matcher, Target, Variable, grafana_to_promql, may_match, targets, variables
 from obspack.render.bundle import Pack
 from obspack.rules.model import AlertRule, RuleGroup
 
@@ -35,7 +35,6 @@ _OPS = {
     "MatchOp.NotRe": "!~",
 }  # by str(op)
 MATCH_ALL = ".*"
-Matcher = tuple[str, str, str]  # (label, op, value), op one of = != =~ !~
 Labels = tuple[tuple[str, str], ...]  # static labels of a rule, sorted
 RECENT = "[2m:1m]"  # a written-out record read over a window: two evaluations, enough for any function
 MARK = "obspack_doctor_match"  # a label a regex matcher puts on the series it keeps, for `and on`
@@ -246,7 +245,10 @@ class PackNeeds:
     alerts: tuple[Rule, ...]
     targets: tuple[Target, ...]
     variables: tuple[Variable, ...]
-    _record_names: frozenset[str] = field(default=frozenset(), repr=False)
+
+    @functools.cached_property
+    def _record_names(self) -> frozenset[str]:
+        return frozenset(self.records)
 
     @property
     def recording_rules(self) -> tuple[Rule, ...]:
@@ -382,5 +384,4 @@ def read_pack(pack: Pack) -> PackNeeds:
         alerts=alerts,
         targets=tuple(targets(pack)),
         variables=tuple(variables(pack)),
-        _record_names=names,
     )

@@ -10,6 +10,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from obspack import conventions as c
 from obspack.config import ObspackConfig
 from obspack.doctor import knowledge as k
 from obspack.doctor.api import PrometheusAPI, QueryFailed
@@ -36,11 +37,6 @@ class Survey:
 
 
 Rows = list[dict[str, str]]
-
-
-def _scoped(metric: str, *matchers: str) -> str:
-    kept = [m for m in matchers if m]
-    return f"{metric}{{{', '.join(kept)}}}" if kept else metric
 
 
 class _Asker:
@@ -78,7 +74,7 @@ def _missing(ask: _Asker, source: k.Source, scope: str) -> tuple[SourceReport, F
     """A source without series now: gone (seen within the lookback) or never there."""
     names = "|".join(source.inventory)
     where = f" with selectors.{source.key} ({scope})" if scope else ""
-    if ask.values("__name__", _scoped("", scope, f'__name__=~"{names}"')):
+    if ask.values("__name__", c.selector(scope, f'__name__=~"{names}"')):
         summary = f"gone: no series now, some within the last {duration(ask.window.lookback_s)}{where}"
         action = f"{source.title}: its series stopped; check its pods and their scrape targets"
     else:
@@ -97,7 +93,7 @@ def survey(
     scope = {s.key: getattr(cfg.selectors, s.key, "") if s.key else "" for s in k.SOURCES}
     inventory = ask.rows(
         {
-            f"{s.key}|{m}": f"count by (job) ({_scoped(m, scope[s.key])})"
+            f"{s.key}|{m}": f"count by (job) ({m}{c.selector(scope[s.key])})"
             for s in k.SOURCES
             for m in s.inventory
         }
@@ -145,8 +141,9 @@ def _vllm(
     cl = cfg.cluster_label
     by = f"{cl}, namespace, pod, model_name"
     markers = sorted({m for _, ms in k.VLLM_GENERATIONS for m in ms})
-    rows = ask.rows({m: f"group by ({by}) ({_scoped(m, scope, k.VLLM_ENGINE)})" for m in markers})
-    rows["router"] = ask.rows({"router": f"count({_scoped(found['vllm'], scope, k.VLLM_ROUTER)})"})["router"]
+    queries = {m: f"group by ({by}) ({m}{c.selector(scope, k.VLLM_ENGINE)})" for m in markers}
+    queries["router"] = f"count({found['vllm']}{c.selector(scope, k.VLLM_ROUTER)})"
+    rows = ask.rows(queries)
     serves: dict[tuple[str, ...], set[str]] = {}
     labels: dict[tuple[str, ...], dict[str, str]] = {}
     for metric in markers:
@@ -180,8 +177,8 @@ def _vllm_containers(
     if "vllm" not in found or "kube_state_metrics" not in found:
         return []
     cl = cfg.cluster_label
-    pods = f"group by ({cl}, namespace, pod) ({_scoped(found['vllm'], scope['vllm'], k.VLLM_ENGINE)})"
-    info = _scoped(k.KSM_CONTAINERS, scope["kube_state_metrics"], k.CADVISOR_CONTAINER)
+    pods = f"group by ({cl}, namespace, pod) ({found['vllm']}{c.selector(scope['vllm'], k.VLLM_ENGINE)})"
+    info = k.KSM_CONTAINERS + c.selector(scope["kube_state_metrics"], k.CADVISOR_CONTAINER)
     rows = ask.rows(
         {"containers": f"group by (container, image) ({info} and on ({cl}, namespace, pod) {pods})"}
     )
@@ -216,9 +213,9 @@ def _cadvisor(ask: _Asker, scope: str, found: Mapping[str, str]) -> SourceReport
         return None
     rows = ask.rows(
         {
-            "all": f"count({_scoped(metric, scope)})",
-            "container": f"count({_scoped(metric, scope, k.CADVISOR_CONTAINER)})",
-            "image": f"count({_scoped(metric, scope, k.CADVISOR_IMAGE)})",
+            "all": f"count({metric}{c.selector(scope)})",
+            "container": f"count({metric}{c.selector(scope, k.CADVISOR_CONTAINER)})",
+            "image": f"count({metric}{c.selector(scope, k.CADVISOR_IMAGE)})",
         }
     )
     labels = {label: _count(rows[label]) > 0 for label in ("container", "image")}
@@ -262,7 +259,7 @@ def _ksm(ask: _Asker, cl: str, scope: Mapping[str, str], found: Mapping[str, str
     metric = found.get("kube_state_metrics")
     if metric is None:
         return None
-    selector = _scoped(metric, scope["kube_state_metrics"])
+    selector = metric + c.selector(scope["kube_state_metrics"])
     rows = ask.rows({"replicas": f"max(count by ({', '.join((cl, *k.KSM_REPLICA_KEY))}) ({selector}))"})
     replicas = _count(rows["replicas"])
     instances = ask.values("instance", selector)
@@ -294,9 +291,9 @@ def _dcgm(
     mode_labels = [label for label, _ in k.DCGM_MODES]
     namespaces = {"exported_pod": "exported_namespace", "pod_name": "pod_namespace", "pod": "namespace"}
     by = ", ".join(dict.fromkeys([cl, *k.DCGM_GPU_KEY, *mode_labels, *namespaces.values()]))
-    queries = {"gpus": f"group by ({by}) ({_scoped(metric, scope['dcgm'])})"}
+    queries = {"gpus": f"group by ({by}) ({metric}{c.selector(scope['dcgm'])})"}
     if "kube_state_metrics" in found:
-        requests = _scoped(k.GPU_REQUESTS[0], scope["kube_state_metrics"], k.GPU_REQUESTS[1])
+        requests = k.GPU_REQUESTS[0] + c.selector(scope["kube_state_metrics"], k.GPU_REQUESTS[1])
         queries["requests"] = f"group by ({cl}, namespace, pod) ({requests} > 0)"
     rows = ask.rows(queries)
     holders = {(r.get(cl, ""), r.get("namespace", ""), r.get("pod", "")) for r in rows.get("requests", [])}
@@ -316,7 +313,7 @@ def _dcgm(
         counts[label or "none"] += 1
         if label and workload:
             modes[workload] = label
-    fields = ask.values("__name__", _scoped("", scope["dcgm"], '__name__=~"DCGM_.+"'))
+    fields = ask.values("__name__", c.selector(scope["dcgm"], '__name__=~"DCGM_.+"'))
     parts = [f"{counts[m]} {dict(k.DCGM_MODES)[m].split(' ')[0]}" for m in mode_labels if counts[m]]
     if counts["none"]:
         parts.append(f"{counts['none']} without a vLLM pod (idle, or the pod has no nvidia.com/gpu request)")
@@ -376,9 +373,9 @@ def _exporter(ask: _Asker, cl: str, scope: str, found: Mapping[str, str]) -> Sou
     by = f"{cl}, namespace, pod"
     rows = ask.rows(
         {
-            "pods": f"count(group by ({by}) ({_scoped(metric, scope)}))",
-            "probe": f"count(group by ({by}) ({_scoped(k.EXPORTER_PROBE, scope)}))",
-            "down": f"count({_scoped(metric, scope)} == 0)",
+            "pods": f"count(group by ({by}) ({metric}{c.selector(scope)}))",
+            "probe": f"count(group by ({by}) ({k.EXPORTER_PROBE}{c.selector(scope)}))",
+            "down": f"count({metric}{c.selector(scope)} == 0)",
         }
     )
     pods, probe, down = (_count(rows[n]) for n in ("pods", "probe", "down"))
@@ -392,37 +389,36 @@ def _cluster_label(
     ask: _Asker, cl: str, scope: Mapping[str, str], found: Mapping[str, str]
 ) -> tuple[SourceReport, list[Finding]]:
     title = "cluster label"
-    sources = {key: _scoped(metric, scope[key]) for key, metric in found.items() if key}
+    sources = {key: metric + c.selector(scope[key]) for key, metric in found.items() if key}
     if not sources:
         return SourceReport(title, False, "no source to look at"), []
     labelled = f'{cl}!=""'
     rows = ask.rows(
-        {key: f"count({_scoped(metric, scope[key], labelled)})" for key, metric in found.items() if key}
+        {key: f"count({metric}{c.selector(scope[key], labelled)})" for key, metric in found.items() if key}
     )
     having = sorted(key for key in sources if _count(rows[key]))
     lacking = sorted(key for key in sources if key not in having)
     titles = {s.key: s.title for s in k.SOURCES}
-    if having and lacking:
-        clusters = ask.values(cl, sources[having[0]])
-        message = (
-            f"`{cl}` is on {', '.join(titles[x] for x in having)} but not on {', '.join(titles[x] for x in lacking)}: "
-            "joins between them match nothing"
-        )
-        action = (
-            f"cluster label: add `{cl}` to every scrape of {', '.join(titles[x] for x in lacking)} (external labels "
-            "reach only remote storage, not local queries)"
-        )
-        report = SourceReport(
-            title, True, f"`{cl}` on {len(having)} of {len(sources)} sources", {"clusters": clusters}
-        )
-        return report, [problem(Topic.SOURCE, title, message, action=action)]
     if having:
         clusters = ask.values(cl, sources[having[0]])
+        if lacking:
+            message = (
+                f"`{cl}` is on {', '.join(titles[x] for x in having)} but not on {', '.join(titles[x] for x in lacking)}: "
+                "joins between them match nothing"
+            )
+            action = (
+                f"cluster label: add `{cl}` to every scrape of {', '.join(titles[x] for x in lacking)} (external labels "
+                "reach only remote storage, not local queries)"
+            )
+            report = SourceReport(
+                title, True, f"`{cl}` on {len(having)} of {len(sources)} sources", {"clusters": clusters}
+            )
+            return report, [problem(Topic.SOURCE, title, message, action=action)]
         shown = ", ".join(clusters[:5]) + ("..." if len(clusters) > 5 else "")
         return SourceReport(
             title, True, f"`{cl}`: {len(clusters)} clusters ({shown})", {"clusters": clusters}
         ), []
-    names = set(ask.api.label_names(sources.values(), ask.window.start, ask.window.at)) if sources else set()
+    names = set(ask.api.label_names(sources.values(), ask.window.start, ask.window.at))
     for candidate in k.CLUSTER_LABELS:
         if candidate == cl or candidate not in names:
             continue
