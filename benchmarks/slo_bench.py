@@ -26,7 +26,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -90,25 +89,6 @@ def write_history(models: list[tuple[str, str, str]], end: int, path: Path) -> i
     return count
 
 
-def backfill_history(source: Path, data: Path) -> None:
-    promtool = find_tool("promtool")
-    run = subprocess.run(
-        [
-            str(promtool),
-            "tsdb",
-            "create-blocks-from",
-            "openmetrics",
-            "--max-block-duration=24h",
-            str(source),
-            str(data),
-        ],
-        capture_output=True,
-        text=True,
-    )
-    if run.returncode != 0:
-        raise SystemExit(f"promtool failed:\n{run.stderr[-2000:]}")
-
-
 def slo_rule_files(out: Path) -> tuple[list[Path], list[dict[str, Any]]]:
     pack = build(ObspackConfig())
     recording = [g.to_dict() for g in pack.recording_groups if "-slo" in g.name]
@@ -153,7 +133,7 @@ def main() -> None:
         models = sorted({(p.cluster, p.namespace, p.model) for p in fleet.fleet_pods(spec)})
         log(f"writing 30 days of SLO record history for {len(models)} model-namespaces")
         history = write_history(models, spec.first - 600, root / "history.om")
-        backfill_history(root / "history.om", root / "data")
+        backfill_openmetrics(root / "history.om", root / "data", max_block="24h")
         (root / "history.om").unlink()
         spec = FleetSpec(pods=args.pods // 2, duration_s=900, step_s=30)  # ends a minute before now
         log(f"writing the vLLM families of {args.pods} pods")

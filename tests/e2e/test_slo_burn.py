@@ -26,6 +26,7 @@ from obspack.demo.stack import (
     Tools,
 )
 from obspack.rules.alerts.slo import ALERT
+from tests.e2e.checks import explained
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
 
@@ -62,7 +63,7 @@ def test_a_latency_burn_pages_through_alertmanager(
     with Stack(tmp_path_factory.mktemp("slo"), pods, e2e_tools, interval_s=1, config=SLO_CONFIG) as stack:
         assert stack.watcher is not None and stack.prometheus is not None and stack.webhook is not None
         watcher, prometheus, webhook = stack.watcher, stack.prometheus, stack.webhook
-        try:
+        with explained(stack):
             stack.wait_for_data()
             wait_until(
                 lambda: prometheus.query(f'{c.slo_rate("events", "1m")}{{slo="time_to_first_token"}} > 0'),
@@ -113,5 +114,3 @@ def test_a_latency_burn_pages_through_alertmanager(
             )
             assert calm and float(calm[0]["value"][1]) < 0.01, calm
             assert not watcher.tracks(PROMETHEUS, ALERT, namespace=CALM_NAMESPACE)
-        except (TimeoutError, AssertionError) as e:
-            pytest.fail(f"{type(e).__name__}: {e}\n\n{stack.report()}")

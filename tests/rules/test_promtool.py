@@ -14,7 +14,7 @@ from obspack.render.files import ALERTS_FILE, PROMETHEUS_RULE_FILE, RECORDING_FI
 from obspack.rules.alerts import all_alerts
 from obspack.rules.alerts.slo import ALERT as SLO_ALERT
 from obspack.rules.unit_tests import rule_tests
-from tests.support.packs import CONFIGS, render
+from tests.support.packs import CONFIGS, files, render, write_files
 from tests.support.tools import require_tool
 
 
@@ -25,11 +25,7 @@ def rendered(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
     # the demo's config: scrapes and evaluations every 5 s, `for` of seconds, short windows
     config = tmp_path / "e2e.yaml"
     config.write_text(E2E_CONFIG, encoding="utf-8")
-    for rel, text in pack_files(build(load_config(config))).items():
-        target = tmp_path / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text, encoding="utf-8")
-    return tmp_path
+    return write_files(pack_files(build(load_config(config))), tmp_path)
 
 
 def promtool(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -110,14 +106,12 @@ def test_a_hidden_group_hop_fails_the_reversed_order_tests(rendered: Path) -> No
 
 def test_unit_tests_fail_when_a_threshold_is_wrong(tmp_path: Path) -> None:
     """The rendered tests can fail: loosen one alert's threshold and promtool must report it."""
-    files = pack_files(build(ObspackConfig()))
-    for rel, text in files.items():
-        if rel == ALERTS_FILE:
-            text = text.replace("namespace_pod_model:vllm_kv_cache_usage:max > 0.9\n", "namespace_pod_model:vllm_kv_cache_usage:max > 0.5\n")
-            assert "> 0.5" in text
-        target = tmp_path / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text)
+    rendered = dict(files("defaults"))
+    rendered[ALERTS_FILE] = rendered[ALERTS_FILE].replace(
+        "namespace_pod_model:vllm_kv_cache_usage:max > 0.9\n", "namespace_pod_model:vllm_kv_cache_usage:max > 0.5\n"
+    )
+    assert "> 0.5" in rendered[ALERTS_FILE]
+    write_files(rendered, tmp_path)
     done = promtool("test", "rules", "vllm-engine_test.yaml", cwd=tmp_path / "tests")
     assert done.returncode != 0
     assert "VLLMKVCacheUsageHigh" in done.stdout + done.stderr

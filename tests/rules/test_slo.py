@@ -23,6 +23,7 @@ from obspack.rules.recording import all_recording_groups
 from obspack.rules.recording.slo import le_matcher
 from obspack.rules.slo_tests import FILE, _Predictor, _Suite, counter_values, slo_rule_tests
 from tests.support.chains import Chains
+from tests.support.packs import files, write_files
 from tests.support.tools import require_tool
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -31,7 +32,6 @@ CONFIGS = {
     "custom": load_config(FIXTURES / "custom.yaml"),
     "speedup": ObspackConfig.model_validate({"slos": {"speedup": 60}, "rule_interval": "1s"}),
 }
-_RECORD = re.compile(r"\b([a-z_]+:[a-z0-9_]+:[a-z0-9_]+)\b")
 
 
 def _slo_groups(cfg: ObspackConfig) -> dict[str, list[RecordingRule]]:
@@ -119,13 +119,6 @@ def test_the_model_of_the_rules_refuses_a_check_at_a_threshold() -> None:
     assert verdict is None
 
 
-@pytest.fixture(params=sorted(CONFIGS))
-def rendered(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, Path]:
-    for rel, text in pack_files(build(CONFIGS[request.param])).items():
-        target = tmp_path / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text, encoding="utf-8")
-    return request.param, tmp_path
 
 
 def promtool(tests: Path, name: str) -> subprocess.CompletedProcess[str]:
@@ -134,16 +127,15 @@ def promtool(tests: Path, name: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_rendered_slo_tests_pass_in_either_group_order(rendered: tuple[str, Path]) -> None:
-    """The file's own order (tests/rules/test_promtool.py runs it for the defaults and the custom config)
-    and the groups reversed, so nothing depends on another group running first at the same time."""
-    config, root = rendered
-    tests = root / "tests"
+def test_rendered_slo_tests_pass_in_either_group_order(tmp_path: Path) -> None:
+    """The sped-up config's SLO tests in the file's own order and with the groups reversed, so nothing
+    depends on another group running first at the same time (tests/rules/test_promtool.py runs both orders
+    of every rendered test file for the defaults and the custom config)."""
+    tests = write_files(pack_files(build(CONFIGS["speedup"])), tmp_path) / "tests"
     data = yaml.safe_load((tests / FILE).read_text())
-    assert len(data["tests"]) == 7
     data["group_eval_order"] = list(reversed(data["group_eval_order"]))
     (tests / "reversed_test.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
-    for name in ("reversed_test.yaml", *([FILE] if config == "speedup" else [])):
+    for name in ("reversed_test.yaml", FILE):
         done = promtool(tests, name)
         assert done.returncode == 0 and "SUCCESS" in done.stdout, done.stdout + done.stderr
 
@@ -151,6 +143,7 @@ def test_rendered_slo_tests_pass_in_either_group_order(rendered: tuple[str, Path
 def test_every_slo_fires_and_stays_quiet_in_the_rendered_tests() -> None:
     for name, cfg in CONFIGS.items():
         cases = slo_rule_tests(cfg)[FILE]["tests"]
+        assert len(cases) == 7, name
         fired = {
             (a["exp_labels"]["slo"], a["exp_labels"]["long"])
             for case in cases
@@ -165,11 +158,8 @@ def test_every_slo_fires_and_stays_quiet_in_the_rendered_tests() -> None:
 
 
 def test_rendered_slo_tests_fail_without_the_guard(tmp_path: Path) -> None:
-    for rel, text in pack_files(build(ObspackConfig())).items():
-        if rel == ALERTS_FILE:
-            text = text.replace(f">= {c.SLO_MIN_REQUESTS}", f">= 0 * {c.SLO_MIN_REQUESTS}")
-        target = tmp_path / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text)
+    rendered = dict(files("defaults"))
+    rendered[ALERTS_FILE] = rendered[ALERTS_FILE].replace(f">= {c.SLO_MIN_REQUESTS}", f">= 0 * {c.SLO_MIN_REQUESTS}")
+    write_files(rendered, tmp_path)
     done = promtool(tmp_path / "tests", FILE)
     assert done.returncode != 0 and "low traffic stays quiet" in done.stderr, done.stdout + done.stderr

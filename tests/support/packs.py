@@ -23,10 +23,21 @@ def pack(name: str) -> Pack:
     return build(config_of(name))
 
 
-def render(name: str, folder: Path) -> Path:
-    """Write the pack of a config (a key of CONFIGS) into folder, as `obspack render` lays it out."""
-    for rel, text in pack_files(pack(name)).items():
+@cache
+def files(name: str) -> dict[str, str]:
+    """The pack's files as `obspack render` writes them (shared: copy before changing one)."""
+    return pack_files(pack(name))
+
+
+def write_files(files: dict[str, str], folder: Path) -> Path:
+    """Write a pack's files (path relative to the output folder -> text) into folder."""
+    for rel, text in files.items():
         target = folder / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text, encoding="utf-8")
     return folder
+
+
+def render(name: str, folder: Path) -> Path:
+    """Write the pack of a config (a key of CONFIGS) into folder, as `obspack render` lays it out."""
+    return write_files(files(name), folder)

@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-import socket
 import subprocess
-import time
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator, Sequence
@@ -24,7 +22,7 @@ from pathlib import Path
 import promql_parser
 import yaml
 
-from tests.support.prometheus import stop
+from tests.support.prometheus import PrometheusError, free_port, stop, wait_ready
 
 _NUMBER = r"[-+]?(?:[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?|Inf|NaN)"
 _ITEM = re.compile(rf"^(?P<value>_|{_NUMBER})(?:(?P<step>[-+][0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)?x(?P<times>[0-9]+))?$")
@@ -57,12 +55,6 @@ def labels_of(series: str) -> dict[str, str]:
     return {"__name__": selector.name, **labels} if selector.name else labels
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def rfc3339(unix: float) -> str:
     return datetime.fromtimestamp(unix, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -75,22 +67,14 @@ class Sample:
 
 
 def _start(args: list[str], url: str, log: Path) -> subprocess.Popen[bytes]:
-    """Start a VictoriaMetrics binary and wait until `url`/health says OK (20 s at most)."""
+    """Start a VictoriaMetrics binary and wait until `url`/health answers; stopped again if it does not."""
     process = subprocess.Popen(args, stdout=log.open("w"), stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 20
-    while not _healthy(url):
-        if process.poll() is not None or time.monotonic() > deadline:
-            stop(process)
-            raise RuntimeError(f"{Path(args[0]).name} did not start: {log.read_text()[-2000:]}")
-        time.sleep(0.05)
-    return process
-
-
-def _healthy(url: str) -> bool:
     try:
-        return urllib.request.urlopen(f"{url}/health", timeout=1).read().strip() == b"OK"
-    except OSError:
-        return False
+        wait_ready(url, process, log, path="/health")
+    except PrometheusError:
+        stop(process)
+        raise
+    return process
 
 
 class VictoriaMetrics:
