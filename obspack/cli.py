@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import errno
+import os
 import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 import typer
 
@@ -97,6 +99,7 @@ def render(
             return
         for folder, files in targets:
             result = output.write(folder, files)
+            _warn_skipped(folder, result.skipped)
             changed = len(result.missing) + len(result.stale)
             typer.echo(
                 f"wrote {folder}: {changed} changed, {len(result.extra)} removed, {len(result.unchanged)} unchanged"
@@ -105,9 +108,17 @@ def render(
         raise _fail(e) from None
 
 
+def _warn_skipped(folder: Path, skipped: list[str]) -> None:
+    for reason in skipped[:20]:
+        typer.secho(f"warning: {folder}: manifest entry skipped: {reason}", fg=typer.colors.YELLOW, err=True)
+    if len(skipped) > 20:
+        typer.secho(f"warning: {folder}: {len(skipped) - 20} more manifest entries skipped", fg=typer.colors.YELLOW, err=True)
+
+
 def _report_check(folder: Path, files: dict[str, str]) -> bool:
     """Print what differs in one output folder; True when it is not up to date."""
     result = output.diff(folder, files)
+    _warn_skipped(folder, result.skipped)
     if result.clean:
         typer.echo(f"{folder} is up to date ({len(result.unchanged)} files)")
         return False
@@ -228,3 +239,28 @@ def main() -> None:
         app()
     except KeyboardInterrupt:
         sys.exit(130)
+    except SystemExit:
+        _flush_stdout()
+        raise
+    except OSError as e:
+        if e.errno not in (errno.EPIPE, errno.ENOSPC, errno.EIO, errno.EBADF):
+            raise
+        _stdout_failed(e)
+
+
+def _flush_stdout() -> None:
+    try:
+        sys.stdout.flush()
+    except OSError as e:
+        _stdout_failed(e)
+
+
+def _stdout_failed(e: OSError) -> NoReturn:
+    """Standard output is full, closed or gone (`> /dev/full`, `| head`): one line on stderr, exit 1,
+    and stdout pointed at /dev/null so that Python's own flush at exit stays quiet."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    if not isinstance(e, BrokenPipeError):
+        print(f"error: cannot write to standard output: {e.strerror or e}", file=sys.stderr)
+    os._exit(1)
