@@ -56,7 +56,7 @@ def test_a_failure_at_any_step_leaves_the_previous_output_exactly(tmp_path: Path
         before = snapshot(out)
         seen: list[str] = []
 
-        def fail(name: str, at: int = failing) -> None:
+        def fail(name: str, at: int = failing, seen: list[str] = seen) -> None:
             seen.append(name)
             if len(seen) - 1 == at:
                 raise OSError(28, "No space left on device")
