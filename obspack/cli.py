@@ -5,9 +5,7 @@ from __future__ import annotations
 import errno
 import os
 import shutil
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Annotated, NoReturn
 
@@ -87,6 +85,7 @@ def render(
     """Render rules, dashboards, runbooks and tests into OUT (or check that OUT is up to date)."""
     try:
         cfg, pack = _pack(config)
+        _warn_missing_tests(pack)
         targets = [(out, pack_files(pack))]
         if helm is not None:
             from obspack.render.helm import chart_files
@@ -106,6 +105,11 @@ def render(
             )
     except ObspackError as e:
         raise _fail(e) from None
+
+
+def _warn_missing_tests(pack: Pack) -> None:
+    for why in pack.missing_tests:
+        typer.secho(f"warning: {why} (the pack's README lists this)", fg=typer.colors.YELLOW, err=True)
 
 
 def _warn_skipped(folder: Path, skipped: list[str]) -> None:
@@ -133,30 +137,24 @@ def _report_check(folder: Path, files: dict[str, str]) -> bool:
 def validate(config: ConfigOption = None) -> None:
     """Check the config and parse every PromQL expression it renders (and run promtool when present)."""
     from obspack.promql import expressions, parse_errors
+    from obspack.render.promtool import check_rules
 
     try:
         _, pack = _pack(config)
     except ObspackError as e:
         raise _fail(e) from None
+    _warn_missing_tests(pack)
     problems = parse_errors(pack)
     count = sum(1 for _ in expressions(pack))
     promtool = shutil.which("promtool")
     if promtool and not problems:
         files = pack_files(pack)
-        with tempfile.TemporaryDirectory() as tmp:
-            paths = []
-            for rel in (RECORDING_FILE, ALERTS_FILE):
-                p = Path(tmp) / Path(rel).name
-                p.write_text(files[rel], encoding="utf-8")
-                paths.append(str(p))
-            run = subprocess.run([promtool, "check", "rules", *paths], capture_output=True, text=True)
-            if run.returncode != 0:
-                problems.append(f"promtool check rules: {(run.stderr or run.stdout).strip()}")
+        problems += check_rules(promtool, {rel: files[rel] for rel in (RECORDING_FILE, ALERTS_FILE)})
     for problem in problems:
         typer.secho(f"error: {problem}", fg=typer.colors.RED, err=True)
     if problems:
         raise typer.Exit(code=1)
-    checked = "parsed, promtool check rules passed" if promtool else "parsed (promtool not found, skipped)"
+    checked = "parsed, promtool check rules --lint-fatal passed" if promtool else "parsed (promtool not found, skipped)"
     typer.echo(f"config OK; {count} PromQL expressions {checked}")
 
 

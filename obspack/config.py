@@ -12,6 +12,7 @@ import difflib
 import json
 import re
 import typing
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
@@ -26,6 +27,7 @@ from pydantic.fields import FieldInfo
 from obspack import durations, yamlsource
 from obspack.catalogue import vllm_latency
 from obspack.errors import ConfigError
+from obspack.promql import raw_strings_quoted
 
 # ---------------------------------------------------------------------------------------------------------
 # Value types. Each says what is allowed in its error message; the settings' descriptions repeat it for
@@ -39,7 +41,18 @@ _K8S_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 _K8S_QUALIFIED_NAME = re.compile(r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 _URL = re.compile(r"""^$|^[A-Za-z0-9./][^\s"'\\{}]*$""")
 _GRAFANA_REFRESH = re.compile(r"^$|^[1-9][0-9]*[smhd]$")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+# Characters a value may not hold, by Unicode category: control (Cc), format (Cf: bidi overrides, zero-width
+# and byte-order marks), surrogates (Cs), unassigned and non-characters (Cn: U+FFFE, U+FFFF, ...), and the
+# line and paragraph separators (Zl, Zp: U+2028, U+2029), which YAML reads as line breaks. Each of them
+# either breaks a YAML or JSON reader downstream (PyYAML, helm) or hides text from the person reading it.
+_UNSAFE = {
+    "Cc": "a control character",
+    "Cf": "an invisible format character",
+    "Cs": "a surrogate",
+    "Cn": "a non-character or unassigned code point",
+    "Zl": "a line separator",
+    "Zp": "a paragraph separator",
+}
 _PROBE = "obspack_probe"
 _MINUTE, _DAY = 60_000, 86_400_000
 
@@ -54,7 +67,8 @@ MAX_ENTRIES = 32
 # tests/test_config.py checks this set against the labels the rendered rules use.
 RULE_LABELS = frozenset({
     "alertname", "severity", "namespace", "pod", "container", "model_name", "job", "instance", "le", "engine",
-    "pid", "reason", "finished_reason", "gpu", "UUID", "Hostname", "modelName", "GPU_I_ID",
+    "pid", "reason", "finished_reason", "gpu", "UUID", "Hostname", "modelName", "GPU_I_ID", "slo",
+    "long", "short",
 })
 
 
@@ -67,9 +81,10 @@ def _text(value: str, limit: int) -> str:
     """One line of text, at most `limit` characters."""
     if len(value) > limit:
         raise ValueError(f"{len(value)} characters is too long (allowed: at most {limit})")
-    bad = _CONTROL.search(value)
-    if bad:
-        raise ValueError(f"contains the control character {bad.group()!r} (allowed: one line of printable text)")
+    for ch in value:
+        kind = _UNSAFE.get(unicodedata.category(ch))
+        if kind:
+            raise ValueError(f"contains U+{ord(ch):04X}, {kind} (allowed: one line of printable text)")
     return value
 
 
@@ -139,6 +154,7 @@ def _matchers(value: str) -> str:
         return ""
     if text.startswith("{") and text.endswith("}"):
         text = text[1:-1].strip().rstrip(",")
+    text = raw_strings_quoted(text)
     if re.search(r"(^|[{,\s])__name__\s*[=!]", text):
         raise ValueError("selectors may not match __name__ (the metric name comes from obspack)")
     try:
@@ -194,9 +210,8 @@ def _label_map(value: dict[str, str]) -> dict[str, str]:
     _entries(value)
     taken = sorted(RULE_LABELS & set(value))
     if taken:
-        raise ValueError(
-            f"labels may not set {taken}: the alerts carry them from their rules (set severity with the 'severity' key)"
-        )
+        hint = " (set severity with the 'severity' key)" if "severity" in taken else ""
+        raise ValueError(f"labels may not set {taken}: the alerts carry them from their rules{hint}")
     return value
 
 
@@ -478,7 +493,7 @@ class SLOs(_Model):
         None,
         description=f"requests a long window needs before it may alert; unset: one over one minus the objective {_MIN_REQUESTS}",
     )
-    models: list[ModelSLOs] = Field(
+    models: Annotated[list[ModelSLOs], AfterValidator(_entries)] = Field(
         default_factory=list,
         description="per-model settings, first match wins, e.g. [{model_regex: 'Qwen/.*', "
         "time_to_first_token: {threshold: 5.0}}]",

@@ -21,7 +21,7 @@ from contextlib import contextmanager
 
 import promql_parser as p
 
-from obspack.promql import token
+from obspack.promql import hide_strings, token
 
 # MetricsQL's Prometheus-compatible counterparts (VictoriaMetrics 1.79 has these three; rate_prometheus
 # came in 1.120).
@@ -111,9 +111,10 @@ def rewrite(expr: str) -> str:
             return p.parse(f'label_del({node}, "__name__")')
         return None
 
-    original = p.parse(expr)
+    hidden, restore = hide_strings(expr)
+    original = p.parse(hidden)
     with _metricsql_functions():
         rewritten = p.transform(original, enter, leave)
         if str(rewritten) == str(original):
             return expr
-        return _in_place(expr, rewritten) or rewritten.prettify()
+        return restore(_in_place(hidden, rewritten) or rewritten.prettify())

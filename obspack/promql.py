@@ -6,13 +6,16 @@ plain PromQL, with Grafana's duration variables replaced and its template variab
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import promql_parser
 
-from obspack.render.bundle import Pack
+if TYPE_CHECKING:  # walking a Pack needs only its attributes; a runtime import would be a cycle
+    from obspack.render.bundle import Pack
 
 # Grafana variables that stand for durations or label values inside dashboard queries.
 _GRAFANA_DURATIONS = {"$__rate_interval": "5m", "$__interval": "1m", "$__range": "1h", "${__range}": "1h"}
@@ -65,6 +68,43 @@ class Variable:
 
 Matcher = tuple[str, str, str]  # label, operator (=, !=, =~, !~), value
 _OPS = {"equal": "=", "notequal": "!=", "re": "=~", "notre": "!~"}
+
+
+# PromQL string literals: double- or single-quoted with backslash escapes, or backquoted and raw.
+_STRING_LITERAL = re.compile(r'"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'|`[^`]*`')
+_HIDDEN = 0xE000  # a string becomes one private-use character in quotes, about as wide as most strings
+_PLACEHOLDER = re.compile('"([\ue000-\uf8ff])"')
+
+
+def hide_strings(expr: str) -> tuple[str, Callable[[str], str]]:
+    """The expression with every string literal replaced by a short placeholder, and the function that
+    puts the literals back, each exactly as written. promql_parser prints strings without their escapes
+    (`"a\\"b"` comes back as `"a"b"`), so an expression that is parsed, rewritten and printed again must
+    go through the parser without the strings it cannot print."""
+    literals: list[str] = []
+
+    def hide(match: re.Match[str]) -> str:
+        if len(literals) > 0xF8FF - _HIDDEN:
+            raise ValueError("more string literals than placeholders")
+        literals.append(match.group())
+        return f'"{chr(_HIDDEN + len(literals) - 1)}"'
+
+    hidden = _STRING_LITERAL.sub(hide, expr)
+
+    def restore(text: str) -> str:
+        return _PLACEHOLDER.sub(lambda m: literals[ord(m.group(1)) - _HIDDEN], text)
+
+    return hidden, restore
+
+
+def raw_strings_quoted(text: str) -> str:
+    """Backquoted (raw) strings written as double-quoted ones with the same value: promql_parser refuses a
+    backslash inside backquotes, which Prometheus reads as a plain character."""
+    return re.sub(
+        _STRING_LITERAL,
+        lambda m: json.dumps(m.group()[1:-1], ensure_ascii=False) if m.group().startswith("`") else m.group(),
+        text,
+    )
 
 
 def token(value: object) -> str:

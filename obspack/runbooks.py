@@ -19,7 +19,7 @@ from obspack import slos
 from obspack.config import ObspackConfig
 from obspack.dashboards import slo_queries
 from obspack.errors import RenderError
-from obspack.rules.alerts import all_alerts, dashboard_url, settings
+from obspack.rules.alerts import all_alerts, dashboard_url, enabled, settings
 from obspack.rules.model import AlertRule, tidy
 from obspack.rules.recording import dcgm
 from obspack.rules.recording import slo as slo_recording
@@ -104,6 +104,8 @@ class _Page:
                 f"runbook {self.alert.runbook}: links to unknown alert {name!r} (known: {known})"
             )
         label = text or name
+        if not enabled(self.cfg, name):
+            return f"{label} (not enabled in this pack)"
         if name == self.alert.alert:
             return f"[{label}](#{anchor})" if anchor else f"{label} (this page)"
         return f"[{label}](./{target.runbook}.md{'#' + anchor if anchor else ''})"
@@ -225,12 +227,15 @@ def render_runbook(
 
 
 def render_runbooks(cfg: ObspackConfig) -> dict[str, str]:
-    """Every alert of the catalogue, enabled or not, gets its page, keyed by its runbook slug. An alert
-    made of several rules (one per window pair) gets one page that shows them all."""
+    """Every enabled alert gets its page, keyed by its runbook slug; a link to a disabled alert's page
+    becomes its plain name. An alert made of several rules (one per window pair) gets one page that
+    shows them all."""
     alerts = all_alerts(cfg)
     catalogue = {a.alert: a for a in alerts}
     by_alert: dict[str, list[AlertRule]] = {}
     for alert in alerts:
+        if not enabled(cfg, alert.alert):
+            continue
         by_alert.setdefault(alert.alert, []).append(alert)
     pages: dict[str, str] = {}
     for rules in by_alert.values():

@@ -13,6 +13,7 @@ share: the SLIs, the settings each model gets, and the alert windows.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from obspack.config import ObspackConfig, Severity, promql_string
@@ -63,16 +64,32 @@ def branches(cfg: ObspackConfig, sli: str) -> list[Branch]:
         if enabled:
             out.append(
                 Branch(
-                    matchers=(f"model_name=~{promql_string(entry.model_regex)}", *earlier),
+                    matchers=(f"model_name=~{promql_string(entry.model_regex)}", *_none_of(earlier)),
                     objective=base.objective if mine.objective is None else mine.objective,
                     threshold=_threshold(base, getattr(mine, "threshold", None)),
                     min_requests=slos.min_requests if entry.min_requests is None else entry.min_requests,
                 )
             )
-        earlier.append(f"model_name!~{promql_string(entry.model_regex)}")
+        earlier.append(entry.model_regex)
     if base.enabled:
-        out.append(Branch(tuple(earlier), base.objective, _threshold(base, None), slos.min_requests))
+        out.append(Branch(_none_of(earlier), base.objective, _threshold(base, None), slos.min_requests))
     return out
+
+
+def _none_of(regexes: list[str]) -> tuple[str, ...]:
+    """One matcher refusing every model the earlier entries take: `model_name!~"(?:a)|(?:b)"` (Prometheus
+    anchors the whole alternation, so it refuses exactly what each regex matches). A regex's leading flags
+    become the flags of its own group: `(?i)qwen.*` is `(?i:qwen.*)`."""
+    if not regexes:
+        return ()
+    if len(regexes) == 1:
+        return (f"model_name!~{promql_string(regexes[0])}",)
+    return (f"model_name!~{promql_string('|'.join(map(_grouped, regexes)))}",)
+
+
+def _grouped(regex: str) -> str:
+    flags = re.match(r"\(\?([a-zA-Z]+)\)", regex)
+    return f"(?{flags.group(1)}:{regex[flags.end():]})" if flags else f"(?:{regex})"
 
 
 def _threshold(base: object, override: float | None) -> float | None:

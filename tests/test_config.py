@@ -215,4 +215,5 @@ def test_rule_labels_cover_every_label_the_rules_group_or_join_by() -> None:
             for names in re.findall(r"\b(?:by|without|on|ignoring|group_left|group_right)\s*\(([^)]*)\)", rule.expr):
                 used |= {n.strip() for n in names.split(",") if n.strip()}
             used |= set(re.findall(r'"(\w+)",\s*"\$1"', rule.expr))  # label_replace targets
+            used |= set(dict(rule.labels))  # static labels of the rules themselves (slo, the burn windows)
     assert used - {"cluster"} <= RULE_LABELS, sorted(used - {"cluster"} - RULE_LABELS)

@@ -134,7 +134,21 @@ ERRORS: dict[str, tuple[bytes | None, str]] = {
     ),
     "control character": (
         b'grafana:\n  folder: "vLLM\\tGPU"\n',
-        "FILE:2: grafana.folder: contains the control character '\\t' (allowed: one line of printable text)",
+        "FILE:2: grafana.folder: contains U+0009, a control character (allowed: one line of printable text)",
+    ),
+    "line separator": (
+        b'grafana:\n  tags: [obspack, "a\\u2028b"]\n',
+        "FILE:2: grafana.tags.1: contains U+2028, a line separator (allowed: one line of printable text)",
+    ),
+    "non-character": (
+        b'grafana:\n  datasource: "prom\\uFFFF"\n',
+        "FILE:2: grafana.datasource: contains U+FFFF, a non-character or unassigned code point "
+        "(allowed: one line of printable text)",
+    ),
+    "invisible character": (
+        b'common_labels:\n  team: "ml\\u202eplatform"\n',
+        "FILE:2: common_labels.team: contains U+202E, an invisible format character "
+        "(allowed: one line of printable text)",
     ),
     "too long": (
         b"common_labels:\n  team: " + b"x" * 1025 + b"\n",

@@ -1,6 +1,8 @@
 """The config's promise, on generated configs: `obspack render` either refuses (exit 2, every line a
 `FILE:LINE: key: ...` error, the previous output byte for byte as it was) or writes a pack that
-`promtool check rules` accepts and whose shipped unit tests pass under `promtool test rules`.
+`promtool check rules --lint-fatal` accepts, that ships a test of every alert it renders (or names, in
+its README and on stderr, the ones its selectors leave no room for), and whose shipped unit tests pass
+under `promtool test rules`.
 
 Configs are drawn setting by setting from values a user could write, valid and not: durations in and out
 of range, thresholds at their edges, non-finite numbers, booleans and numbers where text belongs,
@@ -79,7 +81,8 @@ label_name = mix(
 )
 label_value = mix(
     st.one_of(st.text(st.characters(exclude_categories=("Cc", "Cs")), min_size=1, max_size=12), st.sampled_from(["ml-platform", "$labels", "{x}"])),
-    st.sampled_from(["", "{{ $value }}", "a}}b", "{{", "x" * 1100, "line\nbreak", "\x00", "tab\t", 1, True, 0.5, None]),
+    st.sampled_from(["", "{{ $value }}", "a}}b", "{{", "x" * 1100, "line\nbreak", "\x00", "tab\t", "a\u2028b", "\uffff",
+                     "rtl\u202e", 1, True, 0.5, None]),
 )
 label_map = mix(st.dictionaries(label_name, label_value, max_size=3), st.sampled_from([[], "team=a", None]))
 k8s_name = mix(
@@ -101,7 +104,8 @@ k8s_labels = mix(
 matchers = mix(
     st.sampled_from([
         "", 'job="vllm"', 'namespace=~"ml-.*"', '{job="kubelet", metrics_path="/metrics/cadvisor",}', 'job!="x"',
-        'job="a\\"b"', 'cluster=~"prod|staging"', 'job=~".*vllm.*"',
+        'job="a\\"b"', 'cluster=~"prod|staging"', 'job=~".*vllm.*"', 'pod=~"vllm-\\\\d+"', "job=`kube\\state`",
+        'namespace=~"inference-.*", pod!~"canary-.*"', 'engine="0"', 'cluster="prod"', 'model_name=~"(?i)llama.*"',
     ]),
     st.sampled_from([
         "job=vllm", '__name__="x"', '__meta_x="y"', 'a="b"} or vector(1) or up{c="d"', 'job=~"a++"', 'job=~"(?=x)"',
@@ -116,7 +120,10 @@ url = mix(
     st.sampled_from(["", "https://runbooks.example.com/vllm", "https://grafana.example.com/", "/relative/path"]),
     st.sampled_from(["has space", "http://a/{{ $labels.pod }}", 'say "hi"', "ftp://x\\y", "h" * 3000, 1, True]),
 )
-text = mix(st.text(st.characters(exclude_categories=("Cc", "Cs")), min_size=1, max_size=12), st.sampled_from(["", "x" * 300, 5, False, "\x07"]))
+text = mix(
+    st.text(st.characters(exclude_categories=("Cc", "Cs", "Cf", "Cn", "Zl", "Zp")), min_size=1, max_size=12),
+    st.sampled_from(["", "x" * 300, 5, False, "\x07", "a\u2029b", "\ufffe", "\u200b"]),
+)
 tags = mix(st.lists(text, max_size=3), st.sampled_from([[f"t{i}" for i in range(40)], "obspack", None]))
 window = mix(
     st.sampled_from(["1m", "90s", "2m", "5m", "10m", "15m", "30m", "1h", "1h30m", "1d", "2m30s"]),
@@ -124,6 +131,17 @@ window = mix(
 )
 scrape_interval = mix(st.sampled_from(["1s", "5s", "15s", "30s", "1m", "2m30s"]), duration)
 refresh = mix(st.sampled_from(["30s", "1m", "", "5s", "1h", "1d"]), st.sampled_from(["1s", "2d", "5 s", "1h30m", "0s", 30]))
+
+objective = mix(st.sampled_from([0.9, 0.99, 0.995, 0.999]), st.sampled_from([0, 1, 1.5, "0.99", None]))
+slo_threshold = mix(st.sampled_from([0.5, 1, 2.5, 5]), st.sampled_from([0.3, 7.3, -1, "fast", None]))
+slo_entry = st.fixed_dictionaries(
+    {"model_regex": mix(st.sampled_from(["Qwen/.*", "(?i)llama.*", "mistral|gemma", ".*", "m[0-9]+"]), regex)},
+    optional={
+        "time_to_first_token": st.fixed_dictionaries({}, optional={"threshold": slo_threshold, "enabled": boolean}),
+        "availability": st.fixed_dictionaries({}, optional={"objective": objective}),
+        "min_requests": number,
+    },
+)
 
 ALERT_FIELDS: dict[str, st.SearchStrategy[Any]] = {
     "enabled": boolean, "for": duration, "severity": severity, "labels": label_map, "ratio": ratio,
@@ -141,6 +159,14 @@ SETTINGS: dict[str, st.SearchStrategy[Any]] = {
     ),
     "vllm_containers": st.fixed_dictionaries({}, optional={"image_regex": regex, "name_regex": regex}),
     "prometheus_rule": st.fixed_dictionaries({}, optional={"name": k8s_name, "namespace": k8s_name, "labels": k8s_labels}),
+    "slos": st.fixed_dictionaries({}, optional={
+        "enabled": boolean,
+        "period": mix(st.sampled_from(["30d", "28d"]), st.sampled_from(["7d", 30, None])),
+        "time_to_first_token": st.fixed_dictionaries({}, optional={"threshold": slo_threshold, "objective": objective}),
+        "availability": st.fixed_dictionaries({}, optional={"enabled": boolean, "handler_regex": regex}),
+        "models": mix(st.lists(slo_entry, max_size=3), st.sampled_from([[{"model_regex": f"m{i}"} for i in range(33)], "Qwen", None])),
+        "labels": label_map,
+    }),
     "grafana": st.fixed_dictionaries({}, optional={
         "namespace": k8s_name, "folder": text, "folder_annotation": st.sampled_from(["k8s-sidecar-target-directory", "bad key/"]),
         "configmap_labels": k8s_labels, "datasource": text, "url": url, "tags": tags, "refresh": refresh,
@@ -217,7 +243,7 @@ def test_render_refuses_cleanly_or_writes_a_pack_promtool_accepts(workdir: Path,
         raise result.exception
     shown = content.decode("utf-8", "replace")
     event(f"exit {result.exit_code}")
-    for line in result.output.splitlines()[:1]:
+    for line in [line for line in result.output.splitlines() if line.startswith("error:")][:1]:
         event(re.sub(r"^error: \S+:\d+: ([^:]+): (.{0,30}).*", r"\1 \2", line))
     if result.exit_code == 2:
         lines = result.output.strip().splitlines()
@@ -229,9 +255,29 @@ def test_render_refuses_cleanly_or_writes_a_pack_promtool_accepts(workdir: Path,
         return
     assert result.exit_code == 0, f"exit {result.exit_code}: {result.output}\n--- config:\n{shown}"
     rules = sorted(str(p) for p in (out / "prometheus").glob("*.yaml"))
-    checked = promtool("check", "rules", *rules, cwd=out)
+    checked = promtool("check", "rules", "--lint-fatal", *rules, cwd=out)
     assert checked.returncode == 0, f"{checked.stdout}{checked.stderr}\n--- config:\n{shown}"
     tests = sorted(p.name for p in (out / "tests").glob("*_test.yaml"))
-    if tests:
-        ran = promtool("test", "rules", *tests, cwd=out / "tests")
+    _every_alert_is_tested_or_named(out, tests, result.output, shown)
+    # The SLO file takes three times as long as the others together: it runs when the config sets `slos`
+    # (tests/rules/test_hostile_configs.py checks it under narrowing selectors, test_slo.py runs it).
+    run = [t for t in tests if t != "slo_test.yaml" or "slos" in (yaml.safe_load(shown) or {})]
+    if run:
+        ran = promtool("test", "rules", *run, cwd=out / "tests")
         assert ran.returncode == 0, f"{ran.stdout[-4000:]}{ran.stderr}\n--- config:\n{shown}"
+
+
+def _every_alert_is_tested_or_named(out: Path, tests: list[str], output: str, shown: str) -> None:
+    """Each rendered alert has a test case, or the render said (stderr and README) why it has none."""
+    alerts = {r["alert"] for g in yaml.safe_load((out / "prometheus" / "alerts.yaml").read_text())["groups"] for r in g["rules"]}
+    tested = {
+        check["alertname"]
+        for name in tests
+        for case in yaml.safe_load((out / "tests" / name).read_text())["tests"]
+        for check in case["alert_rule_test"]
+    }
+    readme = (out / "README.md").read_text()
+    for alert in sorted(alerts - tested):
+        why = "no SLO tests" if alert == "VLLMErrorBudgetBurn" else f"no test of {alert}"
+        named = why in readme or "no alert tests" in readme
+        assert named and (why in output or "no alert tests" in output), f"{alert} has no test and no reason\n--- config:\n{shown}"

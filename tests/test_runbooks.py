@@ -15,7 +15,7 @@ from obspack.config import ObspackConfig
 from obspack.errors import RenderError
 from obspack.render.bundle import build
 from obspack.render.files import pack_files
-from obspack.rules.alerts import all_alerts
+from obspack.rules.alerts import all_alerts, enabled
 from obspack.rules.model import tidy
 from obspack.runbooks import render_runbooks
 from obspack.templating import templates_dir
@@ -39,7 +39,8 @@ CUSTOM = ObspackConfig.model_validate(
             "VLLMKVCacheUsageCritical": {"ratio": 0.98},
             "VLLMRequestQueueBacklog": {"min_waiting": 10, "waiting_to_running": 2},
             "VLLMRequestPreemptions": {"rate": 0.05},
-            "VLLMPrefixCacheHitRateLow": {"ratio": 0.2, "window": "1h", "enabled": False},
+            "VLLMPrefixCacheHitRateLow": {"ratio": 0.2, "window": "1h"},
+            "VLLMKVCacheFragmentationHigh": {"enabled": False},
         },
         "grafana": {"url": "https://grafana.example.com"},
     }
@@ -149,9 +150,9 @@ def custom_pages() -> dict[str, str]:
 # Catalogue: one page per alert, one alert per page
 
 
-def test_every_alert_has_exactly_one_runbook(rendered: tuple[ObspackConfig, dict[str, str]]) -> None:
+def test_every_enabled_alert_has_exactly_one_runbook(rendered: tuple[ObspackConfig, dict[str, str]]) -> None:
     cfg, pages = rendered
-    alerts = all_alerts(cfg)
+    alerts = [a for a in all_alerts(cfg) if enabled(cfg, a.alert)]
     assert sorted(pages) == sorted({a.runbook for a in alerts})  # an alert of several rules has one page
     for a in alerts:
         assert pages[a.runbook].startswith(f"# {a.alert}\n"), a.runbook
@@ -173,9 +174,27 @@ def test_runbooks_name_only_alerts_that_exist(rendered: tuple[ObspackConfig, dic
         assert not unknown, f"{slug} names alerts that do not exist: {sorted(unknown)}"
 
 
-def test_disabled_alerts_keep_their_runbook(custom_pages: dict[str, str]) -> None:
-    assert not CUSTOM.alerts.VLLMPrefixCacheHitRateLow.enabled
-    assert "vllm-prefix-cache-hit-rate-low" in custom_pages
+def test_disabled_alerts_have_no_runbook_and_links_to_them_are_plain_names(custom_pages: dict[str, str]) -> None:
+    assert not CUSTOM.alerts.VLLMKVCacheFragmentationHigh.enabled
+    assert "vllm-kv-cache-fragmentation-high" not in custom_pages
+    assert "vllm-kv-cache-fragmentation-high" in render_runbooks(ObspackConfig())
+    for slug, text in custom_pages.items():
+        assert "vllm-kv-cache-fragmentation-high.md" not in text, f"{slug} links to the page of a disabled alert"
+    assert "VLLMKVCacheFragmentationHigh (not enabled in this pack)" in custom_pages["obspack-exporter-target-down"]
+
+
+def test_with_slos_off_there_is_no_slo_runbook_dashboard_or_readme_row() -> None:
+    cfg = ObspackConfig.model_validate({"slos": {"enabled": False}, "alerts": {"VLLMTargetDown": {"enabled": False}}})
+    files = pack_files(build(cfg))
+    slo_files = [f for f in files if "vllm-slos" in f or "error-budget" in f or "slo_test" in f]
+    assert slo_files == []
+    assert "runbooks/vllm-target-down.md" not in files
+    readme = files["README.md"]
+    assert "VLLMErrorBudgetBurn" not in readme and "VLLMTargetDown |" not in readme
+    assert "| VLLMZeroThroughput |" in readme
+    for name, text in files.items():
+        if name.startswith("grafana/"):
+            assert "/d/vllm-slos" not in text and "vLLM / SLOs" not in text, f"{name} links to the missing SLO page"
 
 
 def test_a_missing_template_is_a_render_error(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -209,6 +228,8 @@ def test_runbook_urls_land_on_rendered_pages() -> None:
 
 def test_runbook_urls_use_the_configured_base(custom_pages: dict[str, str]) -> None:
     for a in all_alerts(CUSTOM):
+        if not enabled(CUSTOM, a.alert):
+            continue
         url = dict(a.annotations)["runbook_url"]
         assert url == f"https://runbooks.example.com/vllm/{a.runbook}.md"
         assert a.runbook in custom_pages
@@ -264,6 +285,8 @@ def test_first_command_is_the_alert_triage_with_placeholders(
 ) -> None:
     cfg, pages = rendered
     for a in all_alerts(cfg):
+        if not enabled(cfg, a.alert):
+            continue
         assert a.triage.startswith("kubectl ") and "\n" not in a.triage, (
             f"{a.alert}: triage must be one command"
         )
@@ -297,6 +320,8 @@ def test_promql_snippets_parse(rendered: tuple[ObspackConfig, dict[str, str]]) -
 def test_each_runbook_shows_its_alert_expression(rendered: tuple[ObspackConfig, dict[str, str]]) -> None:
     cfg, pages = rendered
     for a in all_alerts(cfg):
+        if not enabled(cfg, a.alert):
+            continue
         blocks = [b.code for b in parse_markdown(pages[a.runbook]).blocks if b.lang == "promql"]
         assert tidy(a.expr) in blocks, a.alert
 

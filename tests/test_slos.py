@@ -4,6 +4,7 @@ errors, per-model branches (first match wins), and the window pairs per period a
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -76,11 +77,25 @@ def test_branches_first_match_wins_and_inherit_the_defaults() -> None:
     )
     qwen, everything_else = slos.branches(cfg, "time_to_first_token")  # the catch-all turned it off
     assert qwen == slos.Branch(('model_name=~"Qwen/.*"',), 0.95, 5.0, 40)
-    assert everything_else.matchers == ('model_name!~"Qwen/.*"', 'model_name!~".*"')
+    # one matcher refuses what every earlier entry takes, each regex in a group of its own
+    assert everything_else.matchers == ('model_name!~"(?:Qwen/.*)|(?:.*)"',)
     assert (everything_else.objective, everything_else.threshold) == (0.99, 2.5)
     itl = slos.branches(cfg, "inter_token_latency")
     assert [b.min_requests for b in itl] == [40, 7, 40]
     assert itl[1].matchers == ('model_name=~".*"', 'model_name!~"Qwen/.*"')
+
+
+def test_earlier_entries_are_refused_with_their_own_flags() -> None:
+    entries = [{"model_regex": "(?i)qwen/.*"}, {"model_regex": "llama|mistral"}, {"model_regex": "gemma-.*"}]
+    cfg = ObspackConfig.model_validate({"slos": {"models": entries}})
+    *_, rest = slos.branches(cfg, "time_to_first_token")
+    (matcher,) = rest.matchers
+    regex = json.loads(matcher.removeprefix("model_name!~"))
+    assert regex == "(?i:qwen/.*)|(?:llama|mistral)|(?:gemma-.*)"
+    for model in ("Qwen/Qwen3-8B", "QWEN/x", "llama", "mistral", "gemma-2b"):
+        assert re.fullmatch(regex, model), f"{model} belongs to an earlier entry"
+    for model in ("llama-3", "phi-4", "xqwen/a"):
+        assert not re.fullmatch(regex, model), f"{model} belongs to no earlier entry"
 
 
 def test_disabled_slos_have_no_branches() -> None:

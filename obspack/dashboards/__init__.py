@@ -13,7 +13,7 @@ from grafanalib.core import Dashboard
 from obspack import conventions as c
 from obspack.config import ObspackConfig
 from obspack.dashboards import fleet, gpu_by_workload, kv_prefix_cache, pod_memory_planes, slos
-from obspack.dashboards.defaults import to_model
+from obspack.dashboards.defaults import shown, to_model
 
 BUILDERS: dict[str, Callable[[ObspackConfig], Dashboard]] = {
     fleet.NAME: fleet.dashboard_for,
@@ -28,4 +28,4 @@ def all_dashboards(cfg: ObspackConfig) -> list[tuple[str, dict[str, object]]]:
     missing = set(c.DASHBOARDS) ^ set(BUILDERS)
     if missing:
         raise ValueError(f"dashboards and conventions.DASHBOARDS disagree on: {sorted(missing)}")
-    return [(name, to_model(BUILDERS[name](cfg))) for name in c.DASHBOARDS]
+    return [(name, to_model(BUILDERS[name](cfg))) for name in shown(cfg)]

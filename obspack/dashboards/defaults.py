@@ -22,6 +22,7 @@ from grafanalib.core import (
 )
 
 from obspack import conventions as c
+from obspack import slos
 from obspack.config import ObspackConfig
 from obspack.dashboards.panels import layout, link
 from obspack.rules.alerts import runbook_url
@@ -56,7 +57,12 @@ def triage_from_series(cfg: ObspackConfig) -> dict[str, object]:
     return {"title": "Triage this pod", "url": _triage_url(cfg, "${{__field.labels.{}}}")}
 
 
-def _links(name: str) -> list[DashboardLink]:
+def shown(cfg: ObspackConfig) -> dict[str, str]:
+    """The dashboards this config renders, name to title: the SLO page only when an SLO is on."""
+    return {name: title for name, title in c.DASHBOARDS.items() if name != c.SLO_DASHBOARD or slos.enabled_slis(cfg)}
+
+
+def _links(cfg: ObspackConfig, name: str) -> list[DashboardLink]:
     return [
         DashboardLink(
             type="link",
@@ -67,7 +73,7 @@ def _links(name: str) -> list[DashboardLink]:
             keepTime=True,
             tooltip=f"Open {title} with the same variables and time range",
         )
-        for other, title in c.DASHBOARDS.items()
+        for other, title in shown(cfg).items()
         if other != name
     ]
 
@@ -94,7 +100,7 @@ def dashboard(
         graphTooltip=GRAPH_TOOLTIP_MODE_SHARED_CROSSHAIR,
         editable=True,
         templating=Templating(list=list(variables)),
-        links=_links(name),
+        links=_links(cfg, name),
         panels=layout(panels),
     ).auto_panel_ids()
 

@@ -9,7 +9,7 @@ from obspack.config import ObspackConfig
 from obspack.dashboards import all_dashboards
 from obspack.errors import RenderError
 from obspack.render.alertmanager import alertmanager_example
-from obspack.rules.alerts import alert_groups, all_alerts
+from obspack.rules.alerts import alert_groups, all_alerts, enabled
 from obspack.rules.model import AlertRule, RuleGroup
 from obspack.rules.recording import all_recording_groups
 from obspack.rules.slo_tests import slo_rule_tests
@@ -32,10 +32,11 @@ class Pack:
     cluster_label: str  # the label every aggregation keeps (engine writers reason about it)
     recording_groups: tuple[RuleGroup, ...]
     alert_groups: tuple[RuleGroup, ...]
-    alerts: tuple[AlertRule, ...]  # the whole catalogue, for runbooks and docs
+    alerts: tuple[AlertRule, ...]  # the enabled alerts (one rule each; several for the burn alert)
     dashboards: tuple[Dashboard, ...]
     runbooks: tuple[tuple[str, str], ...]  # (slug, markdown)
     rule_tests: tuple[tuple[str, dict[str, object]], ...]  # (file name, promtool test file)
+    missing_tests: tuple[str, ...]  # enabled alerts or SLOs without a shipped test, and why
     alertmanager: dict[str, object]
     prometheus_rule: dict[str, object]  # name, namespace, labels
     grafana: dict[str, object]  # namespace, folder, folder_annotation, configmap_labels
@@ -49,16 +50,19 @@ def build(cfg: ObspackConfig, source: str = "built-in defaults") -> Pack:
         Dashboard(name=name, title=str(model["title"]), uid=str(model["uid"]), model=model)
         for name, model in all_dashboards(cfg)
     )
+    tests, missing = rule_tests(cfg)
+    slo_tests, slo_missing = slo_rule_tests(cfg)
     return Pack(
         version=__version__,
         source=source,
         cluster_label=cfg.cluster_label,
         recording_groups=tuple(all_recording_groups(cfg)),
         alert_groups=groups,
-        alerts=tuple(all_alerts(cfg)),
+        alerts=tuple(a for a in all_alerts(cfg) if enabled(cfg, a.alert)),
         dashboards=dashboards,
         runbooks=tuple(sorted(render_runbooks(cfg).items())),
-        rule_tests=tuple(sorted({**rule_tests(cfg), **slo_rule_tests(cfg)}.items())),
+        rule_tests=tuple(sorted({**tests, **slo_tests}.items())),
+        missing_tests=tuple(missing + slo_missing),
         alertmanager=alertmanager_example(cfg),
         prometheus_rule=cfg.prometheus_rule.model_dump(),
         grafana=cfg.grafana.model_dump(),

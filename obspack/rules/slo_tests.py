@@ -15,13 +15,13 @@ Steps are one minute at speedup 1 and shrink with `slos.speedup`; every window c
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from obspack import conventions as c
 from obspack import slos
 from obspack.config import ObspackConfig, Severity
+from obspack.rules import satisfy
 from obspack.rules.alerts import alert_groups, all_alerts
 from obspack.rules.alerts.slo import ALERT
 from obspack.rules.model import AlertRule
@@ -35,6 +35,7 @@ MODELS = {  # one model per SLI, so that each SLI's traffic is its own
     "availability": "mistralai/Mistral-7B-Instruct-v0.3",
 }
 NAMESPACE = "inference"
+ROUTER_POD = "vllm-router-5f9c"  # production-stack's router: HTTP series without a model
 ROUTES = ("/v1/chat/completions", "/v1/completions", "/v1/embeddings", "/v1/responses")
 GAPS_PER_REQUEST = 100  # token gaps per request, for inter-token latency
 MARGIN = 0.1  # a window's burn (or request count) must clear a threshold by 10% to count as clear
@@ -211,20 +212,30 @@ class _Case:
     samples: list[dict[str, object]] = field(default_factory=list)
 
 
-class _Writer:
-    """Series of one SLI for one model in the shapes vLLM exposes them."""
+def _route(cfg: ObspackConfig, constraints: satisfy.Constraints) -> str:
+    """An API route the availability SLO counts (its handler regex) that the selectors keep."""
+    matchers = (("handler", "=~", cfg.slos.availability.handler_regex), *constraints.families.get("handler", ()))
+    preferred = next((r for r in ROUTES if satisfy.accepts(r, matchers)), ROUTES[0])
+    return satisfy.pick(matchers, preferred, set(), "slos.availability.handler_regex")
 
-    def __init__(self, cfg: ObspackConfig, builder: Builder) -> None:
-        self.cfg, self.b = cfg, builder
-        # a route the availability SLO counts (none: the SLO file is not rendered)
-        self.route = next((r for r in ROUTES if re.fullmatch(cfg.slos.availability.handler_regex, r)), "")
+
+def _pods(model: str) -> list[str]:
+    return [f"{model.rsplit('/', 1)[-1].lower()}-{i}" for i in range(2)]
+
+
+class _Writer:
+    """Series of one SLI for one model in the shapes vLLM exposes them, moved into what the selectors
+    accept (`mapping`, built for every label value the suite uses)."""
+
+    def __init__(self, cfg: ObspackConfig, builder: Builder, route: str, mapping: satisfy.Mapping) -> None:
+        self.cfg, self.b, self.route, self.mapping = cfg, builder, route, mapping
 
     def vllm(self, case: _Case, metric: str, where: dict[str, str], values: str, **extra: str) -> None:
-        case.series.append((_series(metric, {**(self.b.sel["vllm"] or {}), **where, **extra}), values))
+        labels = self.mapping.labels({**self.b.sel["vllm"], **where, **extra})
+        case.series.append((_series(metric, self.b.constraints.fill("vllm", labels)), values))
 
-    def write(self, case: _Case, sli: str, cluster: str, traffic: Traffic, threshold: float | None) -> None:
-        model = MODELS[sli]
-        pods = [self.b.where(cluster, NAMESPACE, f"{model.split('/')[1].lower()}-{i}") for i in range(2)]
+    def write(self, case: _Case, sli: str, model: str, cluster: str, traffic: Traffic, threshold: float | None) -> None:
+        pods = [self.b.where(cluster, NAMESPACE, pod) for pod in _pods(model)]
         # Two pods: the first carries every bad event, the second the good ones. Pod 0 writes the Go
         # client's spelling of a whole-number bound (le="1"), pod 1 Python's and Prometheus 3's ("1.0").
         carried = [
@@ -274,14 +285,11 @@ def _le(threshold: float, go: bool) -> str:
 @dataclass(frozen=True)
 class _SLI:
     name: str
+    model: str  # the model whose traffic plays this SLI's scenarios
     objective: float
     min_requests: float
     threshold: float | None
     requests: float  # healthy requests per step, enough for every guard
-
-    @property
-    def model(self) -> str:
-        return MODELS[self.name]
 
     @property
     def events_per_request(self) -> float:
@@ -292,37 +300,47 @@ class _SLI:
         return min(1.0, burn * (1 - self.objective))
 
 
-def _branch_for(cfg: ObspackConfig, sli: str, model: str) -> slos.Branch | None:
-    for branch in slos.branches(cfg, sli):
-        ok = True
-        for matcher in branch.matchers:
-            m = re.fullmatch(r'model_name(=~|!~)"(.*)"', matcher)
-            assert m, matcher
-            hit = re.fullmatch(m.group(2).encode().decode("unicode_escape"), model) is not None
-            ok = ok and (hit if m.group(1) == "=~" else not hit)
-        if ok:
-            return branch
-    return None
+def _model_for(cfg: ObspackConfig, sli: str, constraints: satisfy.Constraints, taken: set[str]) -> tuple[str, slos.Branch]:
+    """A model name for one SLI's scenarios and the settings branch it falls in: the usual model when its
+    branch is enabled and the selectors keep it, else one made up for the first branch that can have one."""
+    kept = constraints.families.get("model_name", ())
+    options = [(satisfy.parse(", ".join(b.matchers)) + kept, b) for b in slos.branches(cfg, sli)]
+    for matchers, branch in options:
+        if MODELS[sli] not in taken and satisfy.accepts(MODELS[sli], matchers):
+            return MODELS[sli], branch
+    problems = []
+    for matchers, branch in options:
+        try:
+            return satisfy.pick(matchers, MODELS[sli], taken, f"slos.{sli}: model_name"), branch
+        except satisfy.Unsatisfiable as e:
+            problems.append(str(e))
+    raise satisfy.Unsatisfiable("; ".join(problems) or f"slos.{sli}: no model has this SLO")
 
 
-def _slis(cfg: ObspackConfig) -> list[_SLI]:
-    out = []
+def _slis(cfg: ObspackConfig, constraints: satisfy.Constraints) -> list[_SLI]:
+    out: list[_SLI] = []
     for sli in slos.enabled_slis(cfg):
-        branch = _branch_for(cfg, sli, MODELS[sli])
-        if branch is None:
-            continue
+        model, branch = _model_for(cfg, sli, constraints, {s.model for s in out})
         guard = branch.min_requests if branch.min_requests is not None else 1 / (1 - branch.objective)
         requests = max(600.0, math.ceil(guard / 20))  # a healthy hour holds three times the guard
-        out.append(_SLI(sli, branch.objective, guard, branch.threshold, requests))
+        out.append(_SLI(sli, model, branch.objective, guard, branch.threshold, requests))
     return out
 
 
 class _Suite:
-    def __init__(self, cfg: ObspackConfig) -> None:
+    def __init__(self, cfg: ObspackConfig, builder: Builder) -> None:
+        """Raises Unsatisfiable when the selectors leave no room for the scenarios."""
         self.cfg = cfg
-        self.builder = Builder(cfg)
-        self.writer = _Writer(cfg, self.builder)
-        self.slis = _slis(cfg)
+        self.builder = builder
+        self.slis = _slis(cfg, builder.constraints)
+        route = _route(cfg, builder.constraints) if any(s.name == "availability" for s in self.slis) else ""
+        used = [
+            {cfg.cluster_label: cluster, "namespace": NAMESPACE, "pod": pod, "model_name": sli.model, "handler": route}
+            for cluster in ("prod-a", "prod-b")
+            for sli in self.slis
+            for pod in (*_pods(sli.model), ROUTER_POD)
+        ]
+        self.writer = _Writer(cfg, builder, route, builder.constraints.mapping(used))
         rules = [r for r in all_alerts(cfg) if r.alert == ALERT]
         self.step_s = 60 // cfg.slos.speedup
         self.base = _window_steps(slos.base_window(cfg), self.step_s)
@@ -337,12 +355,8 @@ class _Suite:
         return _Predictor(traffic, sli.objective, sli.min_requests, self.base)
 
     def labels(self, sli: _SLI, cluster: str) -> dict[str, str]:
-        return {
-            self.cfg.cluster_label: cluster,
-            "namespace": NAMESPACE,
-            "model_name": sli.model,
-            "slo": sli.name,
-        }
+        where = {self.cfg.cluster_label: cluster, "namespace": NAMESPACE, "model_name": sli.model}
+        return {**self.writer.mapping.labels(where), "slo": sli.name}
 
     def play(self, name: str, steps: int, plays: dict[str, tuple[str, Traffic]], at: list[int]) -> _Case:
         """Write the traffic of each SLI (per cluster) and expect, at each step of `at`, what the model of
@@ -352,7 +366,7 @@ class _Suite:
         predictors: dict[str, _Predictor] = {}
         for key, (cluster, traffic) in plays.items():
             sli = by_sli[key.split("@")[0]]
-            self.writer.write(case, sli.name, cluster, traffic, sli.threshold)
+            self.writer.write(case, sli.name, sli.model, cluster, traffic, sli.threshold)
             predictors[key] = self.predictor(sli, traffic)
         for step in at:
             firing: list[dict[str, object]] = []
@@ -373,7 +387,7 @@ class _Suite:
         return case
 
     def _burn(self, sli: _SLI, cluster: str, window: str) -> str:
-        sel = c.selector(*(f'{k}="{v}"' for k, v in self.labels(sli, cluster).items()))
+        sel = c.selector(*(f"{k}={satisfy.literal(v)}" for k, v in self.labels(sli, cluster).items()))
         return f"{c.slo_rate('errors', window)}{sel} / {c.slo_rate('events', window)}{sel} / (1 - {c.SLO_OBJECTIVE}{sel})"
 
     def _holds(self, case: _Case, sli: _SLI, cluster: str, step: int, expr: str) -> None:
@@ -398,7 +412,7 @@ class _Suite:
         self._holds(case, sli, cluster, step, f"abs({burn} - {value!r}) < bool {value * 0.1!r}")
 
     def record_is(self, case: _Case, record: str, sli: _SLI, cluster: str, step: int, value: float) -> None:
-        sel = c.selector(*(f'{k}="{v}"' for k, v in self.labels(sli, cluster).items()))
+        sel = c.selector(*(f"{k}={satisfy.literal(v)}" for k, v in self.labels(sli, cluster).items()))
         case.samples.append(
             {
                 "expr": f"{record}{sel}",
@@ -503,20 +517,11 @@ def no_traffic(suite: _Suite) -> _Case:
     case = suite.play(
         "VLLMErrorBudgetBurn: no traffic stays quiet, and no record is NaN", steps, plays, [10, 19]
     )
-    router = {
-        **(suite.builder.sel["vllm"] or {}),
-        **suite.builder.where("prod-a", NAMESPACE, "vllm-router-5f9c"),
-    }
+    router = suite.builder.where("prod-a", NAMESPACE, ROUTER_POD)
     route = suite.writer.route
-    case.series.append(
-        (
-            _series("http_requests_total", {**router, "handler": route, "method": "POST", "status": "5xx"}),
-            f"0+50x{steps}",
-        )
-    )
-    case.series.append(
-        (_series("vllm:num_requests_running", {**router, "server": "http://10.1.2.3:8000"}), f"3x{steps}")
-    )
+    http = {**router, "handler": route, "method": "POST", "status": "5xx"}
+    suite.writer.vllm(case, "http_requests_total", http, f"0+50x{steps}")
+    suite.writer.vllm(case, "vllm:num_requests_running", {**router, "server": "http://10.1.2.3:8000"}, f"3x{steps}")
     for sli in suite.slis:
         for record in (
             c.slo_rate("events", slos.recorded_windows(suite.cfg)[0]),
@@ -602,13 +607,17 @@ def _test_case(suite: _Suite, case: _Case) -> dict[str, object]:
     return out
 
 
-def slo_rule_tests(cfg: ObspackConfig) -> dict[str, dict[str, object]]:
-    """The SLO test file, or nothing when no SLI is enabled (or the selectors cannot be satisfied)."""
-    suite = _Suite(cfg)
-    if not suite.slis or not suite.builder.usable:
-        return {}
-    if any(s.name == "availability" for s in suite.slis) and not suite.writer.route:
-        return {}
+def slo_rule_tests(cfg: ObspackConfig) -> tuple[dict[str, dict[str, object]], list[str]]:
+    """The SLO test file (none when no SLI is enabled), and why an enabled SLO has no test."""
+    if not slos.enabled_slis(cfg):
+        return {}, []
+    builder = Builder(cfg)
+    if not builder.usable:
+        return {}, [f"no SLO tests: {builder.problem}"]
+    try:
+        suite = _Suite(cfg, builder)
+    except satisfy.Unsatisfiable as e:
+        return {}, [f"no SLO tests: {e}"]
     order = [g.name for g in (*all_recording_groups(cfg), *alert_groups(cfg))]
     return {
         FILE: {
@@ -617,4 +626,4 @@ def slo_rule_tests(cfg: ObspackConfig) -> dict[str, dict[str, object]]:
             "group_eval_order": order,
             "tests": [_test_case(suite, scenario(suite)) for scenario in SCENARIOS],
         }
-    }
+    }, []

@@ -15,12 +15,10 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import promql_parser
-
 from obspack import conventions as c
 from obspack import durations
 from obspack.config import ObspackConfig
-from obspack.rules import sampling
+from obspack.rules import sampling, satisfy
 from obspack.rules.alerts import alert_groups, all_alerts, enabled
 from obspack.rules.model import AlertRule
 from obspack.rules.recording import all_recording_groups
@@ -80,24 +78,49 @@ def expand(template: str, labels: dict[str, str], value: float) -> str:
 # Building blocks
 
 
+# A label value named inside a test's PromQL expression, resolved once the test case's values are mapped
+# into what the selectors accept (satisfy.py): written by Incident.ref, read by _resolve.
+_REF = re.compile("\x00([^\x01]*)\x01([^\x00]*)\x00")
+
+
 @dataclass
 class Incident:
-    """Input series plus, per alert name, the evaluation time and the alerts expected then."""
+    """Input series plus, per alert name, the evaluation time and the alerts expected then. Labels stay
+    as written until the test case is built, where they are moved into what the selectors accept."""
 
     name: str
-    series: list[tuple[str, str]] = field(default_factory=list)
+    series: list[tuple[str, str, dict[str, str], str]] = field(default_factory=list)  # source, metric, labels, values
     checks: list[tuple[str, str, list[tuple[dict[str, str], float]]]] = field(default_factory=list)
     samples: list[tuple[str, str, list[tuple[str, dict[str, str], float]]]] = field(default_factory=list)
 
-    def add(self, metric: str, labels: dict[str, str], values: str) -> None:
-        self.series.append((_series(metric, labels), values))
+    def add(self, metric: str, labels: dict[str, str], values: str, source: str = "vllm") -> None:
+        self.series.append((source, metric, dict(labels), values))
 
     def expect(self, alert: str, at: float, firing: list[tuple[dict[str, str], float]]) -> None:
         self.checks.append((alert, f"{int(round(at))}m", firing))
 
     def expect_samples(self, expr: str, at: float, samples: list[tuple[str, dict[str, str], float]]) -> None:
-        """What a query returns at `at`: (metric name, labels, value) per series."""
+        """What a query returns at `at`: (metric name, labels, value) per series. A label value in `expr`
+        must come from `ref`, so that it follows the value's mapping."""
         self.samples.append((expr, f"{int(round(at))}m", samples))
+
+    @staticmethod
+    def ref(label: str, value: str) -> str:
+        """A PromQL string literal of a label value, for `expect_samples` expressions."""
+        return f"\x00{label}\x01{value}\x00"
+
+    def labelsets(self) -> list[dict[str, str]]:
+        return [
+            *(labels for _, _, labels, _ in self.series),
+            *(labels for _, _, firing in self.checks for labels, _ in firing),
+            *(labels for _, _, samples in self.samples for _, labels, _ in samples),
+            *({m.group(1): m.group(2)} for expr, _, _ in self.samples for m in _REF.finditer(expr)),
+        ]
+
+
+def resolve(expr: str, mapping: satisfy.Mapping) -> str:
+    """An expression with each `Incident.ref` replaced by the literal of its mapped value."""
+    return _REF.sub(lambda m: satisfy.literal(mapping.value(m.group(1), m.group(2))), expr)
 
 
 def _series(metric: str, labels: dict[str, str]) -> str:
@@ -106,22 +129,13 @@ def _series(metric: str, labels: dict[str, str]) -> str:
     return f"{metric}{{{inner}}}"
 
 
-def _matcher_labels(matchers: str) -> dict[str, str] | None:
-    """Labels that satisfy a config selector, or None when they cannot be derived (negation, a regex other
-    than literals or an alternation of them: the first alternative is taken)."""
-    if not matchers:
-        return {}
-    parsed = promql_parser.parse(f"x{{{matchers}}}")
-    labels: dict[str, str] = {}
-    for m in parsed.matchers.matchers:
-        op = str(m.op)
-        if op.endswith("Equal") and not op.endswith("NotEqual"):
-            labels[m.name] = m.value
-        elif op.endswith("Re") and not op.endswith("NotRe") and re.fullmatch(r"[\w.:/-]+(\|[\w.:/-]+)*", m.value):
-            labels[m.name] = m.value.split("|")[0]
-        else:
-            return None
-    return labels
+SOURCES = ("vllm", "cadvisor", "ksm", "dcgm", "exporter")
+# What a real exporter sets on its series, kept when the selectors accept it.
+_EXPORTER_LABELS = {
+    "ksm": {"job": "kube-state-metrics"},
+    "cadvisor": {"job": "kubelet", "metrics_path": "/metrics/cadvisor"},
+    "dcgm": {"job": "nvidia-dcgm-exporter"},
+}
 
 
 class Builder:
@@ -130,50 +144,62 @@ class Builder:
     def __init__(self, cfg: ObspackConfig) -> None:
         self.cfg = cfg
         s = cfg.selectors
-        self.sel = {
-            "vllm": _matcher_labels(s.vllm),
-            "cadvisor": _matcher_labels(s.cadvisor),
-            "ksm": _matcher_labels(s.kube_state_metrics),
-            "dcgm": _matcher_labels(s.dcgm),
-            "exporter": _matcher_labels(s.exporter),
-        }
+        self.constraints = satisfy.Constraints.of(
+            cfg.cluster_label,
+            {"vllm": s.vllm, "cadvisor": s.cadvisor, "ksm": s.kube_state_metrics, "dcgm": s.dcgm, "exporter": s.exporter},
+        )
+        self.problem = ""  # why no test can be built for these selectors, if none can
+        self.sel: dict[str, dict[str, str]] = {}
+        for source in SOURCES:
+            try:
+                self.sel[source] = self.constraints.source_labels(source, _EXPORTER_LABELS.get(source, {}))
+            except satisfy.Unsatisfiable as e:
+                self.problem, self.sel[source] = str(e), {}
         self.image_ok = re.fullmatch(cfg.vllm_containers.image_regex, IMAGE) is not None
 
     @property
     def usable(self) -> bool:
-        """Selectors the incidents can satisfy: no regex or negation, no label the incidents vary."""
-        varied = {self.cfg.cluster_label, "namespace", "pod", "container", "model_name", "engine"}
-        return all(v is not None and not varied & set(v) for v in self.sel.values())
+        return not self.problem
+
+    def finish(self, inc: Incident) -> tuple[satisfy.Mapping, list[tuple[str, str]]]:
+        """The test case's value mapping and its input series in promtool's notation; Unsatisfiable when
+        the selectors leave too few values."""
+        mapping = self.constraints.mapping(inc.labelsets())
+        series = [
+            (_series(metric, self.constraints.fill(source, mapping.labels(labels))), values)
+            for source, metric, labels, values in inc.series
+        ]
+        return mapping, series
 
     def where(self, cluster: str, namespace: str, pod: str, **more: str) -> dict[str, str]:
         return {self.cfg.cluster_label: cluster, "namespace": namespace, "pod": pod, **more}
 
     def vllm(self, inc: Incident, metric: str, where: dict[str, str], values: str, **extra: str) -> None:
-        labels = {**(self.sel["vllm"] or {}), **where, "model_name": MODEL, **extra}
+        labels = {**self.sel["vllm"], **where, "model_name": MODEL, **extra}
         inc.add(metric, labels, values)
 
     def vllm_container(self, inc: Incident, where: dict[str, str], container: str, duration: int) -> None:
         """Mark a container as vLLM: by its image when the config's regex takes it, else by its metrics."""
         if self.image_ok:
-            labels = {**(self.sel["ksm"] or {}), **where, "container": container, "image": IMAGE}
-            inc.add("kube_pod_container_info", labels, f"1x{duration}")
+            labels = {**self.sel["ksm"], **where, "container": container, "image": IMAGE}
+            inc.add("kube_pod_container_info", labels, f"1x{duration}", source="ksm")
         else:
             self.vllm(inc, "vllm:num_requests_running", {**where, "container": container}, f"1x{duration}")
 
     def ksm(self, inc: Incident, metric: str, labels: dict[str, str], values: str) -> None:
-        inc.add(metric, {"job": "kube-state-metrics", **(self.sel["ksm"] or {}), **labels}, values)
+        inc.add(metric, {"job": "kube-state-metrics", **self.sel["ksm"], **labels}, values, source="ksm")
 
     def cadvisor(self, inc: Incident, metric: str, labels: dict[str, str], values: str) -> None:
-        inc.add(metric, {"metrics_path": "/metrics/cadvisor", **(self.sel["cadvisor"] or {}), **labels}, values)
+        inc.add(metric, {"metrics_path": "/metrics/cadvisor", **self.sel["cadvisor"], **labels}, values, source="cadvisor")
 
     def dcgm(self, inc: Incident, metric: str, labels: dict[str, str], values: str) -> None:
         gpu = {"device": "nvidia0", "modelName": GPU_MODEL, "pci_bus_id": "00000000:18:00.0"}
         node = labels.get("Hostname") or labels.get("hostname", "")
         where = {"instance": f"{node}:9400", "job": "nvidia-dcgm-exporter"}
-        inc.add(metric, {**where, **(self.sel["dcgm"] or {}), **gpu, **labels}, values)
+        inc.add(metric, {**where, **self.sel["dcgm"], **gpu, **labels}, values, source="dcgm")
 
     def exporter(self, inc: Incident, metric: str, labels: dict[str, str], values: str) -> None:
-        inc.add(metric, {**(self.sel["exporter"] or {}), "container": "obspack-exporter", **labels}, values)
+        inc.add(metric, {**self.sel["exporter"], "container": "obspack-exporter", **labels}, values, source="exporter")
 
 
 # One evaluation interval (the tests' 1m): the one rule-group boundary allowed between raw series and an alert.
@@ -314,14 +340,16 @@ def gpu_memory(b: Builder) -> Incident:
     # The attribution: every vLLM GPU, whatever the label mode, with its pod's model, keyed by the exporter
     # series; the time-sliced GPU once. The GPU page's per-pod summary reads it.
     rows = [*firing, ("llama-2", "2", "GPU-2c", "gpu-node-3")]
-    inc.expect_samples(f'{c.GPU_INFO}{{UUID!="GPU-6a"}}', at, [
+    shared = inc.ref("UUID", "GPU-6a")
+    inc.expect_samples(f"{c.GPU_INFO}{{UUID!={shared}}}", at, [
         (c.GPU_INFO,
          {cl: "prod-a", "instance": f"{node}:9400", "namespace": "inference", "pod": pod, "model_name": MODEL,
           "gpu": gpu_, "UUID": uuid, "Hostname": node, "modelName": GPU_MODEL}, 1)
         for pod, gpu_, uuid, node in rows
     ])
-    inc.expect_samples(f'count({c.GPU_INFO}{{UUID="GPU-6a"}})', at, [("", {}, 1)])
-    inc.expect_samples(f'{c.POD_GPU_FB_RATIO_MAX}{{pod!~"llama-[45]"}}', at, [
+    inc.expect_samples(f"count({c.GPU_INFO}{{UUID={shared}}})", at, [("", {}, 1)])
+    sliced = ", ".join(f"pod!={inc.ref('pod', pod)}" for pod in ("llama-4", "llama-5"))
+    inc.expect_samples(f"{c.POD_GPU_FB_RATIO_MAX}{{{sliced}}}", at, [
         (c.POD_GPU_FB_RATIO_MAX, {cl: "prod-a", "namespace": "inference", "pod": pod, "model_name": MODEL},
          hot_ratio if pod != "llama-2" else round(total * normal) / total)
         for pod, *_ in rows
@@ -383,7 +411,7 @@ def queue_backlog(b: Builder) -> Incident:
             b.vllm(inc, "vllm:num_requests_running", where, f"{running / 2:g}x{n}", engine=engine)
             b.vllm(inc, "vllm:num_requests_waiting", where, f"{wait / 2:g}x{n}", engine=engine)
     # production-stack's router re-exports the gauges with a `server` label and no model_name
-    router = {**(b.sel["vllm"] or {}), b.cfg.cluster_label: "prod-a", "namespace": "inference",
+    router = {**b.sel["vllm"], b.cfg.cluster_label: "prod-a", "namespace": "inference",
               "pod": "vllm-router-5f9c", "server": "http://10.1.2.3:8000"}
     inc.add("vllm:num_requests_waiting", router, f"{waiting * 5}x{n}")
     inc.add("vllm:num_requests_running", router, f"0x{n}")
@@ -424,15 +452,15 @@ def target_down(b: Builder) -> Incident:
     down = 20
     n = int(down + minutes(t.for_) + 10)
     vllm_target = {**b.where("prod-a", "inference", "llama-0"), "job": "inference/vllm", "instance": "10.4.0.7:8000",
-                   "container": "server", **(b.sel["vllm"] or {})}
-    inc.add("up", {**(b.sel["vllm"] or {}), **vllm_target}, f"1x{down - 1} 0x{n - down}")
+                   "container": "server", **b.sel["vllm"]}
+    inc.add("up", {**b.sel["vllm"], **vllm_target}, f"1x{down - 1} 0x{n - down}")
     b.vllm(inc, "vllm:num_requests_running", vllm_target, f"2x{down - 1}", engine="0")
     # a healthy vLLM pod, and a non-vLLM target that is down
     healthy = {**b.where("prod-a", "inference", "llama-1"), "job": "inference/vllm", "instance": "10.4.0.8:8000",
-               **(b.sel["vllm"] or {})}
-    inc.add("up", {**(b.sel["vllm"] or {}), **healthy}, f"1x{n}")
+               **b.sel["vllm"]}
+    inc.add("up", {**b.sel["vllm"], **healthy}, f"1x{n}")
     b.vllm(inc, "vllm:num_requests_running", healthy, f"2x{n}", engine="0")
-    inc.add("up", {**(b.sel["vllm"] or {}), **b.where("prod-a", "web", "shop-0"), "job": "web/shop",
+    inc.add("up", {**b.sel["vllm"], **b.where("prod-a", "web", "shop-0"), "job": "web/shop",
                    "instance": "10.4.0.9:8080"}, f"0x{n}")
     inc.expect("VLLMTargetDown", down + math.ceil(minutes(t.for_)), [(b.where("prod-a", "inference", "llama-0"), 0)])  # raw series only
     inc.expect("VLLMTargetDown", down - 2, [])
@@ -473,7 +501,7 @@ def prefix_cache(b: Builder) -> Incident:
     off = b.where("prod-a", "inference", "llama-3")
     b.vllm(inc, "vllm:prefix_cache_queries_total", off, f"0+{queries}x{n}", engine="0")
     b.vllm(inc, "vllm:prefix_cache_hits_total", off, f"0+{int(queries * low)}x{n}", engine="0")
-    inc.add("vllm:cache_config_info", {**(b.sel["vllm"] or {}), **off, "engine": "0", "block_size": "16",
+    inc.add("vllm:cache_config_info", {**b.sel["vllm"], **off, "engine": "0", "block_size": "16",
                                        "enable_prefix_caching": "False", "num_gpu_blocks": "9149"}, f"1x{n}")
     idle = b.where("prod-a", "inference", "llama-4")
     b.vllm(inc, "vllm:prefix_cache_queries_total", idle, f"80000x{n}", engine="0")
@@ -565,22 +593,27 @@ def _expected(rule: AlertRule, labels: dict[str, str], value: float) -> dict[str
     }
 
 
-def _test_case(inc: Incident, rules: dict[str, AlertRule], step: int = 60) -> dict[str, object]:
+def _test_case(b: Builder, inc: Incident, rules: dict[str, AlertRule], step: int = 60) -> dict[str, object]:
+    mapping, series = b.finish(inc)
     checks = []
     for alert, at, firing in inc.checks:
         case: dict[str, object] = {"eval_time": at, "alertname": alert}
         if firing:
-            case["exp_alerts"] = [_expected(rules[alert], labels, value) for labels, value in firing]
+            case["exp_alerts"] = [_expected(rules[alert], mapping.labels(labels), value) for labels, value in firing]
         checks.append(case)
     case = {
         "name": inc.name,
         "interval": sampling.interval(step),
-        "input_series": [{"series": s, "values": sampling.per_step(v, step)} for s, v in inc.series],
+        "input_series": [{"series": s, "values": sampling.per_step(v, step)} for s, v in series],
         "alert_rule_test": checks,
     }
     if inc.samples:
         case["promql_expr_test"] = [
-            {"expr": expr, "eval_time": at, "exp_samples": [_sample(*s) for s in samples]}
+            {
+                "expr": resolve(expr, mapping),
+                "eval_time": at,
+                "exp_samples": [_sample(name, mapping.labels(labels), value) for name, labels, value in samples],
+            }
             for expr, at, samples in inc.samples
         ]
     return case
@@ -590,21 +623,26 @@ def _sample(name: str, labels: dict[str, str], value: float) -> dict[str, object
     return {"labels": _series(name, dict(sorted(labels.items()))), "value": value}
 
 
-def rule_tests(cfg: ObspackConfig) -> dict[str, dict[str, object]]:
-    """One promtool test file per alert topic; alerts that are disabled have no test."""
+def rule_tests(cfg: ObspackConfig) -> tuple[dict[str, dict[str, object]], list[str]]:
+    """One promtool test file per alert topic (alerts that are disabled have no test), and why an enabled
+    alert has none: selectors that leave too few label values for its incident."""
     builder = Builder(cfg)
-    if not builder.usable:
-        return {}
     rules = {r.alert: r for r in all_alerts(cfg)}
-    kept = {name for name in rules if enabled(cfg, name)}
+    kept = [name for name in rules if enabled(cfg, name)]
+    if not builder.usable:
+        return {}, [f"no alert tests: {builder.problem}"]
     order = [g.name for g in (*all_recording_groups(cfg), *alert_groups(cfg))]
     files: dict[str, dict[str, object]] = {}
+    missing: list[str] = []
     for topic, names in TOPIC_FILES.items():
-        tests = [
-            _test_case(INCIDENTS[name](builder), rules, sampling.step_seconds(cfg, name))
-            for name in names
-            if name in kept
-        ]
+        tests = []
+        for name in names:
+            if name not in kept:
+                continue
+            try:
+                tests.append(_test_case(builder, INCIDENTS[name](builder), rules, sampling.step_seconds(cfg, name)))
+            except satisfy.Unsatisfiable as e:
+                missing.append(f"no test of {name}: {e}")
         if tests:
             files[f"{topic}_test.yaml"] = {
                 "rule_files": ["../prometheus/recording-rules.yaml", "../prometheus/alerts.yaml"],
@@ -613,4 +651,4 @@ def rule_tests(cfg: ObspackConfig) -> dict[str, dict[str, object]]:
                 "group_eval_order": order,
                 "tests": tests,
             }
-    return files
+    return files, missing

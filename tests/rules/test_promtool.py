@@ -119,7 +119,7 @@ def test_unit_tests_fail_when_a_threshold_is_wrong(tmp_path: Path) -> None:
 
 def test_every_alert_has_a_firing_case_and_a_quiet_neighbour() -> None:
     cfg = ObspackConfig()
-    tests = [t for f in rule_tests(cfg).values() for t in f["tests"]]  # type: ignore[union-attr]
+    tests = [t for f in rule_tests(cfg)[0].values() for t in f["tests"]]  # type: ignore[union-attr]
     for alert in all_alerts(cfg):
         if alert.alert == SLO_ALERT:
             continue  # per model, not per pod: tests/rules/test_slo.py checks its firing and quiet cases
@@ -134,7 +134,7 @@ def test_every_alert_has_a_firing_case_and_a_quiet_neighbour() -> None:
 
 def test_disabled_alerts_have_no_tests_and_every_expression_parses() -> None:
     cfg = load_config(CONFIGS["custom"])
-    names = {c["alertname"] for f in rule_tests(cfg).values() for t in f["tests"] for c in t["alert_rule_test"]}  # type: ignore[union-attr]
+    names = {c["alertname"] for f in rule_tests(cfg)[0].values() for t in f["tests"] for c in t["alert_rule_test"]}  # type: ignore[union-attr]
     assert "VLLMTargetDown" not in names and "VLLMKVCacheUsageHigh" in names
     pack = build(cfg)
     for group in pack.recording_groups + pack.alert_groups:

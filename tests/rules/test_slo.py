@@ -22,6 +22,7 @@ from obspack.rules.model import RecordingRule
 from obspack.rules.recording import all_recording_groups
 from obspack.rules.recording.slo import le_matcher
 from obspack.rules.slo_tests import FILE, _Predictor, _Suite, counter_values, slo_rule_tests
+from obspack.rules.unit_tests import Builder
 from tests.support.chains import Chains
 from tests.support.packs import files, write_files
 from tests.support.tools import require_tool
@@ -110,7 +111,7 @@ def test_counter_notation() -> None:
 
 
 def test_the_model_of_the_rules_refuses_a_check_at_a_threshold() -> None:
-    suite = _Suite(ObspackConfig())
+    suite = _Suite(ObspackConfig(), Builder(ObspackConfig()))
     sli = suite.slis[0]
     from obspack.rules.slo_tests import Traffic
 
@@ -142,7 +143,7 @@ def test_rendered_slo_tests_pass_in_either_group_order(tmp_path: Path) -> None:
 
 def test_every_slo_fires_and_stays_quiet_in_the_rendered_tests() -> None:
     for name, cfg in CONFIGS.items():
-        cases = slo_rule_tests(cfg)[FILE]["tests"]
+        cases = slo_rule_tests(cfg)[0][FILE]["tests"]
         assert len(cases) == 7, name
         fired = {
             (a["exp_labels"]["slo"], a["exp_labels"]["long"])

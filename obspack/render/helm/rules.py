@@ -174,6 +174,7 @@ def chart_pack(cfg: ObspackConfig, *, dashboards: bool = True) -> Pack:
         ),
         runbooks=(),
         rule_tests=(),
+        missing_tests=(),
         alertmanager={},
         prometheus_rule=cfg.prometheus_rule.model_dump(),
         grafana=cfg.grafana.model_dump(),

@@ -4,7 +4,8 @@ One group, in order, so that every long window reads records of its own group an
 a single group boundary:
 1. From the raw series, once per evaluation and over the base window (5m): bad events, all events and
    requests per second, plus the model's objective and low-traffic guard as constant series. Each
-   settings branch (obspack/slos.py) has its own rules, with its own model_name matchers and threshold.
+   settings branch (obspack/slos.py) has its own expressions, with its own model_name matchers and
+   threshold, joined with `or` into one rule per record.
 2. Every longer window as the average of the base-window rates over that window: a traffic-weighted
    ratio of summed errors to summed events, never an average of ratios. Rates of counters are never
    NaN, so neither are these averages, even for a model without traffic.
@@ -26,6 +27,7 @@ How each SLI counts, per series before any sum (so a restarting pod's counter re
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass
 
 from obspack import conventions as c
@@ -156,6 +158,24 @@ def window_rules(cfg: ObspackConfig, windows: tuple[str, ...]) -> list[Recording
     ]
 
 
+def sli_rules(cfg: ObspackConfig, sli: str) -> list[RecordingRule]:
+    """The base-window records of one SLI: one rule per record, the union (`or`) of every settings
+    branch's expression. The branches' model_name matchers are disjoint, so the union never merges two
+    branches' series; and one rule per record name keeps the group within Mimir's 20 rules and
+    `promtool check rules` free of duplicate rules, however many `slos.models` entries there are."""
+    per_branch = [branch_rules(cfg, sli, branch) for branch in slos.branches(cfg, sli)]
+    if len(per_branch) == 1:
+        return per_branch[0]
+    return [
+        RecordingRule(
+            record=rules[0].record,
+            expr="\nor\n".join(f"(\n{textwrap.indent(r.expr, '  ')}\n)" for r in rules),
+            labels=rules[0].labels,
+        )
+        for rules in zip(*per_branch, strict=True)
+    ]
+
+
 def _stage(rule: RecordingRule) -> int:
     """Rules read what earlier stages wrote: rates from raw series, then what reads the events (the guard's
     requests and the per-model constants). Every SLI and model branch writes the same record names, so a
@@ -165,8 +185,8 @@ def _stage(rule: RecordingRule) -> int:
 
 
 def groups(cfg: ObspackConfig) -> list[RuleGroup]:
-    """One group per SLI with its base-window records (each within Mimir's default of 20 rules per group
-    up to four model branches), then the longer windows and the period, for the SLO page."""
+    """One group per SLI with its base-window records (five rules, whatever the model branches), then the
+    longer windows and the period, for the SLO page."""
     slis = slos.enabled_slis(cfg)
     if not slis:
         return []
@@ -177,7 +197,7 @@ def groups(cfg: ObspackConfig) -> list[RuleGroup]:
     per_sli = [
         group(
             f"-{sli.replace('_', '-')}",
-            sorted((r for branch in slos.branches(cfg, sli) for r in branch_rules(cfg, sli, branch)), key=_stage),
+            sorted(sli_rules(cfg, sli), key=_stage),
         )
         for sli in slis
     ]

@@ -1,0 +1,160 @@
+"""Configs that used to break the pack, each now rendering a pack that `promtool check rules --lint-fatal`
+accepts and whose shipped tests exist and pass, or refused with FILE:LINE: selectors with escapes and raw
+strings, selectors that narrow the labels the tests vary, selectors that leave too few values (the render
+names each missing test), many per-model SLOs, and static labels the rules set themselves."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from obspack.cli import app
+from obspack.config import load_config
+from obspack.errors import ConfigError
+from obspack.render import vmalert
+from obspack.render.bundle import build
+from obspack.render.files import ALERTS_FILE, RECORDING_FILE, pack_files
+from obspack.render.promtool import check_rules
+from obspack.rules import satisfy
+from obspack.rules.slo_tests import slo_rule_tests
+from tests.support.packs import write_files
+from tests.support.tools import require_tool
+
+ESCAPED = {
+    "vllm": 'pod=~"vllm-\\\\d+", job="a\\"b"',
+    "kube_state_metrics": "job=`kube\\state`",
+}
+# Every label the incidents vary, narrowed by regexes and negations; the SLO section on too.
+NARROW = {
+    "vllm": 'namespace=~"inference-.*", pod=~"vllm-\\\\d+", job="a\\"b", model_name!~"test-.*"',
+    "kube_state_metrics": 'job=`kube\\state`, namespace!="kube-system"',
+    "dcgm": 'Hostname=~"gpu-.*"',
+    "cadvisor": 'container!="POD", job=~"kubelet|cadvisor"',
+}
+
+
+def _config(tmp_path: Path, data: dict[str, object]) -> Path:
+    path = tmp_path / "obspack.yaml"
+    path.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
+    return path
+
+
+def _lint(files: dict[str, str]) -> list[str]:
+    return check_rules(require_tool("promtool"), {rel: files[rel] for rel in (RECORDING_FILE, ALERTS_FILE)})
+
+
+@pytest.mark.tool
+def test_escaped_selectors_keep_their_escapes_in_every_engine(tmp_path: Path) -> None:
+    files = pack_files(build(load_config(_config(tmp_path, {"selectors": ESCAPED}))))
+    assert _lint(files) == []
+    for rel in (ALERTS_FILE, vmalert.ALERTS_FILE, vmalert.RECORDING_FILE):
+        text = yaml.safe_load(files[rel])
+        exprs = "\n".join(r["expr"] for g in text["groups"] for r in g["rules"])
+        assert 'pod=~"vllm-\\\\d+"' in exprs and 'job="a\\"b"' in exprs, rel
+    # a raw string is written as the double-quoted string with the same value
+    exprs = [r["expr"] for g in yaml.safe_load(files[ALERTS_FILE])["groups"] for r in g["rules"]]
+    assert any('job="kube\\\\state"' in e for e in exprs) and not any("`" in e for e in exprs)
+    out = write_files(files, tmp_path / "pack")
+    rules = [f"-rule={out / f}" for f in (vmalert.RECORDING_FILE, vmalert.ALERTS_FILE)]
+    done = subprocess.run([require_tool("vmalert"), "-dryRun", *rules], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.tool
+def test_shipped_tests_exist_and_pass_when_selectors_narrow_every_varied_label(tmp_path: Path) -> None:
+    cfg = load_config(_config(tmp_path, {"selectors": NARROW, "slos": {"enabled": False}}))
+    pack = build(cfg)
+    assert pack.missing_tests == ()
+    files = pack_files(pack)
+    assert _lint(files) == []
+    tests = sorted(rel for rel in files if rel.startswith("tests/"))
+    assert tests == ["tests/exporter_test.yaml", "tests/memory-planes_test.yaml", "tests/vllm-engine_test.yaml"]
+    out = write_files(files, tmp_path / "pack")
+    done = subprocess.run(
+        [require_tool("promtool"), "test", "rules", *(Path(t).name for t in tests)],
+        capture_output=True, text=True, cwd=out / "tests",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr
+    # the series really are in the narrowed space: what a selector refuses would make the tests vacuous
+    series = [s["series"] for f in tests for t in yaml.safe_load(files[f])["tests"] for s in t["input_series"]]
+    vllm = [s for s in series if s.startswith("vllm:")]
+    assert vllm and all('job="a\\"b"' in s and 'namespace="inference-' in s and 'pod="vllm-' in s for s in vllm)
+
+
+def test_the_slo_tests_move_into_what_the_selectors_keep(tmp_path: Path) -> None:
+    """The SLO suite picks its models and route inside the selectors and the handler regex, and maps its
+    pods and namespace (the promtool run of this file is as long as the default one: test_slo runs those)."""
+    slo = {"availability": {"handler_regex": "/v2/.*"}, "models": [{"model_regex": "(?i)qwen/.*"}]}
+    cfg = load_config(_config(tmp_path, {"selectors": NARROW, "slos": slo}))
+    files, missing = slo_rule_tests(cfg)
+    assert missing == [] and list(files) == ["slo_test.yaml"]
+    vllm = satisfy.parse(NARROW["vllm"])
+    for case in files["slo_test.yaml"]["tests"]:
+        for item in case["input_series"]:
+            labels = dict(yaml.safe_load("{" + item["series"].split("{", 1)[1].replace("=", ": ")))
+            assert all(satisfy.accepts(labels.get(name, ""), [(name, op, v)]) for name, op, v in vllm), item
+            if "handler" in labels:
+                assert labels["handler"].startswith("/v2/")
+
+
+def test_selectors_that_leave_too_few_values_name_each_missing_test(tmp_path: Path) -> None:
+    config = _config(tmp_path, {"selectors": {"vllm": 'cluster="prod", engine="0"'}})
+    pack = build(load_config(config))
+    assert pack.missing_tests == (
+        *(
+            f"no test of {alert}: label 'cluster': the selectors (cluster=\"prod\") leave fewer than 2 values, "
+            "the test needs that many"
+            for alert in ("VLLMHostMemoryNearLimit", "VLLMContainerOOMKilled", "VLLMContainerRestarted",
+                          "VLLMKVCacheUsageHigh", "VLLMKVCacheUsageCritical")
+        ),  # fmt: skip
+        "no test of VLLMRequestQueueBacklog: label 'engine': the selectors (engine=\"0\") leave fewer than 2 values, "
+        "the test needs that many",
+        "no SLO tests: label 'cluster': the selectors (cluster=\"prod\") leave fewer than 2 values, the test needs that many",
+    )
+    result = CliRunner().invoke(app, ["render", "--config", str(config), "--out", str(tmp_path / "pack")])
+    assert result.exit_code == 0
+    assert result.output.count("warning: no test of ") == 6 and "warning: no SLO tests: " in result.output
+    readme = (tmp_path / "pack" / "README.md").read_text()
+    assert "## Tests this pack does not ship" in readme and "no test of VLLMRequestQueueBacklog" in readme
+    # the alerts whose incidents fit are still tested
+    assert sorted(p.name for p in (tmp_path / "pack" / "tests").iterdir()) == [
+        "exporter_test.yaml", "memory-planes_test.yaml", "vllm-engine_test.yaml"]  # fmt: skip
+
+
+@pytest.mark.tool
+def test_many_per_model_slos_stay_one_rule_per_record_and_lint_clean(tmp_path: Path) -> None:
+    models = [{"model_regex": f"team-{i}/.*", "time_to_first_token": {"threshold": 5.0}} for i in range(6)]
+    pack = build(load_config(_config(tmp_path, {"slos": {"models": models}})))
+    files = pack_files(pack)  # the Mimir writer raises past 20 rules a group
+    assert _lint(files) == []
+    for group in pack.recording_groups:
+        records = [(r.record, r.labels) for r in group.rules]  # type: ignore[union-attr]
+        assert len(records) == len(set(records)), group.name
+    too_many = _config(tmp_path, {"slos": {"models": [{"model_regex": f"m{i}"} for i in range(33)]}})
+    with pytest.raises(ConfigError) as err:
+        load_config(too_many)
+    assert err.value.problems == [f"{too_many}:2: slos.models: 33 entries are too many (allowed: at most 32)"]
+
+
+@pytest.mark.parametrize("label", ["slo", "long", "short"])
+def test_static_labels_may_not_be_labels_the_rules_set(tmp_path: Path, label: str) -> None:
+    config = _config(tmp_path, {"common_labels": {label: "gold"}})
+    with pytest.raises(ConfigError) as err:
+        load_config(config)
+    assert err.value.problems == [
+        f"{config}:1: common_labels: labels may not set ['{label}']: the alerts carry them from their rules"
+    ]
+
+
+@pytest.mark.tool
+def test_validate_reports_what_promtools_linter_finds(tmp_path: Path) -> None:
+    files = pack_files(build(load_config(None)))
+    doubled = yaml.safe_load(files[RECORDING_FILE])
+    doubled["groups"][0]["rules"].append(doubled["groups"][0]["rules"][0])
+    problems = check_rules(require_tool("promtool"), {RECORDING_FILE: yaml.safe_dump(doubled), ALERTS_FILE: files[ALERTS_FILE]})
+    assert problems and all(p.startswith("promtool check rules --lint-fatal: ") for p in problems)
+    assert any("duplicate rule" in p for p in problems), problems
