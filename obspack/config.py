@@ -160,7 +160,7 @@ def _matchers(value: str) -> str:
     try:
         parsed = promql_parser.parse(f"{_PROBE}{{{text}}}")
     except Exception as e:  # noqa: BLE001
-        raise ValueError(f"{value!r} is not a list of label matchers ({e})") from None
+        raise ValueError(f"{value!r} is not a list of label matchers ({_matcher_hint(text) or e})") from None
     ok = isinstance(parsed, promql_parser.VectorSelector) and parsed.name == _PROBE
     if not ok or parsed.matchers.or_matchers:
         raise ValueError(f"{value!r} must be label matchers only, e.g. job=\"kubelet\", ns=~\"a|b\"")
@@ -170,6 +170,19 @@ def _matchers(value: str) -> str:
         if str(m.op).endswith("Re"):
             _re2_only(m.value)
     return text
+
+
+_BARE = re.compile(r"""(?:^|,)\s*([A-Za-z_][A-Za-z0-9_]*)\s*(=~|!~|!=|=)\s*([^"'`,\s][^,]*?|)\s*(?=,|$)""")
+
+
+def _matcher_hint(text: str) -> str:
+    """What to change when a matcher's value is not quoted (the parser's own message talks about its
+    grammar): `job=vllm` is `job="vllm"`, `job=` is `job=""`."""
+    bare = _BARE.search(text)
+    if not bare:
+        return ""
+    name, op, raw = bare.groups()
+    return f"the value of {name} must be in quotes: {name}{op}{promql_string(raw.strip())}"
 
 
 def _k8s_name(value: str) -> str:
@@ -662,6 +675,9 @@ def _field(loc: tuple[Any, ...]) -> FieldInfo | None:
     model: Any = ObspackConfig
     info = None
     for part in loc:
+        if isinstance(part, int):  # an item of a list of settings (slos.models)
+            model = next(iter(typing.get_args(model)), None)
+            continue
         fields = getattr(model, "model_fields", None)
         if fields is None:
             return None
@@ -703,6 +719,7 @@ _EXPECTED = {
     "less_than": "{input:g} is out of range",
     "less_than_equal": "{input:g} is out of range",
     "enum": "{input!r} is not {expected}",
+    "literal_error": "{input!r} is not {expected}",
 }
 _NUMERIC = {"float_type", "finite_number", "greater_than", "greater_than_equal", "less_than", "less_than_equal"}
 
@@ -719,9 +736,24 @@ def _describe(err: dict[str, Any]) -> str:
     value = err.get("input")
     expected = err.get("ctx", {}).get("expected")
     msg = template.format(kind=_kind(value), input=value, expected=expected) if template else str(err["msg"]).removeprefix("Value error, ")
+    if kind in ("int_type", "float_type", "string_type") and _is_duration(loc) and isinstance(value, int | float):
+        return f"expected a duration with a unit, got the number {value:g} (write '{value:g}s' for seconds; units: ms, s, m, h, d)"
     info = _field(loc) if kind in _NUMERIC else None
     allowed = re.search(r"\(([^()]*)\)$", info.description or "") if info else None
-    return f"{msg} (allowed: {allowed.group(1)})" if allowed else msg
+    return f"{msg} (allowed: {allowed.group(1).removeprefix('allowed: ')})" if allowed else msg
+
+
+_DURATIONS = (Duration, Window, RuleInterval, ScrapeInterval, Refresh)
+
+
+def _is_duration(loc: tuple[Any, ...]) -> bool:
+    info = _field(loc)
+    if info is None:
+        return False
+    if any(has_type(info, kind) for kind in _DURATIONS):
+        return True
+    # optional durations (rule_interval) are `Kind | None`
+    return any(typing.get_args(info.annotation) == (kind, type(None)) for kind in _DURATIONS)
 
 
 def _dotted(loc: tuple[Any, ...]) -> str:
@@ -745,13 +777,23 @@ def load_config(path: Path | None) -> ObspackConfig:
         for err in e.errors():
             loc = tuple(err["loc"])
             problems.append(f"{name}:{source.line(loc)}: {_dotted(loc)}: {_describe(dict(err))}")
-        raise ConfigError(_capped(problems)) from None
+        raise ConfigError(_capped(_by_line(problems))) from None
     for c in conflicts(config):
         other = f"{name}:{source.line(c.other)}" if c.other and _given(data, c.other) else "the default"
         problems.append(f"{name}:{source.line(c.loc)}: {'.'.join(c.loc)}: {c.message.replace('{other}', other)}")
     if problems:
-        raise ConfigError(_capped(problems))
+        raise ConfigError(_capped(_by_line(problems)))
     return config
+
+
+def _by_line(problems: list[str]) -> list[str]:
+    """Problems in the order of the file's lines (stable within a line)."""
+
+    def line(problem: str) -> int:
+        found = re.match(r".*?:(\d+): ", problem)
+        return int(found.group(1)) if found else 0
+
+    return sorted(problems, key=line)
 
 
 def _given(data: Any, loc: tuple[str, ...]) -> bool:

@@ -171,8 +171,14 @@ ERRORS: dict[str, tuple[bytes | None, str]] = {
     "not label matchers": (
         b"selectors:\n  vllm: job=vllm\n",
         "FILE:2: selectors.vllm: 'job=vllm' is not a list of label matchers "
-        "(unexpected identifier 'vllm' in label matching, expected string)",
+        "(the value of job must be in quotes: job=\"vllm\")",
     ),
+    "duration without a unit": (
+        b"scrape_interval: 30\n",
+        "FILE:1: scrape_interval: expected a duration with a unit, got the number 30 "
+        "(write '30s' for seconds; units: ms, s, m, h, d)",
+    ),
+    "not one of the periods": (b"slos:\n  period: 7d\n", "FILE:2: slos.period: '7d' is not '30d' or '28d'"),
     "selector on the metric name": (
         b'selectors:\n  vllm: __name__="up"\n',
         "FILE:2: selectors.vllm: selectors may not match __name__ (the metric name comes from obspack)",
@@ -208,6 +214,14 @@ def test_each_error_class_has_its_message(tmp_path: Path, kind: str) -> None:
     with pytest.raises(ConfigError) as err:
         load_config(path)
     assert err.value.problems[0].replace(str(path), "FILE") == expected
+
+
+def test_errors_come_in_the_order_of_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "obspack.yaml"
+    path.write_text("alerts:\n  VLLMKVCacheUsageHigh: {ratio: 2}\ncluster_label: 1\nscrape_interval: 5x\nnope: 1\n")
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    assert [int(p.split(":")[1]) for p in err.value.problems] == [2, 3, 4, 5]
 
 
 def test_docs_list_every_error_class_with_its_message() -> None:
