@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import os
+import shlex
 import shutil
 import sys
 from pathlib import Path
@@ -26,9 +27,15 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
+DEFAULT_CONFIG = Path("obspack.yaml")
 ConfigOption = Annotated[
     Path | None,
-    typer.Option("--config", "-c", help="obspack.yaml to read; without it the built-in defaults are used."),
+    typer.Option(
+        "--config",
+        "-c",
+        help="Config to read. Without it: ./obspack.yaml when there is one, else the built-in defaults.",
+        show_default=False,
+    ),
 ]
 
 
@@ -53,9 +60,22 @@ def _main(
     """Observability pack for vLLM on Kubernetes: rules, dashboards, runbooks and an exporter."""
 
 
+def _config_path(config: Path | None) -> Path | None:
+    """The config a command reads: --config, else ./obspack.yaml when it exists (said on stderr)."""
+    if config is None and DEFAULT_CONFIG.is_file():
+        typer.echo(f"reading ./{DEFAULT_CONFIG} (pass --config to read another)", err=True)
+        return DEFAULT_CONFIG
+    return config
+
+
 def _pack(config: Path | None) -> tuple[ObspackConfig, Pack]:
-    cfg = load_config(config)
-    return cfg, build(cfg, source=config.name if config else "built-in defaults")
+    cfg = load_config(_config_path(config))
+    return cfg, build(cfg)
+
+
+def command(*args: object) -> str:
+    """An obspack command line to print as a hint, quoted for the shell."""
+    return " ".join(["obspack", *(shlex.quote(str(a)) for a in args if a is not None)])
 
 
 @app.command()
@@ -68,7 +88,8 @@ def init(
         typer.secho(f"error: {path} exists; use --force to overwrite it", fg=typer.colors.RED, err=True)
         raise typer.Exit(code=1)
     path.write_text(annotated_defaults(), encoding="utf-8")
-    typer.echo(f"wrote {path}; edit it, then run: obspack render --config {path}")
+    then = command("render", "--out", "generated") if path == DEFAULT_CONFIG else command("render", "--config", path)
+    typer.echo(f"wrote {path}; edit it, then run: {then}")
 
 
 @app.command()
@@ -84,7 +105,9 @@ def render(
 ) -> None:
     """Render rules, dashboards, runbooks and tests into OUT (or check that OUT is up to date)."""
     try:
-        cfg, pack = _pack(config)
+        config = _config_path(config)
+        cfg = load_config(config)
+        pack = build(cfg)
         _warn_missing_tests(pack)
         targets = [(out, pack_files(pack))]
         if helm is not None:
@@ -94,6 +117,9 @@ def render(
         if check:
             stale = [_report_check(folder, files) for folder, files in targets]
             if any(stale):
+                again = command("render", *(["--config", config] if config else []), "--out", out,
+                                *(["--helm", helm] if helm else []))  # fmt: skip
+                typer.secho(f"not up to date: run `{again}`", fg=typer.colors.RED, err=True)
                 raise typer.Exit(code=1)
             return
         for folder, files in targets:
@@ -129,7 +155,6 @@ def _report_check(folder: Path, files: dict[str, str]) -> bool:
     for kind in ("missing", "stale", "extra"):
         for rel in getattr(result, kind):
             typer.echo(f"{kind}: {folder / rel}")
-    typer.secho(f"{folder} is not up to date: run `obspack render`", fg=typer.colors.RED, err=True)
     return True
 
 

@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from obspack import __version__
@@ -109,7 +110,28 @@ def test_config_changes_the_output(tmp_path: Path) -> None:
     assert "namespace_pod_model:vllm_kv_cache_usage:max > 0.8" in alerts
     assert "VLLMTargetDown" not in alerts
     assert "by (k8s_cluster, namespace, pod" in (out / "prometheus" / "recording-rules.yaml").read_text()
-    assert "from obspack.yaml" in alerts.splitlines()[0]
+    assert re.search(r"from config [0-9a-f]{12}\. Do not edit", alerts.splitlines()[0])
+
+
+def test_without_config_the_local_obspack_yaml_is_read_and_the_stamp_is_its_content(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "obspack.yaml").write_text("cluster_label: k8s_cluster\n")
+    result = run("render", "--out", "pack")
+    assert result.exit_code == 0, result.output
+    assert "reading ./obspack.yaml (pass --config to read another)" in result.output
+    assert "by (k8s_cluster, namespace, pod" in (tmp_path / "pack" / "prometheus" / "recording-rules.yaml").read_text()
+    # the same settings under another name, with a comment: nothing is stale
+    (tmp_path / "team.yaml").write_text("# ours\ncluster_label: 'k8s_cluster'\n")
+    assert run("render", "--config", "team.yaml", "--out", "pack", "--check").exit_code == 0
+    # a change: the hint is the exact command to run
+    (tmp_path / "obspack.yaml").write_text("cluster_label: region\n")
+    stale = run("render", "--out", "pack", "--check")
+    assert stale.exit_code == 1
+    assert "not up to date: run `obspack render --config obspack.yaml --out pack`" in stale.output
+    (tmp_path / "obspack.yaml").unlink()
+    assert "reading" not in run("render", "--out", "defaults").output
 
 
 def test_every_alert_disabled_is_an_error(tmp_path: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
 from obspack import __version__
@@ -28,7 +29,7 @@ class Dashboard:
 @dataclass(frozen=True)
 class Pack:
     version: str
-    source: str  # what the pack was rendered from, for the generated headers
+    source: str  # what the pack was rendered from, for the generated headers (stamp)
     cluster_label: str  # the label every aggregation keeps (engine writers reason about it)
     recording_groups: tuple[RuleGroup, ...]
     alert_groups: tuple[RuleGroup, ...]
@@ -42,7 +43,16 @@ class Pack:
     grafana: dict[str, object]  # namespace, folder, folder_annotation, configmap_labels
 
 
-def build(cfg: ObspackConfig, source: str = "built-in defaults") -> Pack:
+def stamp(cfg: ObspackConfig) -> str:
+    """What the generated headers say the pack came from: the settings' digest, not the file's name, so
+    that renaming or reformatting the config leaves the output as it is."""
+    if cfg == ObspackConfig():
+        return "built-in defaults"
+    digest = hashlib.sha256(cfg.model_dump_json(by_alias=True).encode()).hexdigest()[:12]
+    return f"config {digest}"
+
+
+def build(cfg: ObspackConfig) -> Pack:
     groups = tuple(alert_groups(cfg))
     if not groups:
         raise RenderError("every alert is disabled: the pack would have no alerts (enable at least one)")
@@ -54,7 +64,7 @@ def build(cfg: ObspackConfig, source: str = "built-in defaults") -> Pack:
     slo_tests, slo_missing = slo_rule_tests(cfg)
     return Pack(
         version=__version__,
-        source=source,
+        source=stamp(cfg),
         cluster_label=cfg.cluster_label,
         recording_groups=tuple(all_recording_groups(cfg)),
         alert_groups=groups,
