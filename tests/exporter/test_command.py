@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import signal
 import subprocess
+import sys
+import threading
+import time
 import urllib.request
 from pathlib import Path
 
@@ -16,6 +19,7 @@ from obspack.exporter.command import OptionError, parse_duration, parse_size
 
 from .conftest import exporter_command, free_port, wait_for_http
 from .fake_vllm import FakeVLLM
+from .hostile_target import HostileTarget, trickles
 
 runner = CliRunner()
 
@@ -224,3 +228,48 @@ def test_busy_port_is_one_line_and_exit_1(fake_vllm: FakeVLLM) -> None:
     assert result.returncode == 1
     assert result.stderr.strip().startswith(f"error: cannot listen on 127.0.0.1:{port}:")
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_sigterm_stops_the_exporter_promptly_while_a_scrape_hangs() -> None:
+    # The target trickles its headers: with --timeout 30s the scrape would hold for 30 s. The command
+    # runs as `python -m obspack.exporter`, the same function without the rest of the CLI (faster to start).
+    with HostileTarget(trickles(b"HTTP/1.1 200 OK\r\nX-Slow: " + b"a" * 10_000)) as target:
+        port = free_port()
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "obspack.exporter",
+                "--target",
+                target.url,
+                "--listen",
+                f"127.0.0.1:{port}",
+                "--timeout",
+                "30s",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            wait_for_http(f"http://127.0.0.1:{port}/healthz", process)
+            scrape = threading.Thread(
+                target=_scrape_quietly, args=(f"http://127.0.0.1:{port}/metrics",), daemon=True
+            )
+            scrape.start()
+            assert target.accepted.wait(5), "the exporter never reached the target"
+            process.send_signal(signal.SIGTERM)
+            stopped = time.monotonic()
+            assert process.wait(timeout=10) == 0
+            assert time.monotonic() - stopped < 3.0
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+
+
+def _scrape_quietly(url: str) -> None:
+    try:
+        urllib.request.urlopen(url, timeout=10).close()
+    except OSError:
+        pass  # the exporter went away mid-scrape, as the test intends
