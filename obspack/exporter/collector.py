@@ -16,9 +16,10 @@ engines are derived per target (the first in (model_name, engine) order), and at
 ``SAMPLES_PER_ENGINE`` x ``max_engines`` lines of each needed family are read. Anything beyond is
 dropped, the target stays up with what fits, and the scrape counts a ``too_many_series`` error.
 
-State kept between scrapes: the bounded ``CounterWindow`` and the error counters (targets x
-reasons). collect() never raises: a failing target is reported with ``obspack_target_up 0``, and
-any unexpected error leaves only the build info in that answer.
+State kept between scrapes: the bounded ``CounterWindow``, the error counters (targets x
+reasons) and the open ``Episodes`` (a target's first failure and its recovery are logged at
+WARNING, the failures in between at DEBUG). collect() never raises: a failing target is reported
+with ``obspack_target_up 0``, and any unexpected error leaves only the build info in that answer.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from prometheus_client.registry import CollectorRegistry
 from obspack import __version__
 from obspack.exporter import derive
 from obspack.exporter.derive import Derived
+from obspack.exporter.episodes import Episodes
 from obspack.exporter.parse import PayloadError, check_payload, parse_needed
 from obspack.exporter.probe_files import DEFAULT_MAX_AGE_S, DeviceStats, read_probe_dir
 from obspack.exporter.scrape import REASONS, Fetch, Reason, ScrapeError, fetch_metrics
@@ -49,6 +51,10 @@ DEFAULT_TIMEOUT_S = 2.0
 DEFAULT_MAX_ENGINES = 256
 SAMPLES_PER_ENGINE = 8  # lines of one family per engine that fit the line cap (multiprocess `pid` copies)
 _GRACE_S = 1.0  # how long past the timeout collect() waits for a fetch that should have given up
+# The problems whose episodes are logged (see ``episodes``).
+DOWN = "down"
+OVER_CAP = "over the series cap"
+MALFORMED = "sending malformed lines"
 
 DERIVED_HELP: dict[str, str] = {
     derive.PREFIX_CACHE_HIT_RATIO: "Prefix cache hits / queries over the exporter's --window (counter deltas).",
@@ -116,6 +122,7 @@ class ExporterCollector:
         self._errors: dict[tuple[str, Reason], int] = {(t, r): 0 for t in self.targets for r in REASONS}
         self._lock = threading.RLock()
         self._inflight: dict[str, _Flight] = {}
+        self._episodes = Episodes()
         if registry is not None:
             registry.register(self)
 
@@ -129,7 +136,7 @@ class ExporterCollector:
             self.window.forget_older_than(self.clock() - self.window_s)
             with self._lock:
                 errors = dict(self._errors)
-            return build_families(reports, devices, errors, label_target=len(self.targets) > 1)
+            return build_families(reports, devices, errors)
         except Exception:  # never raises: log, and answer with the build info only
             logging.getLogger(__name__).exception("obspack exporter: collect failed")
             return [build_info()]
@@ -170,6 +177,7 @@ class ExporterCollector:
         except concurrent.futures.TimeoutError:
             message = f"no answer within {self.timeout_s:g}s (and {_GRACE_S:g}s of grace)"
             self._count(target, "timeout", flight)
+            self._episodes.seen(target, DOWN, f"timeout: {message}")
             return TargetReport(target, up=False, duration_s=self.clock() - started, error=message)
 
     def _scrape(self, target: str, flight: _Flight) -> TargetReport:
@@ -192,17 +200,24 @@ class ExporterCollector:
             samples, dropped = self._derive(target, parsed.families)
         except Exception as e:  # noqa: BLE001 (a bug in parse/derive must not break the answer)
             return self._failed(target, flight, started, "parse", f"{type(e).__name__}: {e}")
+        self._episodes.cleared(target, DOWN)
+        if parsed.skipped:
+            self._episodes.seen(target, MALFORMED, f"{parsed.skipped} needed lines skipped, counted as parse")
+        else:
+            self._episodes.cleared(target, MALFORMED)
         if parsed.truncated or dropped:
             self._count(target, "too_many_series")
-            logging.getLogger(__name__).debug(
-                "%s: over %d engines or %d lines of %s; %d engines left out",
-                target,
-                self.max_engines,
-                self.max_engines * SAMPLES_PER_ENGINE,
-                ", ".join(parsed.truncated) or "no family",
-                dropped,
-            )
+            self._episodes.seen(target, OVER_CAP, self._over_cap(parsed.truncated, dropped))
+        else:
+            self._episodes.cleared(target, OVER_CAP)
         return TargetReport(target, up=True, duration_s=self.clock() - started, samples=samples)
+
+    def _over_cap(self, truncated: list[str], dropped: int) -> str:
+        lines = self.max_engines * SAMPLES_PER_ENGINE
+        engines = "engine" if dropped == 1 else "engines"
+        parts = [f"{dropped} {engines} past the first {self.max_engines} left out"] if dropped else []
+        parts += [f"{name} read up to {lines} lines" for name in truncated]
+        return "; ".join(parts) + ", counted as too_many_series"
 
     def _derive(self, target: str, families: dict) -> tuple[list[Derived], int]:
         """The derived samples of the first ``max_engines`` engines, and how many engines were left out."""
@@ -222,7 +237,7 @@ class ExporterCollector:
         self, target: str, flight: _Flight, started: float, reason: Reason, message: str
     ) -> TargetReport:
         self._count(target, reason, flight)
-        logging.getLogger(__name__).debug("scrape of %s failed (%s): %s", target, reason, message)
+        self._episodes.seen(target, DOWN, f"{reason}: {message}")
         return TargetReport(target, up=False, duration_s=self.clock() - started, error=message)
 
     def _count(self, target: str, reason: Reason, flight: _Flight | None = None) -> None:
@@ -246,16 +261,17 @@ def build_families(
     reports: Iterable[TargetReport],
     devices: Iterable[DeviceStats],
     errors: dict[tuple[str, Reason], int],
-    *,
-    label_target: bool,
 ) -> list[Metric]:
-    """Turn one collect's reports, probe readings and error counts into metric families."""
+    """Turn one collect's reports, probe readings and error counts into metric families.
+
+    Every derived series carries ``target``, however many targets there are: adding a second target
+    must not change the labels of the first one's series (that would break their history)."""
     reports = list(reports)
     derived = {name: GaugeMetricFamily(name, text) for name, text in DERIVED_HELP.items()}
     for report in reports:
-        extra = {"target": report.target} if label_target else {}
         for sample in report.samples:
-            derived[sample.name].add_sample(sample.name, {**dict(sample.labels), **extra}, sample.value)
+            labels = {**dict(sample.labels), "target": report.target}
+            derived[sample.name].add_sample(sample.name, labels, sample.value)
 
     up = GaugeMetricFamily(
         "obspack_target_up", "1 if the last scrape of the target succeeded.", labels=["target"]

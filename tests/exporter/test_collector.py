@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -21,6 +22,7 @@ from .fake_vllm import FakeVLLM
 from .hostile_target import HostileTarget, trickles
 
 V1 = {"engine": "0", "model_name": "acme/llm-7b"}
+T = {**V1, "target": "http://t/metrics"}  # the same engine's series from the target most tests use
 
 
 class Clock:
@@ -87,17 +89,18 @@ def closing() -> Iterator[list[ExporterCollector]]:
         c.close()
 
 
-def test_single_target_series_carry_no_target_label(closing: list[ExporterCollector]) -> None:
+def test_a_single_target_still_labels_its_series_with_target(closing: list[ExporterCollector]) -> None:
     collector, _registry = make({"http://t/metrics": payload("v1_single.prom")})
     closing.append(collector)
     get = snapshot(collector)
-    assert get(derive.KV_CACHE_BLOCKS, {**V1, "state": "used"}) == 250.0
-    assert get(derive.KV_CACHE_BLOCKS, {**V1, "state": "free"}) == 750.0
-    assert get(derive.KV_CACHE_BLOCK_SIZE, V1) == 16.0
-    assert get(derive.KV_CACHE_FRAGMENTATION, V1) == pytest.approx(0.01875)
-    assert get(derive.KV_CACHE_HEADROOM, V1) == 30.0
-    assert get(derive.PREFIX_CACHE_HIT_RATIO_LIFETIME, V1) == 0.25
-    assert get(derive.PREFIX_CACHE_HIT_RATIO, V1) is None  # needs two scrapes
+    assert get(derive.KV_CACHE_HEADROOM, V1) is None  # no series without `target`
+    assert get(derive.KV_CACHE_BLOCKS, {**T, "state": "used"}) == 250.0
+    assert get(derive.KV_CACHE_BLOCKS, {**T, "state": "free"}) == 750.0
+    assert get(derive.KV_CACHE_BLOCK_SIZE, T) == 16.0
+    assert get(derive.KV_CACHE_FRAGMENTATION, T) == pytest.approx(0.01875)
+    assert get(derive.KV_CACHE_HEADROOM, T) == 30.0
+    assert get(derive.PREFIX_CACHE_HIT_RATIO_LIFETIME, T) == 0.25
+    assert get(derive.PREFIX_CACHE_HIT_RATIO, T) is None  # needs two scrapes
     assert get("obspack_target_up", {"target": "http://t/metrics"}) == 1.0
     assert get("obspack_target_scrape_errors_total", {"target": "http://t/metrics", "reason": "parse"}) == 0.0
     assert get("obspack_exporter_build_info", {"version": __version__}) == 1.0
@@ -126,19 +129,19 @@ def test_windowed_ratio_from_counter_deltas_and_reset(closing: list[ExporterColl
         window_s=60,
     )
     closing.append(collector)
-    assert snapshot(collector)(derive.PREFIX_CACHE_HIT_RATIO, V1) is None
+    assert snapshot(collector)(derive.PREFIX_CACHE_HIT_RATIO, T) is None
     clock.now += 10
     state.update(hits=1060.0, queries=4100.0)
     get = snapshot(collector)
-    assert get(derive.PREFIX_CACHE_HIT_RATIO, V1) == pytest.approx(0.6)
-    assert get(derive.PREFIX_CACHE_HIT_RATIO_LIFETIME, V1) == pytest.approx(1060 / 4100)
+    assert get(derive.PREFIX_CACHE_HIT_RATIO, T) == pytest.approx(0.6)
+    assert get(derive.PREFIX_CACHE_HIT_RATIO_LIFETIME, T) == pytest.approx(1060 / 4100)
     clock.now += 10
     state.update(hits=20.0, queries=100.0)  # vLLM restarted: +20 / +100 since the restart
     get = snapshot(collector)
-    assert get(derive.PREFIX_CACHE_HIT_RATIO, V1) == pytest.approx((60 + 20) / (100 + 100))
-    assert get(derive.PREFIX_CACHE_HIT_RATIO_LIFETIME, V1) == pytest.approx(0.2)
+    assert get(derive.PREFIX_CACHE_HIT_RATIO, T) == pytest.approx((60 + 20) / (100 + 100))
+    assert get(derive.PREFIX_CACHE_HIT_RATIO_LIFETIME, T) == pytest.approx(0.2)
     clock.now += 100  # every earlier sample left the 60 s window, and no new queries
-    assert snapshot(collector)(derive.PREFIX_CACHE_HIT_RATIO, V1) is None
+    assert snapshot(collector)(derive.PREFIX_CACHE_HIT_RATIO, T) is None
 
 
 @pytest.mark.parametrize(
@@ -191,8 +194,8 @@ def test_malformed_needed_line_skips_the_sample_and_counts_parse(closing: list[E
     get = snapshot(collector)
     assert get("obspack_target_up", {"target": "http://t/metrics"}) == 1.0
     assert get("obspack_target_scrape_errors_total", {"target": "http://t/metrics", "reason": "parse"}) == 1.0
-    assert get(derive.KV_CACHE_BLOCKS, {**V1, "state": "used"}) == 250.0
-    assert get(derive.KV_CACHE_HEADROOM, V1) is None  # needs the skipped running gauge
+    assert get(derive.KV_CACHE_BLOCKS, {**T, "state": "used"}) == 250.0
+    assert get(derive.KV_CACHE_HEADROOM, T) is None  # needs the skipped running gauge
 
 
 def test_router_payload_is_up_with_nothing_derived(closing: list[ExporterCollector]) -> None:
@@ -276,7 +279,7 @@ def test_duplicate_targets_are_scraped_once(closing: list[ExporterCollector]) ->
 
     collector = ExporterCollector(["http://t/metrics", "http://t/metrics"], fetch=fetch, registry=registry)
     closing.append(collector)
-    assert registry.get_sample_value(derive.KV_CACHE_HEADROOM, V1) == 30.0  # one target: no target label
+    assert registry.get_sample_value(derive.KV_CACHE_HEADROOM, T) == 30.0
     assert calls == ["http://t/metrics"]
 
 
@@ -327,8 +330,8 @@ def test_concurrent_scrapes_share_fetches_and_agree(fake_vllm: FakeVLLM) -> None
         assert len(answers) == 16
         for text in answers:
             assert (
-                'obspack_vllm_kv_cache_admission_headroom_requests{engine="0",model_name="acme/llm-7b"} 30.0'
-                in text
+                'obspack_vllm_kv_cache_admission_headroom_requests{engine="0",model_name="acme/llm-7b",'
+                f'target="{fake_vllm.url}"}} 30.0' in text
             )
             assert (
                 "obspack_target_up" in text and f'obspack_target_up{{target="{fake_vllm.url}"}} 1.0' in text
@@ -453,8 +456,8 @@ def test_absurd_cache_config_and_values_leave_the_target_up(closing: list[Export
     get = snapshot(collector)
     assert get("obspack_target_up", {"target": "http://t/metrics"}) == 1.0
     assert get("obspack_target_scrape_errors_total", {"target": "http://t/metrics", "reason": "parse"}) == 0.0
-    assert get(derive.KV_CACHE_BLOCK_SIZE, V1) is None  # the config is not believed
-    assert get(derive.PREFIX_CACHE_HIT_RATIO_LIFETIME, V1) == 0.25  # the rest still derives
+    assert get(derive.KV_CACHE_BLOCK_SIZE, T) is None  # the config is not believed
+    assert get(derive.PREFIX_CACHE_HIT_RATIO_LIFETIME, T) == 0.25  # the rest still derives
 
 
 def test_a_megabyte_model_name_is_skipped_and_counted(closing: list[ExporterCollector]) -> None:
@@ -466,6 +469,69 @@ def test_a_megabyte_model_name_is_skipped_and_counted(closing: list[ExporterColl
     assert len(exposition) < 20_000
     assert b'obspack_target_scrape_errors_total{reason="parse",target="http://t/metrics"} 1.0' in exposition
     assert (
-        b'obspack_vllm_kv_cache_admission_headroom_requests{engine="0",model_name="acme/llm-7b"} 30.0'
-        in exposition
+        b'obspack_vllm_kv_cache_admission_headroom_requests{engine="0",model_name="acme/llm-7b",'
+        b'target="http://t/metrics"} 30.0' in exposition
     )
+
+
+# ---------------------------------------------------------------------------------------------------
+# Logs: a target's trouble once when it starts and once when it ends
+
+
+def _warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+
+
+def test_a_failing_target_logs_its_first_failure_and_its_recovery_once(
+    caplog: pytest.LogCaptureFixture, closing: list[ExporterCollector]
+) -> None:
+    answers = iter(
+        [ScrapeError("timeout", "no complete answer within 2s")] * 3
+        + [payload("v1_single.prom")] * 2
+        + [ScrapeError("connection", "ConnectionRefusedError: [Errno 111] Connection refused")]
+    )
+
+    def next_answer() -> bytes:
+        answer = next(answers)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    collector, _ = make({"http://t/metrics": next_answer})
+    closing.append(collector)
+    caplog.set_level(logging.DEBUG, logger="obspack.exporter")
+    for _ in range(3):
+        collector.collect()
+    assert _warnings(caplog) == [
+        "target http://t/metrics: down (timeout: no complete answer within 2s); "
+        "repeats are logged at DEBUG until it ends"
+    ]
+    assert (
+        len([r for r in caplog.records if r.levelno == logging.DEBUG and "down again" in r.getMessage()]) == 2
+    )
+    caplog.clear()
+    collector.collect()
+    collector.collect()
+    assert _warnings(caplog) == ["target http://t/metrics: no longer down, after 3 scrapes"]
+    caplog.clear()
+    collector.collect()
+    assert _warnings(caplog) == [
+        "target http://t/metrics: down (connection: ConnectionRefusedError: [Errno 111] Connection refused); "
+        "repeats are logged at DEBUG until it ends"
+    ]
+
+
+def test_going_over_the_series_cap_is_logged_once_and_when_it_fits_again(
+    caplog: pytest.LogCaptureFixture, closing: list[ExporterCollector]
+) -> None:
+    answers = iter([engines_payload(3), engines_payload(3), engines_payload(2)])
+    collector, _ = make({"http://t/metrics": lambda: next(answers)}, max_engines=2)
+    closing.append(collector)
+    caplog.set_level(logging.INFO, logger="obspack.exporter")
+    for _ in range(3):
+        collector.collect()
+    assert _warnings(caplog) == [
+        "target http://t/metrics: over the series cap (1 engine past the first 2 left out, counted as "
+        "too_many_series); repeats are logged at DEBUG until it ends",
+        "target http://t/metrics: no longer over the series cap, after 2 scrapes",
+    ]

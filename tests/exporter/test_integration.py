@@ -168,7 +168,7 @@ def test_windowed_hit_ratio_reaches_prometheus(stack: Stack) -> None:
         **ENGINE,
         "job": "obspack-exporter",
     }
-    assert "target" not in series["metric"]  # one target: no target label
+    assert series["metric"]["target"].startswith("http://127.0.0.1:")  # set even with a single target
     assert float(series["value"][1]) == pytest.approx(0.6)
 
 
