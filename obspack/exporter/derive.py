@@ -207,8 +207,9 @@ def cache_configs(samples: Sequence[Sample]) -> dict[str | None, CacheConfig]:
     """Read ``vllm:cache_config_info`` series, keyed by their ``engine`` label (None when absent).
 
     Series whose ``num_gpu_blocks`` or ``block_size`` is not an integer from 1 to ``MAX_CONFIG_VALUE``
-    (``"None"`` before the KV cache is profiled; absurd values such as ``1e30`` or 400 digits) are skipped. Two different configs under one key cannot be joined to
-    the right model, so that key is marked ambiguous and joins nothing.
+    are skipped: ``"None"`` before the KV cache is profiled, and absurd values such as ``1e30`` or
+    400 digits. Two different configs under one key cannot be joined to the right model, so that
+    key is marked ambiguous and joins nothing.
     """
     configs: dict[str | None, CacheConfig] = {}
     for sample in samples:

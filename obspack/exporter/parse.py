@@ -42,8 +42,8 @@ _AFTER_NAME = frozenset(b"{ \t")
 _FIRST_CHAR = frozenset(b"#_:abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
 _LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*\Z")
 _ESCAPE = re.compile(r"\\(.)")
-MAX_LABEL_VALUE = 4096  # characters
 _UNESCAPED = {"n": "\n", "\\": "\\", '"': '"'}
+MAX_LABEL_VALUE = 4096  # characters
 
 
 class PayloadError(ValueError):
@@ -88,10 +88,9 @@ def parse_needed(payload: bytes, names: Iterable[str] = NEEDED, max_samples: int
     """Return the samples of the families in ``names`` found in ``payload``.
 
     Lines whose labels or value cannot be read, or with a label value over ``MAX_LABEL_VALUE``
-    characters, are skipped and counted in ``Parsed.skipped``. At
-    most ``max_samples`` lines of each family are read (None: all); a family that has more is
-    listed in ``Parsed.truncated``. Call ``check_payload`` first to reject payloads that are not
-    expositions at all.
+    characters, are skipped and counted in ``Parsed.skipped``. At most ``max_samples`` lines of each
+    family are read (None: all); a family that has more is listed in ``Parsed.truncated``. Call
+    ``check_payload`` first to reject payloads that are not expositions at all.
     """
     parsed = Parsed()
     for name in names:

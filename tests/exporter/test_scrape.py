@@ -269,3 +269,19 @@ def test_a_hung_name_lookup_times_out_and_is_not_started_twice(monkeypatch: pyte
         release.set()
     # the lookup's failure, once it comes, is a connection error (whether shared or asked afresh)
     assert _reason("http://vllm.example:8000/metrics", timeout_s=DEADLINE_S) == "connection"
+
+
+@pytest.mark.parametrize(
+    ("script", "reason"),
+    [
+        (silent, "timeout"),
+        (trickles(b"\x16\x03\x01\x00\x05hello"), "timeout"),
+        (sends(head(length=0)), "connection"),
+    ],
+    ids=["no-handshake-answer", "handshake-trickles", "plain-http-on-https"],
+)
+def test_https_handshake_is_within_the_same_deadline(script: Script, reason: str) -> None:
+    with HostileTarget(script) as target:
+        started = time.monotonic()
+        assert _reason(target.url.replace("http://", "https://"), timeout_s=DEADLINE_S) == reason
+        assert time.monotonic() - started < DEADLINE_S + 0.5
