@@ -389,7 +389,10 @@ def test_headers_trickling_count_as_a_timeout_next_to_a_healthy_target(fake_vllm
         slow.stop()
 
 
-def test_a_fetch_that_overruns_is_counted_once_as_a_timeout(closing: list[ExporterCollector]) -> None:
+def test_a_fetch_that_overruns_is_counted_once_as_a_timeout(
+    monkeypatch: pytest.MonkeyPatch, closing: list[ExporterCollector]
+) -> None:
+    monkeypatch.setattr(collector_module, "_GRACE_S", 0.05)  # the second of grace, shortened for the test
     release = threading.Event()
 
     def stuck(url: str, timeout_s: float, max_bytes: int) -> bytes:

@@ -134,12 +134,12 @@ def test_eviction_drops_the_stalest_key_not_a_recently_updated_one() -> None:
     assert [window.samples(k) for k in ("a", "b", "c", "d")] == [2, 0, 1, 1]
 
 
-def test_fifty_thousand_new_keys_keep_the_newest_within_the_cap() -> None:
+def test_many_new_keys_keep_the_newest_within_the_cap() -> None:
     # Each new key beyond the cap evicts one: this was a scan of every kept key per eviction.
     window = CounterWindow(window_s=600, max_series=4096)
-    for i in range(50_000):
+    for i in range(20_000):
         window.record(i, float(i), 1, 2)
     assert len(window) == 4096
-    assert window.samples(49_999) == 1
-    assert window.samples(50_000 - 4096) == 1
-    assert window.samples(50_000 - 4097) == 0
+    assert window.samples(19_999) == 1
+    assert window.samples(20_000 - 4096) == 1
+    assert window.samples(20_000 - 4097) == 0
