@@ -5,3 +5,8 @@ needed) -> ``derive`` (pure formulas) -> ``collector`` (a client_python collecto
 families on every scrape) -> ``server`` (threaded HTTP). ``window`` holds the only state kept between
 scrapes (a bounded counter history per engine) and ``probe_files`` reads what ``obspack.probe`` writes.
 """
+
+DEFAULT_PORT = 10025
+"""The port ``obspack exporter`` listens on unless told otherwise. It was free in the Prometheus wiki's
+"Default port allocations" list when chosen; 9400, the first default, is dcgm-exporter's, which runs on
+the same GPU nodes. The chart and the image use it too; register it on that page with each release."""

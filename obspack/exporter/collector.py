@@ -1,14 +1,25 @@
 """The client_python collector: every collect() scrapes the targets and builds fresh families.
 
-Targets are scraped in parallel on a small thread pool. Concurrent collect() calls share one
-in-flight scrape per target ("single flight"): a second exporter scrape that arrives while a
-target is being fetched waits for that fetch instead of starting another. So vLLM sees at most
-one request per target at a time, and counter samples reach the window in the order they were
-taken (two overlapping fetches could otherwise record a counter going backwards, read as a reset).
+Each target is scraped in a daemon thread of its own ("a flight"), all in parallel. Concurrent
+collect() calls share one in-flight scrape per target ("single flight"): a second exporter scrape
+that arrives while a target is being fetched waits for that fetch instead of starting another. So
+vLLM sees at most one request per target at a time, and counter samples reach the window in the
+order they were taken (two overlapping fetches could otherwise record a counter going backwards,
+read as a reset). The threads are daemons so that a flight in progress never delays the exit of
+the process; no flight outlives its deadline anyway (see ``scrape``).
 
-State kept between scrapes: the bounded ``CounterWindow`` and the error counters (targets x
-reasons). collect() never raises: a failing target is reported with ``obspack_target_up 0``, and
-any unexpected error leaves only the build info in that answer.
+collect() waits for a flight at most ``timeout_s`` plus a second of grace; a flight that overruns
+it is counted as a ``timeout``. Each flight's failure is counted once, whoever sees it first.
+
+A target is bounded in what it can make the exporter hold or compute: at most ``max_engines``
+engines are derived per target (the first in (model_name, engine) order), and at most
+``SAMPLES_PER_ENGINE`` x ``max_engines`` lines of each needed family are read. Anything beyond is
+dropped, the target stays up with what fits, and the scrape counts a ``too_many_series`` error.
+
+State kept between scrapes: the bounded ``CounterWindow``, the error counters (targets x
+reasons) and the open ``Episodes`` (a target's first failure and its recovery are logged at
+WARNING, the failures in between at DEBUG). collect() never raises: a failing target is reported
+with ``obspack_target_up 0``, and any unexpected error leaves only the build info in that answer.
 """
 
 from __future__ import annotations
@@ -27,6 +38,7 @@ from prometheus_client.registry import CollectorRegistry
 from obspack import __version__
 from obspack.exporter import derive
 from obspack.exporter.derive import Derived
+from obspack.exporter.episodes import Episodes
 from obspack.exporter.parse import PayloadError, check_payload, parse_needed
 from obspack.exporter.probe_files import DEFAULT_MAX_AGE_S, DeviceStats, read_probe_dir
 from obspack.exporter.scrape import REASONS, Fetch, Reason, ScrapeError, fetch_metrics
@@ -36,7 +48,13 @@ from obspack.probe import pid_namespace
 DEFAULT_MAX_BYTES = 32 * 1024 * 1024
 DEFAULT_WINDOW_S = 300.0
 DEFAULT_TIMEOUT_S = 2.0
+DEFAULT_MAX_ENGINES = 256
+SAMPLES_PER_ENGINE = 8  # lines of one family per engine that fit the line cap (multiprocess `pid` copies)
 _GRACE_S = 1.0  # how long past the timeout collect() waits for a fetch that should have given up
+# The problems whose episodes are logged (see ``episodes``).
+DOWN = "down"
+OVER_CAP = "over the series cap"
+MALFORMED = "sending malformed lines"
 
 DERIVED_HELP: dict[str, str] = {
     derive.PREFIX_CACHE_HIT_RATIO: "Prefix cache hits / queries over the exporter's --window (counter deltas).",
@@ -62,6 +80,15 @@ class TargetReport:
     error: str | None = None
 
 
+@dataclass(eq=False)
+class _Flight:
+    """One scrape of a target in progress. Its thread sets ``future``; ``counted`` once a failure is counted."""
+
+    future: concurrent.futures.Future[TargetReport] = field(default_factory=concurrent.futures.Future)
+    thread: threading.Thread | None = None
+    counted: bool = False
+
+
 class ExporterCollector:
     """Scrapes vLLM targets on every collect() and yields the derived obspack series."""
 
@@ -72,6 +99,7 @@ class ExporterCollector:
         window_s: float = DEFAULT_WINDOW_S,
         timeout_s: float = DEFAULT_TIMEOUT_S,
         max_bytes: int = DEFAULT_MAX_BYTES,
+        max_engines: int = DEFAULT_MAX_ENGINES,
         probe_dir: Path | None = None,
         probe_max_age_s: float = DEFAULT_MAX_AGE_S,
         fetch: Fetch = fetch_metrics,
@@ -83,6 +111,7 @@ class ExporterCollector:
         self.window_s = window_s
         self.timeout_s = timeout_s
         self.max_bytes = max_bytes
+        self.max_engines = max_engines
         self.probe_dir = probe_dir
         self.probe_max_age_s = probe_max_age_s
         self.fetch = fetch
@@ -92,10 +121,8 @@ class ExporterCollector:
         self._own_pidns = pid_namespace()
         self._errors: dict[tuple[str, Reason], int] = {(t, r): 0 for t in self.targets for r in REASONS}
         self._lock = threading.RLock()
-        self._inflight: dict[str, concurrent.futures.Future[TargetReport]] = {}
-        self._pool = concurrent.futures.ThreadPoolExecutor(
-            max_workers=max(1, min(len(self.targets), 32)), thread_name_prefix="obspack-scrape"
-        )
+        self._inflight: dict[str, _Flight] = {}
+        self._episodes = Episodes()
         if registry is not None:
             registry.register(self)
 
@@ -109,85 +136,117 @@ class ExporterCollector:
             self.window.forget_older_than(self.clock() - self.window_s)
             with self._lock:
                 errors = dict(self._errors)
-            return build_families(reports, devices, errors, label_target=len(self.targets) > 1)
+            return build_families(reports, devices, errors)
         except Exception:  # never raises: log, and answer with the build info only
             logging.getLogger(__name__).exception("obspack exporter: collect failed")
             return [build_info()]
 
-    def close(self) -> None:
-        """Stop the scrape threads (after the in-flight scrapes end)."""
-        self._pool.shutdown(wait=True, cancel_futures=True)
+    def close(self, wait_s: float = 0.0) -> None:
+        """Wait up to ``wait_s`` for the scrapes in flight to end. They are daemon threads that end
+        at their deadline on their own, so nothing needs stopping: exiting without waiting is fine."""
+        end = time.monotonic() + wait_s
+        with self._lock:
+            threads = [f.thread for f in self._inflight.values() if f.thread is not None]
+        for thread in threads:
+            thread.join(max(end - time.monotonic(), 0.0))
 
-    def _flight(self, target: str) -> concurrent.futures.Future[TargetReport]:
-        """The in-flight scrape of ``target``, started now if there is none.
-
-        A finished flight whose done-callback has not run yet counts as none: reusing it would answer
-        this scrape with the previous one's result."""
+    def _flight(self, target: str) -> _Flight:
+        """The in-flight scrape of ``target``, started now if there is none (or only a finished one)."""
         with self._lock:
             flight = self._inflight.get(target)
-            if flight is None or flight.done():
-                flight = self._pool.submit(self._scrape, target)
+            if flight is None or flight.future.done():
+                flight = _Flight()
+                flight.thread = threading.Thread(
+                    target=self._fly, args=(target, flight), name="obspack-scrape", daemon=True
+                )
+                flight.thread.start()
                 self._inflight[target] = flight
-                flight.add_done_callback(lambda done, t=target: self._land(t, done))
             return flight
 
-    def _land(self, target: str, flight: concurrent.futures.Future[TargetReport]) -> None:
-        with self._lock:
-            if self._inflight.get(target) is flight:
-                del self._inflight[target]
+    def _fly(self, target: str, flight: _Flight) -> None:
+        try:
+            report = self._scrape(target, flight)
+        except BaseException as e:  # _scrape catches Exception; waiters must get an answer whatever happens
+            report = TargetReport(target, up=False, duration_s=0.0, error=f"{type(e).__name__}: {e}")
+        flight.future.set_result(report)
 
-    def _wait(
-        self, target: str, flight: concurrent.futures.Future[TargetReport], started: float
-    ) -> TargetReport:
+    def _wait(self, target: str, flight: _Flight, started: float) -> TargetReport:
         remaining = started + self.timeout_s + _GRACE_S - self.clock()
         try:
-            return flight.result(timeout=max(remaining, 0.0))
+            return flight.future.result(timeout=max(remaining, 0.0))
         except concurrent.futures.TimeoutError:
-            return TargetReport(target, up=False, duration_s=self.clock() - started, error="timeout")
-        except Exception as e:  # noqa: BLE001 (_scrape catches everything; this is belt and braces)
-            return TargetReport(target, up=False, duration_s=self.clock() - started, error=str(e))
+            message = f"no answer within {self.timeout_s:g}s (and {_GRACE_S:g}s of grace)"
+            self._count(target, "timeout", flight)
+            self._episodes.seen(target, DOWN, f"timeout: {message}")
+            return TargetReport(target, up=False, duration_s=self.clock() - started, error=message)
 
-    def _scrape(self, target: str) -> TargetReport:
+    def _scrape(self, target: str, flight: _Flight) -> TargetReport:
         """Fetch, parse and derive one target; record its counters in the window. Never raises."""
         started = self.clock()
         try:
             body = self.fetch(target, self.timeout_s, self.max_bytes)
             check_payload(body)
         except ScrapeError as e:
-            return self._failed(target, started, e.reason, str(e))
+            return self._failed(target, flight, started, e.reason, str(e))
         except PayloadError as e:
-            return self._failed(target, started, "parse", str(e))
+            return self._failed(target, flight, started, "parse", str(e))
         except Exception as e:  # noqa: BLE001 (a custom fetch may raise anything; collect must not)
-            return self._failed(target, started, "connection", f"{type(e).__name__}: {e}")
+            return self._failed(target, flight, started, "connection", f"{type(e).__name__}: {e}")
         try:
-            parsed = parse_needed(body)
+            parsed = parse_needed(body, max_samples=self.max_engines * SAMPLES_PER_ENGINE)
             del body
             if parsed.skipped:
                 self._count(target, "parse")
-            samples = self._derive(target, parsed.families)
+            samples, dropped = self._derive(target, parsed.families)
         except Exception as e:  # noqa: BLE001 (a bug in parse/derive must not break the answer)
-            return self._failed(target, started, "parse", f"{type(e).__name__}: {e}")
+            return self._failed(target, flight, started, "parse", f"{type(e).__name__}: {e}")
+        self._episodes.cleared(target, DOWN)
+        if parsed.skipped:
+            self._episodes.seen(target, MALFORMED, f"{parsed.skipped} needed lines skipped, counted as parse")
+        else:
+            self._episodes.cleared(target, MALFORMED)
+        if parsed.truncated or dropped:
+            self._count(target, "too_many_series")
+            self._episodes.seen(target, OVER_CAP, self._over_cap(parsed.truncated, dropped))
+        else:
+            self._episodes.cleared(target, OVER_CAP)
         return TargetReport(target, up=True, duration_s=self.clock() - started, samples=samples)
 
-    def _derive(self, target: str, families: dict) -> list[Derived]:
+    def _over_cap(self, truncated: list[str], dropped: int) -> str:
+        lines = self.max_engines * SAMPLES_PER_ENGINE
+        engines = "engine" if dropped == 1 else "engines"
+        parts = [f"{dropped} {engines} past the first {self.max_engines} left out"] if dropped else []
+        parts += [f"{name} read up to {lines} lines" for name in truncated]
+        return "; ".join(parts) + ", counted as too_many_series"
+
+    def _derive(self, target: str, families: dict) -> tuple[list[Derived], int]:
+        """The derived samples of the first ``max_engines`` engines, and how many engines were left out."""
         now = self.clock()
         samples: list[Derived] = []
         inputs = derive.engine_inputs(families)
-        for key in sorted(inputs, key=lambda k: (k.model_name, k.engine or "")):
+        keys = sorted(inputs, key=lambda k: (k.model_name, k.engine or ""))
+        for key in keys[: self.max_engines]:
             engine = inputs[key]
             ratio = None
             if engine.hits is not None and engine.queries is not None:
                 ratio = self.window.record((target, key), now, engine.hits, engine.queries)
             samples.extend(derive.derive_engine(key, engine, ratio))
-        return samples
+        return samples, max(len(keys) - self.max_engines, 0)
 
-    def _failed(self, target: str, started: float, reason: Reason, message: str) -> TargetReport:
-        self._count(target, reason)
-        logging.getLogger(__name__).debug("scrape of %s failed (%s): %s", target, reason, message)
+    def _failed(
+        self, target: str, flight: _Flight, started: float, reason: Reason, message: str
+    ) -> TargetReport:
+        self._count(target, reason, flight)
+        self._episodes.seen(target, DOWN, f"{reason}: {message}")
         return TargetReport(target, up=False, duration_s=self.clock() - started, error=message)
 
-    def _count(self, target: str, reason: Reason) -> None:
+    def _count(self, target: str, reason: Reason, flight: _Flight | None = None) -> None:
+        """Count one error; a flight's failure only once (an overrun and its late failure are one)."""
         with self._lock:
+            if flight is not None:
+                if flight.counted:
+                    return
+                flight.counted = True
             self._errors[(target, reason)] += 1
 
     def _read_probes(self) -> list[DeviceStats]:
@@ -202,16 +261,17 @@ def build_families(
     reports: Iterable[TargetReport],
     devices: Iterable[DeviceStats],
     errors: dict[tuple[str, Reason], int],
-    *,
-    label_target: bool,
 ) -> list[Metric]:
-    """Turn one collect's reports, probe readings and error counts into metric families."""
+    """Turn one collect's reports, probe readings and error counts into metric families.
+
+    Every derived series carries ``target``, however many targets there are: adding a second target
+    must not change the labels of the first one's series (that would break their history)."""
     reports = list(reports)
     derived = {name: GaugeMetricFamily(name, text) for name, text in DERIVED_HELP.items()}
     for report in reports:
-        extra = {"target": report.target} if label_target else {}
         for sample in report.samples:
-            derived[sample.name].add_sample(sample.name, {**dict(sample.labels), **extra}, sample.value)
+            labels = {**dict(sample.labels), "target": report.target}
+            derived[sample.name].add_sample(sample.name, labels, sample.value)
 
     up = GaugeMetricFamily(
         "obspack_target_up", "1 if the last scrape of the target succeeded.", labels=["target"]

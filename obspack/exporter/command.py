@@ -17,10 +17,12 @@ from prometheus_client.process_collector import ProcessCollector
 
 from obspack import durations
 from obspack.errors import ObspackError
+from obspack.exporter import DEFAULT_PORT
 from obspack.exporter.collector import ExporterCollector
 from obspack.exporter.server import parse_listen, start_server
 from obspack.probe import ENV_DIR
 
+_SECONDS = re.compile(r"[0-9]+(\.[0-9]+)?")
 _SIZE = re.compile(r"([0-9]+)\s*(|B|KiB|MiB|GiB|KB|MB|GB)", re.IGNORECASE)
 _SIZE_FACTOR = {
     "": 1,
@@ -40,41 +42,68 @@ class OptionError(ObspackError):
     exit_code = 2
 
 
+def _show_help(ctx: typer.Context, value: bool) -> None:
+    if value and not ctx.resilient_parsing:
+        typer.echo(ctx.get_help(), color=ctx.color)
+        raise typer.Exit()
+
+
 def exporter(
     target: Annotated[
         list[str] | None,
         typer.Option(
             "--target",
+            metavar="URL",
             help="vLLM metrics URL to scrape, e.g. http://127.0.0.1:8000/metrics. Repeat for several.",
             show_default=False,
         ),
     ] = None,
     listen: Annotated[
-        str, typer.Option(help="HOST:PORT to serve /metrics on ([::]:PORT for IPv6).")
-    ] = "0.0.0.0:9400",
+        str, typer.Option(metavar="HOST:PORT", help="Where to serve /metrics ([::]:PORT for IPv6).")
+    ] = f"0.0.0.0:{DEFAULT_PORT}",
     window: Annotated[
         str,
-        typer.Option(help="Window of the prefix-cache hit ratio, as a Prometheus duration (30s, 5m, 1h)."),
+        typer.Option(
+            metavar="DURATION",
+            help="Window of the prefix-cache hit ratio: a Prometheus duration (30s, 5m, 1h) or seconds.",
+        ),
     ] = "5m",
     timeout: Annotated[
-        str, typer.Option(help="Deadline for each target scrape, as a Prometheus duration.")
+        str,
+        typer.Option(
+            metavar="DURATION",
+            help="Deadline of each target scrape, connect to last byte: a Prometheus duration (2s) or seconds.",
+        ),
     ] = "2s",
     probe_dir: Annotated[
         str | None,
         typer.Option(
             envvar=ENV_DIR,
+            metavar="DIR",
             help="Directory where the obspack CUDA probe writes <pid>.json files (shared emptyDir).",
             show_default=False,
         ),
     ] = None,
     max_bytes: Annotated[
-        str, typer.Option(help="Largest target payload accepted, in bytes or with KiB/MiB/GiB.")
+        str,
+        typer.Option(metavar="SIZE", help="Largest target payload accepted, in bytes or with KiB/MiB/GiB."),
     ] = "32MiB",
+    show_help: Annotated[
+        bool,
+        typer.Option(
+            "--help", metavar="", is_eager=True, callback=_show_help, help="Show this message and exit."
+        ),
+    ] = False,
 ) -> None:
     """Serve derived vLLM KV-cache, prefix-cache and CUDA allocator series for Prometheus.
 
     Each scrape of the exporter scrapes every --target in parallel and answers with fresh series.
+
+    Example, as a sidecar next to vLLM:
+
+        obspack exporter --target http://127.0.0.1:8000/metrics --listen 0.0.0.0:10025 --timeout 2s
     """
+    del show_help  # handled by its callback; declared to print the flag without a <bool> type
     try:
         settings = _settings(target, listen, window, timeout, probe_dir, max_bytes)
     except ObspackError as e:
@@ -117,6 +146,20 @@ def parse_duration(text: str) -> float:
         raise ValueError(f"{text!r} is not a Prometheus duration (like 500ms, 30s, 5m, 1h30m)") from None
 
 
+def parse_seconds(text: str) -> float:
+    """Seconds in a Prometheus duration (``2s``, ``1m30s``), or in a bare number of seconds (``2``, ``0.5``).
+
+    A duration is the form to write; a bare number is still read as seconds, as older options took it."""
+    if _SECONDS.fullmatch(text.strip()):
+        return float(text)
+    try:
+        return parse_duration(text)
+    except ValueError:
+        raise ValueError(
+            f"{text!r} is not a Prometheus duration (like 500ms, 30s, 5m, 1h30m) or a number of seconds"
+        ) from None
+
+
 def parse_size(text: str) -> int:
     """Bytes in ``33554432``, ``32MiB``, ``512KiB`` or ``1GB``; must be positive."""
     match = _SIZE.fullmatch(text.strip())
@@ -144,7 +187,7 @@ def check_target(url: str) -> str:
 
 def _positive_duration(option: str, text: str) -> float:
     try:
-        seconds = parse_duration(text)
+        seconds = parse_seconds(text)
     except ValueError as e:
         raise OptionError(f"{option}: {e}") from None
     if seconds <= 0:

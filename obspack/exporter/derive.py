@@ -79,8 +79,16 @@ def hit_ratio(hits: float, queries: float) -> float | None:
 
 
 def kv_blocks(usage: float, num_gpu_blocks: int) -> tuple[int, int]:
-    """(used, free) KV blocks from the usage fraction and the block count, rounded to whole blocks."""
-    used = round(_clamp01(usage) * num_gpu_blocks)
+    """(used, free) KV blocks from the usage fraction and the block count, rounded to whole blocks.
+
+    Both are within [0, num_gpu_blocks] (0, 0 for a count that is not positive): float rounding of
+    a usage near 1 times a count above 2**53 could otherwise give more used blocks than exist.
+    A NaN usage counts as 0.
+    """
+    if num_gpu_blocks <= 0:
+        return 0, 0
+    fraction = _clamp01(usage) if usage == usage else 0.0
+    used = min(max(round(fraction * num_gpu_blocks), 0), num_gpu_blocks)
     return used, num_gpu_blocks - used
 
 
@@ -104,7 +112,8 @@ def admission_headroom(free_blocks: int, used_blocks: int, running: float) -> fl
     """
     if not running > 0 or used_blocks <= 0:
         return None
-    return max(free_blocks, 0) / (used_blocks / running)
+    headroom = max(free_blocks, 0) / (used_blocks / running)
+    return headroom if math.isfinite(headroom) else None
 
 
 def allocator_fragmentation_ratio(inactive_split_bytes: float, reserved_bytes: float) -> float | None:
@@ -190,14 +199,17 @@ def _prefer(new: dict[EngineKey, float], old: dict[EngineKey, float]) -> dict[En
 
 
 _AMBIGUOUS = CacheConfig(num_gpu_blocks=-1, block_size=-1)
+MAX_CONFIG_VALUE = 2**53
+"""Largest ``num_gpu_blocks`` or ``block_size`` believed: every integer up to it is exact as a float."""
 
 
 def cache_configs(samples: Sequence[Sample]) -> dict[str | None, CacheConfig]:
     """Read ``vllm:cache_config_info`` series, keyed by their ``engine`` label (None when absent).
 
-    Series whose ``num_gpu_blocks`` or ``block_size`` is not a positive integer (``"None"`` before
-    the KV cache is profiled) are skipped. Two different configs under one key cannot be joined to
-    the right model, so that key is marked ambiguous and joins nothing.
+    Series whose ``num_gpu_blocks`` or ``block_size`` is not an integer from 1 to ``MAX_CONFIG_VALUE``
+    are skipped: ``"None"`` before the KV cache is profiled, and absurd values such as ``1e30`` or
+    400 digits. Two different configs under one key cannot be joined to the right model, so that
+    key is marked ambiguous and joins nothing.
     """
     configs: dict[str | None, CacheConfig] = {}
     for sample in samples:
@@ -205,7 +217,7 @@ def cache_configs(samples: Sequence[Sample]) -> dict[str | None, CacheConfig]:
             config = CacheConfig(int(sample.labels["num_gpu_blocks"]), int(sample.labels["block_size"]))
         except (KeyError, ValueError):
             continue
-        if config.num_gpu_blocks <= 0 or config.block_size <= 0:
+        if not (0 < config.num_gpu_blocks <= MAX_CONFIG_VALUE and 0 < config.block_size <= MAX_CONFIG_VALUE):
             continue
         engine = sample.labels.get("engine")
         if configs.get(engine, config) != config:

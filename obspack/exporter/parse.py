@@ -3,7 +3,10 @@
 A vLLM payload is mostly histogram buckets we never look at. Instead of tokenising every line,
 ``parse_needed`` searches the raw bytes for ``\\n<name>`` once per wanted family, and parses only the
 lines it lands on. Exact-name matching means ``*_created`` samples (and any other family whose name
-merely starts like a wanted one) are never picked up.
+merely starts like a wanted one) are never picked up. ``max_samples`` bounds the work a hostile
+payload can cause: past that many lines of one family, the rest of it is not read. A line with a
+label value longer than ``MAX_LABEL_VALUE`` is skipped as malformed: ``model_name`` and ``engine``
+are copied into several derived series, and a megabyte-long model name has no business there.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ _FIRST_CHAR = frozenset(b"#_:abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXY
 _LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*\Z")
 _ESCAPE = re.compile(r"\\(.)")
 _UNESCAPED = {"n": "\n", "\\": "\\", '"': '"'}
+MAX_LABEL_VALUE = 4096  # characters
 
 
 class PayloadError(ValueError):
@@ -56,10 +60,12 @@ class Sample:
 
 @dataclass(slots=True)
 class Parsed:
-    """The samples found per wanted family, and how many wanted lines were malformed and skipped."""
+    """The samples found per wanted family, how many wanted lines were malformed and skipped, and
+    the families that had more than ``max_samples`` lines (the rest of them was not read)."""
 
     families: dict[str, list[Sample]] = field(default_factory=dict)
     skipped: int = 0
+    truncated: list[str] = field(default_factory=list)
 
 
 def check_payload(payload: bytes) -> None:
@@ -78,18 +84,26 @@ def check_payload(payload: bytes) -> None:
         raise PayloadError("payload does not end with a newline: it was truncated")
 
 
-def parse_needed(payload: bytes, names: Iterable[str] = NEEDED) -> Parsed:
+def parse_needed(payload: bytes, names: Iterable[str] = NEEDED, max_samples: int | None = None) -> Parsed:
     """Return the samples of the families in ``names`` found in ``payload``.
 
-    Lines whose labels or value cannot be read are skipped and counted in ``Parsed.skipped``.
-    Call ``check_payload`` first to reject payloads that are not expositions at all.
+    Lines whose labels or value cannot be read, or with a label value over ``MAX_LABEL_VALUE``
+    characters, are skipped and counted in ``Parsed.skipped``. At most ``max_samples`` lines of each
+    family are read (None: all); a family that has more is listed in ``Parsed.truncated``. Call
+    ``check_payload`` first to reject payloads that are not expositions at all.
     """
     parsed = Parsed()
     for name in names:
-        for line in _lines_of(payload, name.encode()):
+        for count, line in enumerate(_lines_of(payload, name.encode())):
+            if max_samples is not None and count >= max_samples:
+                parsed.truncated.append(name)
+                break
             try:
                 sample = parse_sample_line(line.decode("utf-8"), len(name))
             except (ValueError, IndexError):
+                parsed.skipped += 1
+                continue
+            if any(len(value) > MAX_LABEL_VALUE for value in sample.labels.values()):
                 parsed.skipped += 1
                 continue
             parsed.families.setdefault(name, []).append(sample)

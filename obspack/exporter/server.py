@@ -62,7 +62,7 @@ def parse_listen(value: str) -> tuple[str, int]:
     if host.startswith("[") and host.endswith("]"):
         host = host[1:-1]
     elif ":" in host:
-        raise ValueError(f"--listen: put an IPv6 address in brackets, like [::]:9400, got {value!r}")
+        raise ValueError(f"--listen: put an IPv6 address in brackets, like [::]:10025, got {value!r}")
     return host or "0.0.0.0", int(port)
 
 

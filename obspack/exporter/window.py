@@ -5,7 +5,9 @@ engine keeps about ``max_samples`` (time, hits, queries) points (never more than
 no older than the window: a sample that would sit closer than ``2 * window / max_samples`` to the
 point before the newest replaces the newest instead of being appended, so frequent or concurrent
 scrapes cannot grow the history. Engines not seen for a whole window are forgotten, and
-at most ``max_series`` engines are tracked.
+at most ``max_series`` engines are tracked: the engines are kept in the order they were last seen
+(an OrderedDict moved to the end on every sample), so making room for a new one drops the stalest
+in O(1) whatever the number of engines.
 
 Counter resets (a vLLM restart) are handled as Prometheus does: a counter that goes down is taken
 to have restarted from zero, so its increase is its new value. Internally each counter is stored
@@ -16,7 +18,7 @@ ratio is the difference of adjusted hits over the difference of adjusted queries
 from __future__ import annotations
 
 import threading
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Hashable
 from dataclasses import dataclass, field
 
@@ -50,7 +52,7 @@ class CounterWindow:
     window_s: float
     max_samples: int = DEFAULT_MAX_SAMPLES
     max_series: int = DEFAULT_MAX_SERIES
-    _series: dict[Hashable, _Series] = field(default_factory=dict, init=False, repr=False)
+    _series: OrderedDict[Hashable, _Series] = field(default_factory=OrderedDict, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
     def record(self, key: Hashable, t: float, hits: float, queries: float) -> float | None:
@@ -65,7 +67,9 @@ class CounterWindow:
                 series = self._new_series(key, t, hits, queries)
             elif t >= series.points[-1].t:
                 self._append(series, t, hits, queries)
-            series.last_seen = max(series.last_seen, t)
+            if t >= series.last_seen:
+                series.last_seen = t
+                self._series.move_to_end(key)
             points = series.points
             while len(points) > 1 and points[0].t < t - self.window_s:
                 points.popleft()
@@ -90,11 +94,10 @@ class CounterWindow:
             return 0 if series is None else len(series.points)
 
     def _new_series(self, key: Hashable, t: float, hits: float, queries: float) -> _Series:
-        if len(self._series) >= self.max_series:
-            stalest = min(self._series, key=lambda k: self._series[k].last_seen)
-            del self._series[stalest]
+        while self._series and len(self._series) >= self.max_series:
+            self._series.popitem(last=False)  # the stalest: keys are kept in last-seen order
         points = deque([_Point(t, hits, queries)], maxlen=self.max_samples + 2)
-        series = _Series(points, hits, queries)
+        series = _Series(points, hits, queries, last_seen=t)
         self._series[key] = series
         return series
 

@@ -526,8 +526,9 @@ def kv_fragmentation(b: Builder) -> Incident:
     n = int(minutes(t.for_)) + 15
     hot, cool = _above(t.ratio), round(t.ratio / 4, 4)
     for pod, value in (("llama-0", hot), ("llama-1", cool)):
-        b.exporter(inc, "obspack_vllm_kv_cache_fragmentation_ratio",
-                   {**b.where("prod-a", "inference", pod), "model_name": MODEL, "engine": "0"}, f"{value}x{n}")
+        b.exporter(inc, "obspack_vllm_kv_cache_fragmentation_ratio",  # derived series always carry `target`
+                   {**b.where("prod-a", "inference", pod), "model_name": MODEL, "engine": "0",
+                    "target": "http://127.0.0.1:8000/metrics"}, f"{value}x{n}")
     inc.expect("VLLMKVCacheFragmentationHigh", on_time(0, t.for_),
                [({**b.where("prod-a", "inference", "llama-0"), "model_name": MODEL}, hot)])
     return inc

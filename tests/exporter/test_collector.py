@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import concurrent.futures
+import logging
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -19,8 +19,10 @@ from obspack.probe import Probe
 
 from .conftest import free_port, payload
 from .fake_vllm import FakeVLLM
+from .hostile_target import HostileTarget, trickles
 
 V1 = {"engine": "0", "model_name": "acme/llm-7b"}
+T = {**V1, "target": "http://t/metrics"}  # the same engine's series from the target most tests use
 
 
 class Clock:
@@ -87,17 +89,18 @@ def closing() -> Iterator[list[ExporterCollector]]:
         c.close()
 
 
-def test_single_target_series_carry_no_target_label(closing: list[ExporterCollector]) -> None:
+def test_a_single_target_still_labels_its_series_with_target(closing: list[ExporterCollector]) -> None:
     collector, _registry = make({"http://t/metrics": payload("v1_single.prom")})
     closing.append(collector)
     get = snapshot(collector)
-    assert get(derive.KV_CACHE_BLOCKS, {**V1, "state": "used"}) == 250.0
-    assert get(derive.KV_CACHE_BLOCKS, {**V1, "state": "free"}) == 750.0
-    assert get(derive.KV_CACHE_BLOCK_SIZE, V1) == 16.0
-    assert get(derive.KV_CACHE_FRAGMENTATION, V1) == pytest.approx(0.01875)
-    assert get(derive.KV_CACHE_HEADROOM, V1) == 30.0
-    assert get(derive.PREFIX_CACHE_HIT_RATIO_LIFETIME, V1) == 0.25
-    assert get(derive.PREFIX_CACHE_HIT_RATIO, V1) is None  # needs two scrapes
+    assert get(derive.KV_CACHE_HEADROOM, V1) is None  # no series without `target`
+    assert get(derive.KV_CACHE_BLOCKS, {**T, "state": "used"}) == 250.0
+    assert get(derive.KV_CACHE_BLOCKS, {**T, "state": "free"}) == 750.0
+    assert get(derive.KV_CACHE_BLOCK_SIZE, T) == 16.0
+    assert get(derive.KV_CACHE_FRAGMENTATION, T) == pytest.approx(0.01875)
+    assert get(derive.KV_CACHE_HEADROOM, T) == 30.0
+    assert get(derive.PREFIX_CACHE_HIT_RATIO_LIFETIME, T) == 0.25
+    assert get(derive.PREFIX_CACHE_HIT_RATIO, T) is None  # needs two scrapes
     assert get("obspack_target_up", {"target": "http://t/metrics"}) == 1.0
     assert get("obspack_target_scrape_errors_total", {"target": "http://t/metrics", "reason": "parse"}) == 0.0
     assert get("obspack_exporter_build_info", {"version": __version__}) == 1.0
@@ -126,19 +129,19 @@ def test_windowed_ratio_from_counter_deltas_and_reset(closing: list[ExporterColl
         window_s=60,
     )
     closing.append(collector)
-    assert snapshot(collector)(derive.PREFIX_CACHE_HIT_RATIO, V1) is None
+    assert snapshot(collector)(derive.PREFIX_CACHE_HIT_RATIO, T) is None
     clock.now += 10
     state.update(hits=1060.0, queries=4100.0)
     get = snapshot(collector)
-    assert get(derive.PREFIX_CACHE_HIT_RATIO, V1) == pytest.approx(0.6)
-    assert get(derive.PREFIX_CACHE_HIT_RATIO_LIFETIME, V1) == pytest.approx(1060 / 4100)
+    assert get(derive.PREFIX_CACHE_HIT_RATIO, T) == pytest.approx(0.6)
+    assert get(derive.PREFIX_CACHE_HIT_RATIO_LIFETIME, T) == pytest.approx(1060 / 4100)
     clock.now += 10
     state.update(hits=20.0, queries=100.0)  # vLLM restarted: +20 / +100 since the restart
     get = snapshot(collector)
-    assert get(derive.PREFIX_CACHE_HIT_RATIO, V1) == pytest.approx((60 + 20) / (100 + 100))
-    assert get(derive.PREFIX_CACHE_HIT_RATIO_LIFETIME, V1) == pytest.approx(0.2)
+    assert get(derive.PREFIX_CACHE_HIT_RATIO, T) == pytest.approx((60 + 20) / (100 + 100))
+    assert get(derive.PREFIX_CACHE_HIT_RATIO_LIFETIME, T) == pytest.approx(0.2)
     clock.now += 100  # every earlier sample left the 60 s window, and no new queries
-    assert snapshot(collector)(derive.PREFIX_CACHE_HIT_RATIO, V1) is None
+    assert snapshot(collector)(derive.PREFIX_CACHE_HIT_RATIO, T) is None
 
 
 @pytest.mark.parametrize(
@@ -191,8 +194,8 @@ def test_malformed_needed_line_skips_the_sample_and_counts_parse(closing: list[E
     get = snapshot(collector)
     assert get("obspack_target_up", {"target": "http://t/metrics"}) == 1.0
     assert get("obspack_target_scrape_errors_total", {"target": "http://t/metrics", "reason": "parse"}) == 1.0
-    assert get(derive.KV_CACHE_BLOCKS, {**V1, "state": "used"}) == 250.0
-    assert get(derive.KV_CACHE_HEADROOM, V1) is None  # needs the skipped running gauge
+    assert get(derive.KV_CACHE_BLOCKS, {**T, "state": "used"}) == 250.0
+    assert get(derive.KV_CACHE_HEADROOM, T) is None  # needs the skipped running gauge
 
 
 def test_router_payload_is_up_with_nothing_derived(closing: list[ExporterCollector]) -> None:
@@ -276,7 +279,7 @@ def test_duplicate_targets_are_scraped_once(closing: list[ExporterCollector]) ->
 
     collector = ExporterCollector(["http://t/metrics", "http://t/metrics"], fetch=fetch, registry=registry)
     closing.append(collector)
-    assert registry.get_sample_value(derive.KV_CACHE_HEADROOM, V1) == 30.0  # one target: no target label
+    assert registry.get_sample_value(derive.KV_CACHE_HEADROOM, T) == 30.0
     assert calls == ["http://t/metrics"]
 
 
@@ -327,8 +330,8 @@ def test_concurrent_scrapes_share_fetches_and_agree(fake_vllm: FakeVLLM) -> None
         assert len(answers) == 16
         for text in answers:
             assert (
-                'obspack_vllm_kv_cache_admission_headroom_requests{engine="0",model_name="acme/llm-7b"} 30.0'
-                in text
+                'obspack_vllm_kv_cache_admission_headroom_requests{engine="0",model_name="acme/llm-7b",'
+                f'target="{fake_vllm.url}"}} 30.0' in text
             )
             assert (
                 "obspack_target_up" in text and f'obspack_target_up{{target="{fake_vllm.url}"}} 1.0' in text
@@ -357,12 +360,181 @@ def test_memory_stays_bounded_over_many_scrapes(closing: list[ExporterCollector]
     assert ratio == [pytest.approx(0.3)]
 
 
-def test_a_finished_flight_is_not_reused_before_its_callback_runs(closing: list[ExporterCollector]) -> None:
-    """The done-callback that forgets a flight runs in the scrape thread, after `result()` has returned
-    to the collecting thread: a scrape right after must start a new flight, not answer the old result."""
-    collector, _ = make({"http://bad/metrics": b"<html>oops</html>\n"})
+def test_each_scrape_starts_a_new_fetch_once_the_last_one_finished(closing: list[ExporterCollector]) -> None:
+    """A finished flight stays known to the collector until replaced: it must never answer a later scrape."""
+    answers = iter([b"<html>oops</html>\n", payload("v1_single.prom")])
+    collector, _ = make({"http://t/metrics": lambda: next(answers)})
     closing.append(collector)
-    finished: concurrent.futures.Future[object] = concurrent.futures.Future()
-    finished.set_result(None)
-    collector._inflight["http://bad/metrics"] = finished  # as if its callback had not run yet
-    assert collector._flight("http://bad/metrics") is not finished
+    assert snapshot(collector)("obspack_target_up", {"target": "http://t/metrics"}) == 0.0
+    assert snapshot(collector)("obspack_target_up", {"target": "http://t/metrics"}) == 1.0
+
+
+# ---------------------------------------------------------------------------------------------------
+# Hostile targets
+
+
+def test_headers_trickling_count_as_a_timeout_next_to_a_healthy_target(fake_vllm: FakeVLLM) -> None:
+    slow = HostileTarget(trickles(b"HTTP/1.1 200 OK\r\nX-Slow: " + b"a" * 200))
+    registry = CollectorRegistry()
+    collector = ExporterCollector([fake_vllm.url, slow.url], timeout_s=0.2, registry=registry)
+    try:
+        get = snapshot(collector)
+        assert get("obspack_target_up", {"target": slow.url}) == 0.0
+        assert get("obspack_target_scrape_errors_total", {"target": slow.url, "reason": "timeout"}) == 1.0
+        assert get("obspack_target_scrape_duration_seconds", {"target": slow.url}) < 1.0
+        assert get("obspack_target_up", {"target": fake_vllm.url}) == 1.0
+        assert get(derive.KV_CACHE_HEADROOM, {**V1, "target": fake_vllm.url}) == 30.0
+    finally:
+        collector.close()
+        slow.stop()
+
+
+def test_a_fetch_that_overruns_is_counted_once_as_a_timeout(
+    monkeypatch: pytest.MonkeyPatch, closing: list[ExporterCollector]
+) -> None:
+    monkeypatch.setattr(collector_module, "_GRACE_S", 0.05)  # the second of grace, shortened for the test
+    release = threading.Event()
+
+    def stuck(url: str, timeout_s: float, max_bytes: int) -> bytes:
+        release.wait(5)
+        raise ScrapeError("connection", "gave up late")
+
+    collector = ExporterCollector(["http://stuck/metrics"], fetch=stuck, timeout_s=0.05)
+    closing.append(collector)
+    get = snapshot(collector)  # waits timeout + grace, then answers without the flight
+    assert get("obspack_target_up", {"target": "http://stuck/metrics"}) == 0.0
+    assert (
+        get("obspack_target_scrape_errors_total", {"target": "http://stuck/metrics", "reason": "timeout"})
+        == 1.0
+    )
+    release.set()
+    collector.close(wait_s=2)
+    # the late failure of that same flight is not counted a second time
+    errors = {
+        s.labels["reason"]: s.value
+        for f in collector.collect()
+        if f.name == "obspack_target_scrape_errors"
+        for s in f.samples
+    }
+    assert errors["timeout"] == 1.0
+    assert errors["connection"] == 1.0  # from the new scrape just made, not from the overrun one
+
+
+def engines_payload(models: int) -> bytes:
+    """A payload with ``models`` engines: running, KV usage and one cache config shared by all."""
+    families = (("vllm:num_requests_running", "4"), ("vllm:kv_cache_usage_perc", "0.5"))
+    lines = [
+        f'{family}{{engine="0",model_name="m{i:05d}"}} {value}\n'
+        for family, value in families
+        for i in range(models)
+    ]
+    lines.append('vllm:cache_config_info{block_size="16",num_gpu_blocks="1000"} 1.0\n')
+    return "".join(lines).encode()
+
+
+@pytest.mark.parametrize(("models", "dropped"), [(50_000, 1.0), (256, 0.0)])
+def test_too_many_engines_keep_the_target_up_with_what_fits(
+    models: int, dropped: float, closing: list[ExporterCollector]
+) -> None:
+    collector, _ = make({"http://t/metrics": engines_payload(models)}, timeout_s=30)
+    closing.append(collector)
+    families = {f.name: f for f in collector.collect()}
+    errors = {s.labels["reason"]: s.value for s in families["obspack_target_scrape_errors"].samples}
+    assert [s.value for s in families["obspack_target_up"].samples] == [1.0]
+    assert errors == {reason: (dropped if reason == "too_many_series" else 0.0) for reason in errors}
+    headroom = families[derive.KV_CACHE_HEADROOM].samples
+    assert len(headroom) == min(models, collector.max_engines) == 256
+    assert headroom[0].labels["model_name"] == "m00000"  # the first engines in (model, engine) order
+    assert headroom[-1].labels["model_name"] == "m00255"
+
+
+def test_absurd_cache_config_and_values_leave_the_target_up(closing: list[ExporterCollector]) -> None:
+    text = payload("v1_single.prom").replace(
+        b'num_gpu_blocks="1000"', b'num_gpu_blocks="1' + b"0" * 400 + b'"'
+    )
+    text += b'vllm:num_requests_running{engine="1",model_name="acme/llm-7b"} +Inf\n'
+    text += b'vllm:kv_cache_usage_perc{engine="1",model_name="acme/llm-7b"} NaN\n'
+    collector, _ = make({"http://t/metrics": text})
+    closing.append(collector)
+    get = snapshot(collector)
+    assert get("obspack_target_up", {"target": "http://t/metrics"}) == 1.0
+    assert get("obspack_target_scrape_errors_total", {"target": "http://t/metrics", "reason": "parse"}) == 0.0
+    assert get(derive.KV_CACHE_BLOCK_SIZE, T) is None  # the config is not believed
+    assert get(derive.PREFIX_CACHE_HIT_RATIO_LIFETIME, T) == 0.25  # the rest still derives
+
+
+def test_a_megabyte_model_name_is_skipped_and_counted(closing: list[ExporterCollector]) -> None:
+    huge = b'model_name="' + b"x" * (1 << 20) + b'"'
+    text = payload("v1_single.prom") + b'vllm:num_requests_running{engine="1",' + huge + b"} 3\n"
+    collector, registry = make({"http://t/metrics": text})
+    closing.append(collector)
+    exposition = generate_latest(registry)
+    assert len(exposition) < 20_000
+    assert b'obspack_target_scrape_errors_total{reason="parse",target="http://t/metrics"} 1.0' in exposition
+    assert (
+        b'obspack_vllm_kv_cache_admission_headroom_requests{engine="0",model_name="acme/llm-7b",'
+        b'target="http://t/metrics"} 30.0' in exposition
+    )
+
+
+# ---------------------------------------------------------------------------------------------------
+# Logs: a target's trouble once when it starts and once when it ends
+
+
+def _warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+
+
+def test_a_failing_target_logs_its_first_failure_and_its_recovery_once(
+    caplog: pytest.LogCaptureFixture, closing: list[ExporterCollector]
+) -> None:
+    answers = iter(
+        [ScrapeError("timeout", "no complete answer within 2s")] * 3
+        + [payload("v1_single.prom")] * 2
+        + [ScrapeError("connection", "ConnectionRefusedError: [Errno 111] Connection refused")]
+    )
+
+    def next_answer() -> bytes:
+        answer = next(answers)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    collector, _ = make({"http://t/metrics": next_answer})
+    closing.append(collector)
+    caplog.set_level(logging.DEBUG, logger="obspack.exporter")
+    for _ in range(3):
+        collector.collect()
+    assert _warnings(caplog) == [
+        "target http://t/metrics: down (timeout: no complete answer within 2s); "
+        "repeats are logged at DEBUG until it ends"
+    ]
+    assert (
+        len([r for r in caplog.records if r.levelno == logging.DEBUG and "down again" in r.getMessage()]) == 2
+    )
+    caplog.clear()
+    collector.collect()
+    collector.collect()
+    assert _warnings(caplog) == ["target http://t/metrics: no longer down, after 3 scrapes"]
+    caplog.clear()
+    collector.collect()
+    assert _warnings(caplog) == [
+        "target http://t/metrics: down (connection: ConnectionRefusedError: [Errno 111] Connection refused); "
+        "repeats are logged at DEBUG until it ends"
+    ]
+
+
+def test_going_over_the_series_cap_is_logged_once_and_when_it_fits_again(
+    caplog: pytest.LogCaptureFixture, closing: list[ExporterCollector]
+) -> None:
+    answers = iter([engines_payload(3), engines_payload(3), engines_payload(2)])
+    collector, _ = make({"http://t/metrics": lambda: next(answers)}, max_engines=2)
+    closing.append(collector)
+    caplog.set_level(logging.INFO, logger="obspack.exporter")
+    for _ in range(3):
+        collector.collect()
+    assert _warnings(caplog) == [
+        "target http://t/metrics: over the series cap (1 engine past the first 2 left out, counted as "
+        "too_many_series); repeats are logged at DEBUG until it ends",
+        "target http://t/metrics: no longer over the series cap, after 2 scrapes",
+    ]

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import re
 import signal
 import subprocess
+import sys
+import threading
+import time
 import urllib.request
 from pathlib import Path
 
@@ -16,6 +20,7 @@ from obspack.exporter.command import OptionError, parse_duration, parse_size
 
 from .conftest import exporter_command, free_port, wait_for_http
 from .fake_vllm import FakeVLLM
+from .hostile_target import HostileTarget, trickles
 
 runner = CliRunner()
 
@@ -35,7 +40,7 @@ def test_defaults(captured: dict) -> None:
     assert captured == {
         "targets": ["http://127.0.0.1:8000/metrics"],
         "host": "0.0.0.0",
-        "port": 9400,
+        "port": 10025,
         "window_s": 300.0,
         "timeout_s": 2.0,
         "probe_dir": None,
@@ -90,7 +95,7 @@ def test_probe_dir_defaults_to_the_env(captured: dict, tmp_path: Path) -> None:
             ["--target", "http://h:99999/metrics"],
             "error: --target 'http://h:99999/metrics': the port is not a number",
         ),
-        (["--target", "http://t/m", "--listen", "9400"], "error: --listen must be HOST:PORT"),
+        (["--target", "http://t/m", "--listen", "10025"], "error: --listen must be HOST:PORT"),
         (
             ["--target", "http://t/m", "--window", "5 minutes"],
             "error: --window: '5 minutes' is not a Prometheus duration",
@@ -116,6 +121,55 @@ def test_bad_values_give_one_red_line_and_exit_2(captured: dict, args: list[str]
     assert len(lines) == 1
     assert lines[0].startswith("\x1b[31m" + message)
     assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize(
+    ("window", "timeout", "window_s", "timeout_s"),
+    [
+        ("5m", "2s", 300.0, 2.0),
+        ("300", "2", 300.0, 2.0),
+        ("90", "0.5", 90.0, 0.5),
+        ("1m30s", "500ms", 90.0, 0.5),
+    ],
+)
+def test_durations_take_prometheus_syntax_or_bare_seconds(
+    captured: dict, window: str, timeout: str, window_s: float, timeout_s: float
+) -> None:
+    result = runner.invoke(
+        app, ["exporter", "--target", "http://t/m", "--window", window, "--timeout", timeout]
+    )
+    assert result.exit_code == 0, result.output
+    assert (captured["window_s"], captured["timeout_s"]) == (window_s, timeout_s)
+
+
+@pytest.mark.parametrize("timeout", ["0", "0.0", "-2", "nan", "inf", "2 s", "1e3", ".5", "2.", "two"])
+def test_timeouts_that_are_not_positive_seconds_are_refused(captured: dict, timeout: str) -> None:
+    result = runner.invoke(app, ["exporter", "--target", "http://t/m", "--timeout", timeout])
+    assert result.exit_code == 2, result.output
+    assert captured == {}
+    assert result.stderr.startswith(f"error: --timeout {timeout!r}") or result.stderr.startswith(
+        f"error: --timeout: {timeout!r} is not a Prometheus duration"
+    )
+
+
+def test_help_shows_value_names_and_an_example_but_no_python_types() -> None:
+    result = runner.invoke(app, ["exporter", "--help"], env={"COLUMNS": "200", "TERMINAL_WIDTH": "200"})
+    assert result.exit_code == 0
+    for option, metavar in (
+        ("--target", "URL"),
+        ("--listen", "HOST:PORT"),
+        ("--window", "DURATION"),
+        ("--timeout", "DURATION"),
+        ("--probe-dir", "DIR"),
+        ("--max-bytes", "SIZE"),
+    ):
+        (line,) = [line for line in result.output.splitlines() if line.startswith(f"│ {option} ")]
+        assert line.split()[1:3] == [option, metavar]
+    assert not re.search(r"<(bool|str|int|float|path|list\[str\])>", result.output)
+    assert "--help" in result.output
+    example = "obspack exporter --target http://127.0.0.1:8000/metrics --listen 0.0.0.0:10025 --timeout 2s"
+    assert example in result.output
+    assert "[default: 0.0.0.0:10025]" in result.output
 
 
 def test_help_lists_every_option() -> None:
@@ -179,8 +233,8 @@ def test_installed_command_serves_and_stops_on_sigterm(fake_vllm: FakeVLLM) -> N
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
             body = response.read().decode()
         assert (
-            'obspack_vllm_kv_cache_admission_headroom_requests{engine="0",model_name="acme/llm-7b"} 30.0'
-            in body
+            'obspack_vllm_kv_cache_admission_headroom_requests{engine="0",model_name="acme/llm-7b",'
+            f'target="{fake_vllm.url}"}} 30.0' in body
         )
         assert f'obspack_target_up{{target="{fake_vllm.url}"}} 1.0' in body
         assert "process_resident_memory_bytes" in body
@@ -203,7 +257,7 @@ def test_installed_command_rejects_a_bad_option() -> None:
     )
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [
-        "error: --window: 'soon' is not a Prometheus duration (like 500ms, 30s, 5m, 1h30m)"
+        "error: --window: 'soon' is not a Prometheus duration (like 500ms, 30s, 5m, 1h30m) or a number of seconds"
     ]
 
 
@@ -224,3 +278,48 @@ def test_busy_port_is_one_line_and_exit_1(fake_vllm: FakeVLLM) -> None:
     assert result.returncode == 1
     assert result.stderr.strip().startswith(f"error: cannot listen on 127.0.0.1:{port}:")
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_sigterm_stops_the_exporter_promptly_while_a_scrape_hangs() -> None:
+    # The target trickles its headers: with --timeout 30s the scrape would hold for 30 s. The command
+    # runs as `python -m obspack.exporter`, the same function without the rest of the CLI (faster to start).
+    with HostileTarget(trickles(b"HTTP/1.1 200 OK\r\nX-Slow: " + b"a" * 10_000)) as target:
+        port = free_port()
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "obspack.exporter",
+                "--target",
+                target.url,
+                "--listen",
+                f"127.0.0.1:{port}",
+                "--timeout",
+                "30s",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            wait_for_http(f"http://127.0.0.1:{port}/healthz", process)
+            scrape = threading.Thread(
+                target=_scrape_quietly, args=(f"http://127.0.0.1:{port}/metrics",), daemon=True
+            )
+            scrape.start()
+            assert target.accepted.wait(5), "the exporter never reached the target"
+            process.send_signal(signal.SIGTERM)
+            stopped = time.monotonic()
+            assert process.wait(timeout=10) == 0
+            assert time.monotonic() - stopped < 3.0
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+
+
+def _scrape_quietly(url: str) -> None:
+    try:
+        urllib.request.urlopen(url, timeout=10).close()
+    except OSError:
+        pass  # the exporter went away mid-scrape, as the test intends

@@ -279,3 +279,51 @@ def test_series_absent_without_their_inputs() -> None:
         (d.KV_CACHE_BLOCKS, 0.0),
         (d.KV_CACHE_BLOCKS, 100.0),
     ]
+
+
+# ---------------------------------------------------------------------------------------------------
+# Absurd values: never a negative or impossible block count, never an overflow
+
+
+@pytest.mark.parametrize(
+    ("usage", "blocks"),
+    [
+        (1 - 2**-53, 2**53 + 3),  # float rounding: round(usage * blocks) was blocks + 1, so free was -1
+        (1.0, 2**53 + 3),
+        (0.9999999, 10**30),
+        (1 - 2**-53, 10**30 + 1),
+        (float("nan"), 1000),
+        (float("inf"), 1000),
+        (float("-inf"), 1000),
+        (-1e300, 1000),
+    ],
+)
+def test_kv_blocks_stay_within_zero_and_the_total(usage: float, blocks: int) -> None:
+    used, free = d.kv_blocks(usage, blocks)
+    assert 0 <= used <= blocks
+    assert 0 <= free <= blocks
+    assert used + free == blocks
+
+
+@pytest.mark.parametrize("blocks", [0, -5])
+def test_kv_blocks_of_no_blocks_are_zero(blocks: int) -> None:
+    assert d.kv_blocks(0.5, blocks) == (0, 0)
+
+
+@pytest.mark.parametrize(
+    "value", ["1e30", "-5", "0", "NaN", "+Inf", "1" + "0" * 400, str(2**53 + 1), "9" * 5000, "None", ""]
+)
+def test_absurd_cache_config_values_are_not_believed(value: str) -> None:
+    for field in ("num_gpu_blocks", "block_size"):
+        labels = {"num_gpu_blocks": "1000", "block_size": "16", field: value}
+        assert d.cache_configs([Sample(labels, 1.0)]) == {}
+
+
+def test_largest_believed_cache_config_value() -> None:
+    labels = {"num_gpu_blocks": str(2**53), "block_size": "16"}
+    assert d.cache_configs([Sample(labels, 1.0)]) == {None: CacheConfig(2**53, 16)}
+
+
+def test_headroom_that_overflows_is_left_out() -> None:
+    assert d.admission_headroom(750, 250, 1e308) is None
+    assert d.admission_headroom(750, 250, 1e300) == pytest.approx(3e300)

@@ -168,7 +168,7 @@ def test_windowed_hit_ratio_reaches_prometheus(stack: Stack) -> None:
         **ENGINE,
         "job": "obspack-exporter",
     }
-    assert "target" not in series["metric"]  # one target: no target label
+    assert series["metric"]["target"].startswith("http://127.0.0.1:")  # set even with a single target
     assert float(series["value"][1]) == pytest.approx(0.6)
 
 
@@ -199,6 +199,7 @@ def test_target_health_series_reach_prometheus(stack: Stack) -> None:
         "parse",
         "timeout",
         "too_large",
+        "too_many_series",
     ]
     assert all(float(series["value"][1]) == 0.0 for series in errors)
     assert 0 < value(query(stack, "obspack_target_scrape_duration_seconds")) < 1.0
@@ -229,5 +230,5 @@ def test_exposition_passes_promtool_lint(stack: Stack) -> None:
 def test_prometheus_accepts_every_scrape_of_the_exporter(stack: Stack) -> None:
     wait_for(stack, "obspack_target_up")
     assert value(query(stack, 'up{job="obspack-exporter"}')) == 1.0
-    # 6 derived + 3 health families, 5 error reasons, 6 CUDA series and build info, at least
+    # 6 derived + 3 health families, 6 error reasons, 6 CUDA series and build info, at least
     assert value(query(stack, 'scrape_samples_scraped{job="obspack-exporter"}')) >= 20

@@ -160,3 +160,29 @@ def test_fixture_values_match_the_reference_parser(name: str) -> None:
     }
     assert parsed.skipped == 0
     assert ours == reference
+
+
+def test_at_most_max_samples_lines_of_a_family_are_read() -> None:
+    text = b"".join(b'vllm:num_requests_running{model_name="m%d"} 1\n' % i for i in range(10))
+    text += b'vllm:kv_cache_usage_perc{model_name="m0"} 0.5\n'
+    parsed = parse_needed(text, max_samples=4)
+    assert [s.labels["model_name"] for s in parsed.families[p.NUM_REQUESTS_RUNNING]] == [
+        "m0",
+        "m1",
+        "m2",
+        "m3",
+    ]
+    assert parsed.truncated == [p.NUM_REQUESTS_RUNNING]
+    assert parsed.families[p.KV_CACHE_USAGE] == [Sample({"model_name": "m0"}, 0.5)]
+    assert parse_needed(text, max_samples=10).truncated == []
+
+
+def test_a_line_with_an_overlong_label_value_is_skipped() -> None:
+    long_name = "x" * (p.MAX_LABEL_VALUE + 1)
+    text = (
+        f'vllm:num_requests_running{{model_name="{long_name}"}} 1\n'
+        f'vllm:num_requests_running{{model_name="{long_name[:-1]}"}} 2\n'
+    ).encode()
+    parsed = parse_needed(text)
+    assert parsed.skipped == 1
+    assert parsed.families[p.NUM_REQUESTS_RUNNING] == [Sample({"model_name": long_name[:-1]}, 2.0)]

@@ -19,10 +19,10 @@ from .fake_vllm import FakeVLLM
 @pytest.mark.parametrize(
     ("value", "expected"),
     [
-        ("0.0.0.0:9400", ("0.0.0.0", 9400)),
+        ("0.0.0.0:10025", ("0.0.0.0", 10025)),
         ("127.0.0.1:0", ("127.0.0.1", 0)),
-        (":9400", ("0.0.0.0", 9400)),
-        ("[::]:9400", ("::", 9400)),
+        (":10025", ("0.0.0.0", 10025)),
+        ("[::]:10025", ("::", 10025)),
         ("[::1]:8080", ("::1", 8080)),
         ("localhost:65535", ("localhost", 65535)),
     ],
@@ -31,7 +31,7 @@ def test_parse_listen(value: str, expected: tuple[str, int]) -> None:
     assert parse_listen(value) == expected
 
 
-@pytest.mark.parametrize("value", ["9400", "host:", "host:port", "host:65536", "host:-1", ":::9400", ""])
+@pytest.mark.parametrize("value", ["10025", "host:", "host:port", "host:65536", "host:-1", ":::10025", ""])
 def test_parse_listen_rejects(value: str) -> None:
     with pytest.raises(ValueError, match="--listen"):
         parse_listen(value)
@@ -61,7 +61,10 @@ def test_metrics_route_scrapes_the_target(served: tuple[MetricsServer, FakeVLLM]
     server, fake = served
     status, body = _get(server, "/metrics")
     assert status == 200
-    assert 'obspack_vllm_kv_cache_blocks{engine="0",model_name="acme/llm-7b",state="free"} 750.0' in body
+    assert (
+        f'obspack_vllm_kv_cache_blocks{{engine="0",model_name="acme/llm-7b",state="free",target="{fake.url}"}} 750.0'
+        in body
+    )
     assert fake.requests == 1
 
 

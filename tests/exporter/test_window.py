@@ -122,3 +122,24 @@ def test_concurrent_records_do_not_corrupt_the_history() -> None:
     assert errors == []
     assert window.samples("k0") <= 66
     assert window.record("k0", 2500.0, 5000, 20000) == pytest.approx(0.25)
+
+
+def test_eviction_drops_the_stalest_key_not_a_recently_updated_one() -> None:
+    window = CounterWindow(window_s=600, max_series=3)
+    window.record("a", 0.0, 1, 2)
+    window.record("b", 1.0, 1, 2)
+    window.record("c", 2.0, 1, 2)
+    window.record("a", 3.0, 2, 4)  # a is now the freshest
+    window.record("d", 4.0, 1, 2)  # makes room by dropping b, the stalest
+    assert [window.samples(k) for k in ("a", "b", "c", "d")] == [2, 0, 1, 1]
+
+
+def test_many_new_keys_keep_the_newest_within_the_cap() -> None:
+    # Each new key beyond the cap evicts one: this was a scan of every kept key per eviction.
+    window = CounterWindow(window_s=600, max_series=4096)
+    for i in range(20_000):
+        window.record(i, float(i), 1, 2)
+    assert len(window) == 4096
+    assert window.samples(19_999) == 1
+    assert window.samples(20_000 - 4096) == 1
+    assert window.samples(20_000 - 4097) == 0

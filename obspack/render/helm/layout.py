@@ -4,6 +4,7 @@ sidecar patch are written from the same constants, so they cannot drift apart)."
 from __future__ import annotations
 
 from obspack import __version__
+from obspack.exporter import DEFAULT_PORT
 from obspack.render.files import MARKER
 
 RULE_TEMPLATE = "templates/generated/prometheusrule.yaml"
@@ -15,7 +16,7 @@ CHART_SOURCE = "the obspack Helm chart"
 # The exporter, as the Deployment and the sidecar patch both run it. values.yaml's defaults and the patch
 # are written from these, so the two cannot drift apart.
 EXPORTER_IMAGE = "ghcr.io/obspack/obspack-exporter"
-EXPORTER_PORT = 9400
+EXPORTER_PORT = DEFAULT_PORT  # 10025; 9400 is dcgm-exporter's
 SIDECAR_PORT_NAME = "obspack-metrics"  # port names are at most 15 characters
 SIDECAR_POD_LABEL = {"obspack-exporter": "sidecar"}  # the patch adds it; the PodMonitor selects it
 PROBE_DIR = "/var/run/obspack-probe"
