@@ -165,7 +165,9 @@ def doctor(
     bearer_token: Annotated[
         str | None, typer.Option(envvar="OBSPACK_BEARER_TOKEN", help="Send Authorization: Bearer TOKEN.")
     ] = None,
-    bearer_token_file: Annotated[Path | None, typer.Option(help="Read the bearer token from this file.")] = None,
+    bearer_token_file: Annotated[
+        Path | None, typer.Option(help="Read the bearer token from this file.")
+    ] = None,
     basic_auth: Annotated[
         str | None, typer.Option(envvar="OBSPACK_BASIC_AUTH", help="USER:PASSWORD for HTTP basic auth.")
     ] = None,
@@ -177,11 +179,33 @@ def doctor(
     ] = None,
     tenant: Annotated[str | None, typer.Option(help="Mimir/Cortex tenant, sent as X-Scope-OrgID.")] = None,
     ca_file: Annotated[Path | None, typer.Option(help="CA certificate(s) to verify the server with.")] = None,
-    insecure_skip_verify: Annotated[bool, typer.Option(help="Do not verify the server's certificate.")] = False,
-    timeout: Annotated[float, typer.Option(min=1, help="Seconds one request may take.")] = 30.0,
+    insecure_skip_verify: Annotated[
+        bool, typer.Option(help="Do not verify the server's certificate.")
+    ] = False,
+    timeout: Annotated[
+        str,
+        typer.Option(
+            help="Deadline of one request, headers, body and retries together: a Prometheus duration "
+            "(30s, 500ms) or seconds."
+        ),
+    ] = "30s",
+    max_time: Annotated[
+        str,
+        typer.Option(
+            help="Deadline of the whole run (a Prometheus duration or seconds); nothing is asked after it."
+        ),
+    ] = "5m",
+    max_bytes: Annotated[
+        str,
+        typer.Option(
+            help="Largest answer accepted, on the wire and decompressed (bytes, or with KiB/MiB/GiB)."
+        ),
+    ] = "64MiB",
     concurrency: Annotated[int, typer.Option(min=1, max=64, help="Requests in flight at most.")] = 8,
     lookback: Annotated[str, typer.Option(help="How far back to look for series that are gone.")] = "1d",
-    at: Annotated[str | None, typer.Option("--time", help="Check at this time (RFC 3339 or unix seconds).")] = None,
+    at: Annotated[
+        str | None, typer.Option("--time", help="Check at this time (RFC 3339 or unix seconds).")
+    ] = None,
     backend: Annotated[
         str, typer.Option(help="auto, prometheus, thanos, mimir or victoriametrics (auto: detected).")
     ] = "auto",
@@ -212,6 +236,8 @@ def doctor(
             lookback=lookback,
             at=at,
             backend=backend,
+            max_bytes=max_bytes,
+            max_time=max_time,
         )
         report = diagnose(cfg, pack, connection, options)
     except ObspackError as e:

@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from obspack.doctor.advice import Advice
+from obspack.doctor.api import printable
 from obspack.doctor.backends import Backend
 from obspack.doctor.checks import Check, State
 from obspack.doctor.deployed import GroupStatus
@@ -42,12 +43,17 @@ class Report:
         return [f for f in self.findings if f.level is Level.PROBLEM]
 
     @property
+    def unchecked(self) -> list[Finding]:
+        """Checks the server failed to answer: never a pass."""
+        return [f for f in self.findings if f.level is Level.UNCHECKED]
+
+    @property
     def notes(self) -> list[Finding]:
         return [f for f in self.findings if f.level is Level.NOTE]
 
     @property
     def exit_code(self) -> int:
-        return 1 if self.problems else 0
+        return 1 if self.problems or self.unchecked else 0
 
 
 def _when(at: float) -> str:
@@ -104,10 +110,12 @@ def _grouped(findings: list[Finding]) -> list[str]:
 
 
 def text(report: Report, style: Callable[..., str]) -> str:
-    """The report for a terminal; `style` is typer.style (colour is dropped when output is not a TTY)."""
+    """The report for a terminal; `style` is typer.style (colour is dropped when output is not a TTY).
+    What came from the server is shown with its control characters escaped (api.printable)."""
     b = report.backend
     lines = [
-        style("obspack doctor", bold=True) + f"  {report.url}  {b.title}  at {_when(report.at)} "
+        style("obspack doctor", bold=True)
+        + f"  {printable(report.url)}  {printable(b.title)}  at {_when(report.at)} "
         f"(lookback {duration(report.lookback_s)})",
         f"pack: {report.pack}",
         "",
@@ -117,13 +125,13 @@ def text(report: Report, style: Callable[..., str]) -> str:
             f"{name} {'yes' if c.available else 'no'}"
             for name, c in (("rules", b.rules), ("targets", b.targets), ("status/tsdb", b.tsdb))
         ),
-        f"  scrape targets: {report.targets}",
+        f"  scrape targets: {printable(report.targets)}",
     ]
     if b.head_series is not None:
         lines.append(f"  status/tsdb: {b.head_series} series")
     lines += ["", style("Sources", bold=True)]
     width = max((len(s.title) for s in report.sources), default=0)
-    lines += [f"  {s.title.ljust(width)}  {s.summary}" for s in report.sources]
+    lines += [f"  {s.title.ljust(width)}  {printable(s.summary)}" for s in report.sources]
     total, empty, by_design = _panel_counts(report)
     can_fire = sum(1 for a in report.alerts if a.can_fire)
     samples = sum(len(d.samples) for d in report.dashboards)
@@ -141,21 +149,26 @@ def text(report: Report, style: Callable[..., str]) -> str:
     ]
     for level, colour, items in (
         ("Problems", "red", report.problems),
+        ("Not checked", "magenta", report.unchecked),
         ("Notes", "yellow", report.notes),
     ):
         if items:
             lines += ["", style(f"{level} ({len(items)})", fg=colour, bold=True)]
-            lines += [f"  {style(items[0].level.value, fg=colour)} {line}" for line in _grouped(items)]
+            lines += [
+                f"  {style(items[0].level.value, fg=colour)} {printable(line)}" for line in _grouped(items)
+            ]
     if report.advice.fixes or report.advice.actions:
         lines += ["", style("Advice", bold=True)]
         if report.advice.fixes:
             lines.append("  Paste into obspack.yaml, then run `obspack render`:")
-            lines += ["    " + line for line in report.advice.yaml().splitlines()]
+            lines += ["    " + printable(line) for line in report.advice.yaml().splitlines()]
         if report.advice.actions:
             lines.append("  Outside obspack.yaml:")
-            lines += [f"    - {a}" for a in report.advice.actions]
-    verdict = f"{len(report.problems)} problems, {len(report.notes)} notes"
-    colour = "red" if report.problems else "green"
+            lines += [f"    - {printable(a)}" for a in report.advice.actions]
+    verdict = (
+        f"{len(report.problems)} problems, {len(report.unchecked)} not checked, {len(report.notes)} notes"
+    )
+    colour = "red" if report.exit_code else "green"
     lines += [
         "",
         style(verdict, fg=colour, bold=True) + f" (exit {report.exit_code}); "

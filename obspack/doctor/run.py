@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from obspack.config import ObspackConfig
 from obspack.doctor import knowledge as k
 from obspack.doctor.advice import advise
-from obspack.doctor.api import Connection, PrometheusAPI
+from obspack.doctor.api import Connection, DoctorError, PrometheusAPI
 from obspack.doctor.backends import connect, detect
 from obspack.doctor.checks import SelectorChecks, Window
 from obspack.doctor.deployed import check_groups
@@ -58,6 +58,7 @@ def diagnose(cfg: ObspackConfig, pack: Pack, connection: Connection, options: Op
         connect(api, at)
         backend = detect(api, options.backend)
         phase("backend")
+        mark = api.tally
         needs = read_pack(pack)
         scopes = {s.key: getattr(cfg.selectors, s.key) for s in k.SOURCES if s.key}
         checker = SelectorChecks(api, window, scopes)
@@ -86,10 +87,12 @@ def diagnose(cfg: ObspackConfig, pack: Pack, connection: Connection, options: Op
             *history,
             *deployment.findings,
         )
+        _answered_since(api, mark)
         requests = api.requests
         slowest = api.slowest()
+        url = api.shown
     return Report(
-        url=connection.url,
+        url=url,
         at=at,
         lookback_s=options.lookback_s,
         pack=f"obspack {pack.version} ({pack.source})",
@@ -107,3 +110,13 @@ def diagnose(cfg: ObspackConfig, pack: Pack, connection: Connection, options: Op
         phases=phases,
         slowest=slowest,
     )
+
+
+def _answered_since(api: PrometheusAPI, mark: tuple[int, int]) -> None:
+    """A server that answered the first questions and then none of the checks' is not asked at all."""
+    answered, failed = api.answers_since(mark)
+    if failed and not answered:
+        raise DoctorError(
+            f"{api.shown} answered the first requests, then none of the next {failed} (the last: "
+            f"{api.last_failure}); nothing could be checked"
+        )
