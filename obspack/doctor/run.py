@@ -16,6 +16,7 @@ from obspack.doctor import knowledge as k
 from obspack.doctor.advice import advise
 from obspack.doctor.api import Connection, DoctorError, PrometheusAPI
 from obspack.doctor.backends import connect, detect
+from obspack.doctor.causes import group, probe_off
 from obspack.doctor.checks import SelectorChecks, Window
 from obspack.doctor.deployed import check_groups
 from obspack.doctor.fit import (
@@ -79,6 +80,7 @@ def diagnose(cfg: ObspackConfig, pack: Pack, connection: Connection, options: Op
             x for d in dashboards for x in d.selectors
         }
         targets, target_findings = scrape_targets(backend, found.jobs)
+        off = probe_off(found.reports)
         findings = (
             *found.findings,
             *target_findings,
@@ -104,7 +106,8 @@ def diagnose(cfg: ObspackConfig, pack: Pack, connection: Connection, options: Op
         dashboards=tuple(dashboards),
         groups=deployment.groups,
         findings=tuple(findings),
-        advice=advise(cfg, findings),
+        causes=group(findings, found.reports),
+        advice=advise(cfg, findings, probe_off=off),
         elapsed_s=time.monotonic() - started,
         requests=requests,
         phases=phases,
