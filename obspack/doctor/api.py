@@ -345,7 +345,9 @@ class PrometheusAPI:
                 if budget
                 else f"{seconds(self.connection.timeout_s)} (--timeout)"
             )
-            raise QueryFailed(f"{path}: no whole answer within {within}", kind=UNAVAILABLE) from None
+            raise QueryFailed(
+                f"{path}: no whole answer within {within}", kind=NOT_ASKED if budget else UNAVAILABLE
+            ) from None
         except httpx.ConnectError as e:
             hint = ""
             if "CERTIFICATE_VERIFY_FAILED" in str(e):
