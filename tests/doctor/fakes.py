@@ -132,7 +132,11 @@ def serve(handler: Handler, tls: ssl.SSLContext | None = None) -> Iterator[Fake]
         do_GET = _answer
         do_POST = _answer
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    class _Server(ThreadingHTTPServer):
+        def handle_error(self, request: object, client_address: object) -> None:
+            pass  # a client that hangs up on an endless answer is what these servers are for
+
+    server = _Server(("127.0.0.1", 0), _Handler)
     server.daemon_threads = True
     if tls is not None:
         server.socket = tls.wrap_socket(server.socket, server_side=True)
