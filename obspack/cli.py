@@ -10,7 +10,9 @@ import sys
 from pathlib import Path
 from typing import Annotated, NoReturn
 
+import click
 import typer
+from typer.core import TyperCommand
 
 from obspack import __version__
 from obspack.config import ObspackConfig, annotated_defaults, load_config
@@ -183,7 +185,17 @@ def validate(config: ConfigOption = None) -> None:
     typer.echo(f"config OK; {count} PromQL expressions {checked}")
 
 
-@app.command()
+class _PlainHelp(TyperCommand):
+    """A command whose help shows no `<bool>` placeholder next to --help (flags set metavar="" themselves)."""
+
+    def get_help_option(self, ctx: click.Context) -> click.Option | None:
+        option = super().get_help_option(ctx)
+        if option is not None:
+            option.metavar = ""
+        return option
+
+
+@app.command(cls=_PlainHelp)
 def doctor(
     prometheus: Annotated[
         str,
@@ -191,38 +203,109 @@ def doctor(
             "--prometheus",
             "-p",
             envvar="OBSPACK_PROMETHEUS_URL",
-            help="URL of the Prometheus-compatible API, with any path prefix (Mimir: https://host/prometheus).",
+            metavar="URL",
+            help="The Prometheus-compatible API, with any path prefix (Mimir: https://host/prometheus); "
+            "USER:PASSWORD@ in it is sent as basic auth and never shown.",
         ),
     ],
-    config: ConfigOption = None,
-    json_output: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
-    bearer_token: Annotated[
-        str | None, typer.Option(envvar="OBSPACK_BEARER_TOKEN", help="Send Authorization: Bearer TOKEN.")
+    config: Annotated[
+        Path | None,
+        typer.Option(
+            "--config",
+            "-c",
+            metavar="FILE",
+            help="obspack.yaml to read; without it the built-in defaults are used.",
+        ),
     ] = None,
-    bearer_token_file: Annotated[Path | None, typer.Option(help="Read the bearer token from this file.")] = None,
+    json_output: Annotated[
+        bool, typer.Option("--json", metavar="", help="Print the report, or the error, as JSON on stdout.")
+    ] = False,
+    bearer_token: Annotated[
+        str | None,
+        typer.Option(
+            envvar="OBSPACK_BEARER_TOKEN", metavar="TOKEN", help="Send Authorization: Bearer TOKEN."
+        ),
+    ] = None,
+    bearer_token_file: Annotated[
+        Path | None, typer.Option(metavar="FILE", help="Read the bearer token from this file.")
+    ] = None,
     basic_auth: Annotated[
-        str | None, typer.Option(envvar="OBSPACK_BASIC_AUTH", help="USER:PASSWORD for HTTP basic auth.")
+        str | None,
+        typer.Option(envvar="OBSPACK_BASIC_AUTH", metavar="USER:PASSWORD", help="HTTP basic auth."),
     ] = None,
     basic_auth_password_file: Annotated[
-        Path | None, typer.Option(help="Read the basic-auth password from this file (--basic-auth USER).")
+        Path | None,
+        typer.Option(
+            metavar="FILE", help="Read the basic-auth password from this file (with --basic-auth USER)."
+        ),
     ] = None,
     header: Annotated[
-        list[str] | None, typer.Option("--header", "-H", help="Extra header 'Name: value' (repeatable).")
+        list[str] | None,
+        typer.Option("--header", "-H", metavar="'NAME: VALUE'", help="Extra header, repeatable."),
     ] = None,
-    tenant: Annotated[str | None, typer.Option(help="Mimir/Cortex tenant, sent as X-Scope-OrgID.")] = None,
-    ca_file: Annotated[Path | None, typer.Option(help="CA certificate(s) to verify the server with.")] = None,
-    insecure_skip_verify: Annotated[bool, typer.Option(help="Do not verify the server's certificate.")] = False,
-    timeout: Annotated[float, typer.Option(min=1, help="Seconds one request may take.")] = 30.0,
-    concurrency: Annotated[int, typer.Option(min=1, max=64, help="Requests in flight at most.")] = 8,
-    lookback: Annotated[str, typer.Option(help="How far back to look for series that are gone.")] = "1d",
-    at: Annotated[str | None, typer.Option("--time", help="Check at this time (RFC 3339 or unix seconds).")] = None,
+    tenant: Annotated[
+        str | None, typer.Option(metavar="ID", help="Mimir/Cortex tenant, sent as X-Scope-OrgID.")
+    ] = None,
+    ca_file: Annotated[
+        Path | None, typer.Option(metavar="FILE", help="CA certificate(s) to verify the server with.")
+    ] = None,
+    insecure_skip_verify: Annotated[
+        bool,
+        typer.Option("--insecure-skip-verify", metavar="", help="Do not verify the server's certificate."),
+    ] = False,
+    timeout: Annotated[
+        str,
+        typer.Option(
+            metavar="DURATION",
+            help="Deadline of one request (connecting, headers, body and retries): 30s, 500ms, or seconds.",
+        ),
+    ] = "30s",
+    max_time: Annotated[
+        str,
+        typer.Option(
+            metavar="DURATION", help="Deadline of the whole run; what is not asked by then is not checked."
+        ),
+    ] = "5m",
+    max_bytes: Annotated[
+        str,
+        typer.Option(
+            metavar="SIZE", help="Largest answer, on the wire and decompressed: bytes, or KiB, MiB, GiB."
+        ),
+    ] = "64MiB",
+    concurrency: Annotated[
+        int, typer.Option(min=1, max=64, metavar="N", help="Requests in flight at most.")
+    ] = 8,
+    lookback: Annotated[
+        str,
+        typer.Option(
+            metavar="DURATION", help="How far back to look for series that are gone: 1d, 6h, or seconds."
+        ),
+    ] = "1d",
+    at: Annotated[
+        str | None,
+        typer.Option(
+            "--time", metavar="TIME", help="Check at this time (RFC 3339 or unix seconds); now by default."
+        ),
+    ] = None,
     backend: Annotated[
-        str, typer.Option(help="auto, prometheus, thanos, mimir or victoriametrics (auto: detected).")
+        str,
+        typer.Option(
+            metavar="KIND", help="auto, prometheus, thanos, mimir or victoriametrics (auto: detected)."
+        ),
     ] = "auto",
 ) -> None:
     """Check the pack against a live Prometheus: sources, fit of every rule and panel, deployed rules.
 
-    Exit code 0: nothing breaks the pack; 1: problems found; 2: the server could not be asked."""
+    Examples:
+
+    obspack doctor -p http://prometheus.monitoring:9090
+
+    obspack doctor -p https://mimir.example.com/prometheus --tenant team-a --bearer-token-file token --json
+
+    obspack doctor -p http://vmselect:8481/select/0/prometheus --config obspack.yaml --timeout 1m --max-time 10m
+
+    Exit code 0: nothing breaks the pack and every check was asked; 1: problems found, or checks that could
+    not be asked; 2: the server could not be asked (or stopped answering), or a bad option."""
     import json
 
     from obspack.doctor.report import as_json, text
@@ -246,9 +329,14 @@ def doctor(
             lookback=lookback,
             at=at,
             backend=backend,
+            max_bytes=max_bytes,
+            max_time=max_time,
         )
         report = diagnose(cfg, pack, connection, options)
     except ObspackError as e:
+        if json_output:
+            typer.echo(json.dumps({"error": str(e), "exit_code": e.exit_code}, indent=2))
+            raise typer.Exit(code=e.exit_code) from None
         raise _fail(e) from None
     typer.echo(json.dumps(as_json(report), indent=2) if json_output else text(report, typer.style))
     raise typer.Exit(code=report.exit_code)

@@ -96,10 +96,33 @@ def _optional_source(causes: Iterable[Check]) -> k.Source | None:
     return None
 
 
-def advise(cfg: ObspackConfig, findings: Iterable[Finding]) -> Advice:
+def _switch_off(causes: tuple[Check, ...], missing: set[str], probe_off: bool) -> str | None:
+    """Why an alert that reads only an optional source can be switched off: the source is not here, or
+    (the obspack exporter) its CUDA probe is off; None when neither is why it cannot fire."""
+    source = _optional_source(causes)
+    if source is None:
+        return None
+    if source.title in missing:
+        return f"it reads the {source.title}, which is not here; or: {source.install}"
+    if probe_off and all(c.leaf.selector.metric.startswith(k.EXPORTER_PROBE_PREFIX) for c in causes):
+        return (
+            f"it reads the CUDA allocator probe of the {source.title}, which is off; or: run vLLM with the "
+            "probe (docs/exporter.md)"
+        )
+    return None
+
+
+def advise(cfg: ObspackConfig, findings: Iterable[Finding], *, probe_off: bool = False) -> Advice:
+    """`probe_off`: the obspack exporter is here without its CUDA probe."""
     fixes: dict[tuple[str, ...], Fix] = {}
     actions: dict[str, None] = {}
     selectors = {key: text for key, text in cfg.selectors.model_dump().items() if text}
+    findings = list(findings)
+    missing = {
+        f.subject
+        for f in findings
+        if f.topic is Topic.SOURCE and f.level is Level.NOTE and f.message.startswith(("not found", "gone"))
+    }
     for finding in findings:
         for fix in finding.fixes:
             fixes.setdefault(fix.path, fix)
@@ -112,11 +135,8 @@ def advise(cfg: ObspackConfig, findings: Iterable[Finding]) -> Advice:
                 fix = _selector_fix(key, text, check)
                 if fix is not None:
                     fixes.setdefault(fix.path, fix)
-        source = _optional_source(finding.causes)
-        if finding.topic is Topic.ALERT and source is not None:
+        why = _switch_off(finding.causes, missing, probe_off)
+        if finding.topic is Topic.ALERT and why is not None:
             path = ("alerts", finding.subject, "enabled")
-            fixes.setdefault(
-                path,
-                Fix(path, False, f"it reads the {source.title}, which is not here; or: {source.install}"),
-            )
+            fixes.setdefault(path, Fix(path, False, why))
     return Advice(tuple(fixes[p] for p in sorted(fixes)), tuple(actions))

@@ -34,6 +34,7 @@ TITLES = {
 class Capability:
     available: bool
     detail: str = ""
+    unasked: bool = False  # not available because the server failed to answer, not because it lacks it
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,7 @@ class Backend:
     def head_series(self) -> int | None:
         """Series in the head block (Prometheus) or in the whole store (VictoriaMetrics), from status/tsdb."""
         status = self.tsdb_status or {}
-        count = status.get("headStats", {}).get("numSeries", status.get("totalSeries"))
+        count = (status.get("headStats") or {}).get("numSeries", status.get("totalSeries"))
         return int(count) if count is not None else None
 
     @property
@@ -64,12 +65,20 @@ def connect(api: PrometheusAPI, at: float) -> None:
     try:
         api.query("vector(1)", at)
     except QueryFailed as e:
-        raise DoctorError(f"{api.base} did not answer a query: {e}") from None
+        raise DoctorError(f"{api.shown} did not answer a query: {e}") from None
 
 
 def detect(api: PrometheusAPI, kind: str = "auto") -> Backend:
-    probes = ["status/buildinfo", "status/tsdb", "stores", "/vmalert/api/v1/rules", "rules", "targets"]
-    buildinfo, tsdb, stores, vmalert, rules, targets = api.map(api.get, probes)
+    probes = {
+        "status/buildinfo": "buildinfo",
+        "status/tsdb": "tsdb",
+        "stores": "stores",
+        "/vmalert/api/v1/rules": "rules",
+        "rules": "rules",
+        "targets": "targets",
+    }
+    answers = api.map(lambda path: api.get(path, shape=probes[path]), probes)
+    buildinfo, tsdb, stores, vmalert, rules, targets = answers
     info = buildinfo if isinstance(buildinfo, dict) else {}
     if kind == "auto":
         kind = _kind(info, tsdb, stores, vmalert)
@@ -80,9 +89,9 @@ def detect(api: PrometheusAPI, kind: str = "auto") -> Backend:
         version=version,
         rules=rules_capability,
         targets=_targets(kind, targets),
-        tsdb=Capability(True) if isinstance(tsdb, dict) else Capability(False, _why(tsdb, "status/tsdb")),
+        tsdb=Capability(True) if isinstance(tsdb, dict) else _absent(tsdb, "status/tsdb"),
         rule_groups=tuple(rules["groups"]) if rules_capability.available else (),
-        active_targets=tuple(targets.get("activeTargets", [])) if isinstance(targets, dict) else (),
+        active_targets=tuple(targets.get("activeTargets") or ()) if isinstance(targets, dict) else (),
         tsdb_status=tsdb if isinstance(tsdb, dict) else None,
     )
 
@@ -100,25 +109,30 @@ def _kind(info: dict[str, Any], tsdb: object, stores: object, vmalert: object) -
     return "prometheus"
 
 
-def _why(failure: object, path: str) -> str:
-    return f"{path} not served ({failure})" if isinstance(failure, QueryFailed) else f"{path} not served"
+def _absent(failure: object, path: str) -> Capability:
+    """Why a capability is not there: the server does not serve it, or it failed to answer."""
+    if isinstance(failure, QueryFailed) and not failure.answered:
+        return Capability(False, f"{path} could not be asked ({failure})", unasked=True)
+    return Capability(
+        False, f"{path} not served" + (f" ({failure})" if isinstance(failure, QueryFailed) else "")
+    )
 
 
 def _rules(kind: str, rules: object, vmalert: object) -> Capability:
     if kind == "victoriametrics" and not isinstance(vmalert, dict):
         if isinstance(vmalert, QueryFailed) and "vmalert.proxyURL" not in str(vmalert):
-            return Capability(False, f"its vmalert proxy fails: {vmalert}")
+            return Capability(False, f"its vmalert proxy fails: {vmalert}", unasked=not vmalert.answered)
         return Capability(
             False, "VictoriaMetrics serves rules only when proxied to vmalert (-vmalert.proxyURL)"
         )
     if isinstance(rules, dict) and isinstance(rules.get("groups"), list):
         return Capability(True)
-    return Capability(False, _why(rules, "rules"))
+    return _absent(rules, "rules")
 
 
 def _targets(kind: str, targets: object) -> Capability:
     if not isinstance(targets, dict):
-        return Capability(False, _why(targets, "targets"))
+        return _absent(targets, "targets")
     if kind == "victoriametrics" and not targets.get("activeTargets"):
         return Capability(False, "VictoriaMetrics lists only its own -promscrape targets, and it has none")
     return Capability(True)

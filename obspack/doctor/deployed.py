@@ -15,7 +15,7 @@ import promql_parser as pp
 from obspack import durations
 from obspack.doctor.api import PrometheusAPI, QueryFailed
 from obspack.doctor.backends import Backend
-from obspack.doctor.findings import Finding, Topic, note, problem
+from obspack.doctor.findings import Finding, Topic, note, problem, unchecked
 from obspack.doctor.needs import Selector, duration
 from obspack.rules.model import AlertRule, RuleGroup
 
@@ -126,10 +126,19 @@ class Deployment:
 
 
 def check_groups(api: PrometheusAPI, backend: Backend, groups: Sequence[RuleGroup], at: float) -> Deployment:
-    written = _records_written(api, groups, at)
+    try:
+        written = _records_written(api, groups, at)
+        unasked: tuple[Finding, ...] = ()
+    except QueryFailed as e:
+        written = {}
+        unasked = (
+            unchecked(
+                Topic.RULES, "recording rules", f"whether their records have data could not be asked: {e}"
+            ),
+        )
     if not backend.rules.available:
         statuses, findings = _without_rules_api(backend, groups, written)
-        return Deployment(tuple(statuses), tuple(findings), frozenset())
+        return Deployment(tuple(statuses), (*findings, *unasked), frozenset())
     loaded: dict[str, list[Mapping[str, Any]]] = {}
     for g in backend.rule_groups:
         loaded.setdefault(str(g.get("name")), []).append(g)
@@ -143,11 +152,13 @@ def check_groups(api: PrometheusAPI, backend: Backend, groups: Sequence[RuleGrou
             if not isinstance(r, AlertRule):
                 writers.setdefault(r.record, set()).add(group.name)
     trusted = frozenset(name for name, by in writers.items() if by <= fine and written.get(name))
+    if all(s.loaded for s in statuses):
+        unasked = ()  # their records' data only decides which records are read as they are
     if not any(s.loaded or s.records_written for s in statuses):
         message = f"none of the pack's {len(groups)} rule groups is loaded"
-        return Deployment(tuple(statuses), (_not_loaded(message, "rule groups"),), trusted)
+        return Deployment(tuple(statuses), (_not_loaded(message, "rule groups"), *unasked), trusted)
     findings = tuple(f for group, status in zip(groups, statuses) for f in _group_findings(group, status))
-    return Deployment(tuple(statuses), findings, trusted)
+    return Deployment(tuple(statuses), (*findings, *unasked), trusted)
 
 
 def _not_loaded(message: str, subject: str) -> Finding:
@@ -227,10 +238,7 @@ def _records_written(api: PrometheusAPI, groups: Iterable[RuleGroup], at: float)
     names = sorted({r.record for g in groups for r in g.rules if not isinstance(r, AlertRule)})
     if not names:
         return {}
-    try:
-        rows = api.query(f'count by (__name__) ({{__name__=~"{"|".join(names)}"}})', at)
-    except QueryFailed:
-        return {}
+    rows = api.query(f'count by (__name__) ({{__name__=~"{"|".join(names)}"}})', at)
     present = {r["metric"].get("__name__") for r in rows}
     return {name: name in present for name in names}
 
@@ -239,8 +247,9 @@ def _without_rules_api(
     backend: Backend, groups: Sequence[RuleGroup], written: Mapping[str, bool]
 ) -> tuple[list[GroupStatus], list[Finding]]:
     statuses = [_status(g, [], written) for g in groups]
+    says = unchecked if backend.rules.unasked else note
     findings = [
-        note(Topic.BACKEND, backend.title, f"deployed rules cannot be checked: {backend.rules.detail}")
+        says(Topic.BACKEND, backend.title, f"deployed rules cannot be checked: {backend.rules.detail}")
     ]
     if written and not any(written.values()):
         findings.append(

@@ -1,6 +1,7 @@
 """Findings: what the doctor tells the user. A problem breaks the pack (an alert that cannot fire, a panel
-that would be empty, a rule group that is missing or failing) and makes the exit code 1; a note is shown
-but does not fail (a single cluster without a cluster label, a panel empty by design on a healthy fleet).
+that would be empty, a rule group that is missing or failing) and makes the exit code 1; so does a check
+that could not be asked (the server failed to answer it): it is never a pass. A note is shown but does not
+fail (a single cluster without a cluster label, a panel empty by design on a healthy fleet).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from obspack.doctor.checks import Check
 
 class Level(str, Enum):
     PROBLEM = "problem"
+    UNCHECKED = "not checked"
     NOTE = "note"
 
 
@@ -56,3 +58,7 @@ def problem(topic: Topic, subject: str, message: str, **extra: object) -> Findin
 
 def note(topic: Topic, subject: str, message: str, **extra: object) -> Finding:
     return Finding(Level.NOTE, topic, subject, message, **extra)  # type: ignore[arg-type]
+
+
+def unchecked(topic: Topic, subject: str, message: str, **extra: object) -> Finding:
+    return Finding(Level.UNCHECKED, topic, subject, message, **extra)  # type: ignore[arg-type]

@@ -10,12 +10,12 @@ and on per-pod pages for one pod of each kind (vLLM generation, DCGM label mode)
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from obspack.doctor.api import PrometheusAPI, QueryFailed
 from obspack.doctor.checks import Check, SelectorChecks, State
-from obspack.doctor.findings import Finding, Topic, note, problem
+from obspack.doctor.findings import Finding, Topic, note, problem, unchecked
 from obspack.doctor.needs import (
     AllOf,
     CannotInline,
@@ -268,7 +268,7 @@ def alert_findings(alerts: Iterable[AlertFit]) -> list[Finding]:
         if a.verdict.state is State.MISSING:
             out[problem(Topic.ALERT, a.name, f"cannot fire: {a.verdict.why}", causes=a.verdict.causes)] = None
         elif a.verdict.state is State.UNKNOWN:
-            out[note(Topic.ALERT, a.name, f"could not be checked: {a.verdict.why}")] = None
+            out[unchecked(Topic.ALERT, a.name, f"could not be checked: {a.verdict.why}")] = None
     return list(out)
 
 
@@ -281,6 +281,7 @@ class Sample:
     name: str  # "defaults", or the pod it shows
     values: dict[str, str]  # variable -> the text Grafana puts in place of $variable
     empty: tuple[str, ...] = ()  # variables that listed no values
+    unasked: tuple[tuple[str, str], ...] = ()  # (variable, why) whose values could not be listed
 
 
 @dataclass(frozen=True)
@@ -310,10 +311,7 @@ def _values(
         return sorted({row.get(variable.label, "") for row in rows_of(need, records)} - {""})
     if not variable.label:
         return []
-    try:
-        return api.label_values(variable.label, selector, at - DASHBOARD_RANGE_S, at)
-    except QueryFailed:
-        return []
+    return api.label_values(variable.label, selector, at - DASHBOARD_RANGE_S, at)
 
 
 def sample(
@@ -328,8 +326,13 @@ def sample(
     that show `pod` for the single-value variables of a per-pod page."""
     chosen: dict[str, str] = {}
     empty = []
+    unasked = []
     for variable in variables:
-        values = _values(variable, chosen, needs, records, api, at)
+        try:
+            values = _values(variable, chosen, needs, records, api, at)
+        except QueryFailed as e:
+            values = []
+            unasked.append((variable.name, str(e)))
         if pod is not None and not variable.multi and variable.label in pod.labels:
             chosen[variable.name] = escape(pod.labels[variable.label])
         elif variable.all_value is not None:
@@ -338,13 +341,14 @@ def sample(
             chosen[variable.name] = escape(values[0])
         else:
             chosen[variable.name] = ""
-            empty.append(variable.name)
+            if not any(name == variable.name for name, _ in unasked):
+                empty.append(variable.name)
     name = (
         "defaults"
         if pod is None
         else f"pod {pod.labels.get('namespace')}/{pod.labels.get('pod')} ({pod.kind})"
     )
-    return Sample(name, chosen, tuple(empty))
+    return Sample(name, chosen, tuple(empty), tuple(unasked))
 
 
 @dataclass(frozen=True)
@@ -445,11 +449,16 @@ def dashboard_findings(dashboards: Iterable[DashboardFit]) -> list[Finding]:
             where = f"{d.name} / ${name}" + ("" if sample == "defaults" else f" for {sample}")
             message = "lists no values: Grafana puts an empty value in its place, which matches only series without the label"
             out.append(note(Topic.VARIABLE, where, message))
+        unasked = {s.name: s.unasked for s in d.samples if s.unasked}
+        for sample, variables in unasked.items():
+            for name, why in variables:
+                where = f"{d.name} / ${name}" + ("" if sample == "defaults" else f" for {sample}")
+                out.append(unchecked(Topic.VARIABLE, where, f"its values could not be listed: {why}"))
         panels: dict[int | str, list[PanelFit]] = {}
         for fit in d.panels:
             panels.setdefault(fit.target.panel_id or fit.target.panel, []).append(fit)
         for queries in panels.values():
-            out.extend(_panel_findings(queries))
+            out.extend(_panel_findings(queries, set(unasked)))
     return out
 
 
@@ -457,7 +466,9 @@ def _merge(verdicts: Sequence[Verdict], state: State) -> Verdict:
     return _first_failing(verdicts, (state,))
 
 
-def _panel_findings(queries: Sequence[PanelFit]) -> list[Finding]:
+def _panel_findings(queries: Sequence[PanelFit], guessed: Collection[str] = ()) -> list[Finding]:
+    """`guessed`: samples with variables whose values could not be listed (an empty panel there may
+    only be the empty value put in their place)."""
     panel = queries[0].target.panel_where
     for sample in (name for name, _ in queries[0].verdicts):
         verdicts = [dict(q.verdicts)[sample] for q in queries]
@@ -465,6 +476,9 @@ def _panel_findings(queries: Sequence[PanelFit]) -> list[Finding]:
             continue
         states = {v.state for v in verdicts}
         for_sample = "" if sample == "defaults" else f" for {sample}"
+        if sample in guessed and states != {State.EVENT}:
+            why = "the values of its dashboard's variables could not be listed"
+            return [unchecked(Topic.PANEL, panel, f"could not be checked{for_sample}: {why}")]
         if State.MISSING in states:
             merged = _merge(verdicts, State.MISSING)
             return [
@@ -475,7 +489,7 @@ def _panel_findings(queries: Sequence[PanelFit]) -> list[Finding]:
                 note(Topic.PANEL, panel, f"empty on a healthy fleet: {_merge(verdicts, State.EVENT).why}")
             ]
         return [
-            note(
+            unchecked(
                 Topic.PANEL, panel, f"could not be checked{for_sample}: {_merge(verdicts, State.UNKNOWN).why}"
             )
         ]
@@ -493,5 +507,5 @@ def _panel_findings(queries: Sequence[PanelFit]) -> list[Finding]:
         elif v.state is State.EVENT:
             out.append(note(Topic.PANEL, query.target.where, f"empty on a healthy fleet: {v.why}"))
         elif v.state is State.UNKNOWN:
-            out.append(note(Topic.PANEL, query.target.where, f"could not be checked: {v.why}"))
+            out.append(unchecked(Topic.PANEL, query.target.where, f"could not be checked: {v.why}"))
     return out

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from obspack.doctor.api import PrometheusAPI, QueryFailed
-from obspack.doctor.findings import Finding, Topic, note
+from obspack.doctor.findings import Finding, Topic, note, unchecked
 from obspack.doctor.needs import Need, PackNeeds, duration, record_refs
 from obspack.promql import grafana_to_promql
 
@@ -60,28 +60,34 @@ class Held:
         )
 
 
-def _held(api: PrometheusAPI, name: str, spans: tuple[int, ...], at: float) -> Held | None:
-    """None: the server could not say."""
+def _held(api: PrometheusAPI, name: str, spans: tuple[int, ...], at: float) -> Held | QueryFailed:
+    """A failure: the server could not say."""
     answers = api.map(lambda back: api.query(f"count({name})", at - back), (0, *spans))
-    if any(isinstance(a, QueryFailed) for a in answers):
-        return None
+    failed = next((a for a in answers if isinstance(a, QueryFailed)), None)
+    if failed is not None:
+        return failed
     now, *starts = (bool(a) for a in answers)
     covered = tuple(w for w, had in zip(spans, starts) if had and now)
     return Held(now, covered, tuple(w for w in spans if w not in covered))
 
 
 def history_findings(api: PrometheusAPI, needs: PackNeeds, at: float) -> list[Finding]:
-    """A note per dashboard that reads records over windows longer than their history here."""
+    """A note per dashboard that reads records over windows longer than their history here (and one
+    that says which records' history could not be asked)."""
     out = []
     for dashboard in dict.fromkeys(t.dashboard for t in needs.targets):
         read = windows(needs, dashboard)
         held = {name: _held(api, name, spans, at) for name, spans in read.items()}
         short: dict[str, list[str]] = {}  # how much history -> the records that have that much
         for name, h in held.items():
-            if h is not None and h.short:
+            if isinstance(h, Held) and h.short:
                 short.setdefault(h.text(), []).append(name)
         if short:
             out.append(note(Topic.DASHBOARD, dashboard, _message(read, short)))
+        failed = {name: h for name, h in held.items() if isinstance(h, QueryFailed)}
+        if failed:
+            message = f"the history of {_names(failed)} could not be asked: {next(iter(failed.values()))}"
+            out.append(unchecked(Topic.DASHBOARD, dashboard, message))
     return out
 
 

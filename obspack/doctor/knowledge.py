@@ -126,6 +126,7 @@ KSM_REPLICA_KEY = ("namespace", "pod")
 KSM_CONTAINERS = "kube_pod_container_info"  # one series per container, with its image
 
 EXPORTER_PROBE = "obspack_cuda_allocator_reserved_bytes"  # served only when the CUDA probe runs in vLLM
+EXPORTER_PROBE_PREFIX = "obspack_cuda_"  # every series of the CUDA probe
 
 # Names clusters go by when the label is not `cluster` (kube-prometheus external labels, Thanos, Mimir).
 CLUSTER_LABELS = (

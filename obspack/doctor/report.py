@@ -8,7 +8,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from obspack.doctor.advice import Advice
+from obspack.doctor.api import printable
 from obspack.doctor.backends import Backend
+from obspack.doctor.causes import Causes
 from obspack.doctor.checks import Check, State
 from obspack.doctor.deployed import GroupStatus
 from obspack.doctor.findings import Finding, Level, Topic
@@ -31,6 +33,7 @@ class Report:
     dashboards: tuple[DashboardFit, ...]
     groups: tuple[GroupStatus, ...]
     findings: tuple[Finding, ...]
+    causes: Causes  # the problems grouped by what causes them
     advice: Advice
     elapsed_s: float
     requests: int
@@ -42,12 +45,27 @@ class Report:
         return [f for f in self.findings if f.level is Level.PROBLEM]
 
     @property
+    def unchecked(self) -> list[Finding]:
+        """Checks the server failed to answer: never a pass."""
+        return [f for f in self.findings if f.level is Level.UNCHECKED]
+
+    @property
     def notes(self) -> list[Finding]:
-        return [f for f in self.findings if f.level is Level.NOTE]
+        """Notes, less those that state a cause of problems (shown with it)."""
+        return [f for f in self.findings if f.level is Level.NOTE and f not in self.causes.stated]
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """Problems counted by cause; not checked and notes by the lines that show them."""
+        return {
+            "problems": len(self.causes.causes) + len(_grouped(list(self.causes.alone))),
+            "not_checked": len(_grouped(self.unchecked)),
+            "notes": len(_grouped(self.notes)),
+        }
 
     @property
     def exit_code(self) -> int:
-        return 1 if self.problems else 0
+        return 1 if self.problems or self.unchecked else 0
 
 
 def _when(at: float) -> str:
@@ -72,10 +90,15 @@ def _rules_line(report: Report) -> str:
             f"not listed by this backend; records of {len(written)} of {len(report.groups)} groups have data"
         )
     loaded = [g for g in report.groups if g.loaded]
+    if not loaded:
+        return f"none of the pack's {len(report.groups)} groups is loaded"
     failing = sum(1 for g in loaded if g.errors)
     different = sum(1 for g in loaded if g.differences)
     text = f"{len(loaded)} of {len(report.groups)} groups loaded, {failing} failing, "
-    text += "same as this render" if not different else f"{different} differ from this render"
+    if different:
+        text += f"{different} differ from this render"
+    else:
+        text += "the same as this render" if len(loaded) > 1 else "it is the same as this render"
     timed = [g for g in loaded if g.evaluation_s is not None and g.interval_s]
     if timed:
         slowest = max(timed, key=lambda g: g.evaluation_s / g.interval_s)  # type: ignore[operator]
@@ -86,10 +109,11 @@ def _rules_line(report: Report) -> str:
 
 
 def _grouped(findings: list[Finding]) -> list[str]:
-    """One line per finding, except panels of one dashboard with the same message: one line for them all."""
+    """One line per finding, except panels (or variables) of one dashboard with the same message: one line
+    for them all."""
     groups: dict[tuple[str, str, str], list[str]] = {}
     for f in findings:
-        if f.topic is Topic.PANEL:
+        if f.topic in (Topic.PANEL, Topic.VARIABLE) and " / " in f.subject:
             dashboard, _, panel = f.subject.partition(" / ")
             groups.setdefault((f.topic.value, dashboard, f.message), []).append(panel)
         else:
@@ -103,11 +127,36 @@ def _grouped(findings: list[Finding]) -> list[str]:
     return lines
 
 
+def _listed(names: list[str], most: int = 8) -> str:
+    return ", ".join(names[:most]) + (f" and {len(names) - most} more" if len(names) > most else "")
+
+
+def _cause_lines(causes: Causes, label: str) -> list[str]:
+    """Each cause, then what fails because of it and what to do; then the problems that are their own cause."""
+    lines = []
+    for cause in causes.causes:
+        lines.append(f"  {label} {printable(cause.title)}")
+        alerts, panels = cause.alerts, cause.panels
+        if alerts:
+            lines.append(
+                f"      so {len(alerts)} alert{'s' if len(alerts) > 1 else ''} cannot fire: {_listed(list(alerts))}"
+            )
+        if panels:
+            where = _listed([f"{d} ({n})" for d, n in panels.items()])
+            lines.append(f"      so {sum(panels.values())} panels would be empty: {where}")
+        if cause.action:
+            lines.append(f"      fix: {printable(cause.action)}")
+    lines += [f"  {label} {printable(line)}" for line in _grouped(list(causes.alone))]
+    return lines
+
+
 def text(report: Report, style: Callable[..., str]) -> str:
-    """The report for a terminal; `style` is typer.style (colour is dropped when output is not a TTY)."""
+    """The report for a terminal; `style` is typer.style (colour is dropped when output is not a TTY).
+    What came from the server is shown with its control characters escaped (api.printable)."""
     b = report.backend
     lines = [
-        style("obspack doctor", bold=True) + f"  {report.url}  {b.title}  at {_when(report.at)} "
+        style("obspack doctor", bold=True)
+        + f"  {printable(report.url)}  {printable(b.title)}  at {_when(report.at)} "
         f"(lookback {duration(report.lookback_s)})",
         f"pack: {report.pack}",
         "",
@@ -117,13 +166,13 @@ def text(report: Report, style: Callable[..., str]) -> str:
             f"{name} {'yes' if c.available else 'no'}"
             for name, c in (("rules", b.rules), ("targets", b.targets), ("status/tsdb", b.tsdb))
         ),
-        f"  scrape targets: {report.targets}",
+        f"  scrape targets: {printable(report.targets)}",
     ]
     if b.head_series is not None:
         lines.append(f"  status/tsdb: {b.head_series} series")
     lines += ["", style("Sources", bold=True)]
     width = max((len(s.title) for s in report.sources), default=0)
-    lines += [f"  {s.title.ljust(width)}  {s.summary}" for s in report.sources]
+    lines += [f"  {s.title.ljust(width)}  {printable(s.summary)}" for s in report.sources]
     total, empty, by_design = _panel_counts(report)
     can_fire = sum(1 for a in report.alerts if a.can_fire)
     samples = sum(len(d.samples) for d in report.dashboards)
@@ -139,23 +188,31 @@ def text(report: Report, style: Callable[..., str]) -> str:
         style("Deployed rules", bold=True),
         f"  {_rules_line(report)}",
     ]
+    counts = report.counts
+    if counts["problems"]:
+        lines += ["", style(f"Problems ({counts['problems']})", fg="red", bold=True)]
+        lines += _cause_lines(report.causes, style("problem", fg="red"))
     for level, colour, items in (
-        ("Problems", "red", report.problems),
+        ("Not checked", "magenta", report.unchecked),
         ("Notes", "yellow", report.notes),
     ):
         if items:
-            lines += ["", style(f"{level} ({len(items)})", fg=colour, bold=True)]
-            lines += [f"  {style(items[0].level.value, fg=colour)} {line}" for line in _grouped(items)]
-    if report.advice.fixes or report.advice.actions:
+            lines += ["", style(f"{level} ({len(_grouped(items))})", fg=colour, bold=True)]
+            lines += [
+                f"  {style(items[0].level.value, fg=colour)} {printable(line)}" for line in _grouped(items)
+            ]
+    shown = {c.finding.action for c in report.causes.causes if c.finding is not None}
+    actions = [a for a in report.advice.actions if a not in shown]
+    if report.advice.fixes or actions:
         lines += ["", style("Advice", bold=True)]
         if report.advice.fixes:
             lines.append("  Paste into obspack.yaml, then run `obspack render`:")
-            lines += ["    " + line for line in report.advice.yaml().splitlines()]
-        if report.advice.actions:
+            lines += ["    " + printable(line) for line in report.advice.yaml().splitlines()]
+        if actions:
             lines.append("  Outside obspack.yaml:")
-            lines += [f"    - {a}" for a in report.advice.actions]
-    verdict = f"{len(report.problems)} problems, {len(report.notes)} notes"
-    colour = "red" if report.problems else "green"
+            lines += [f"    - {printable(a)}" for a in actions]
+    verdict = f"{counts['problems']} problems, {counts['not_checked']} not checked, {counts['notes']} notes"
+    colour = "red" if report.exit_code else "green"
     lines += [
         "",
         style(verdict, fg=colour, bold=True) + f" (exit {report.exit_code}); "
@@ -172,6 +229,18 @@ def as_json(report: Report) -> dict[str, Any]:
         "lookback": duration(report.lookback_s),
         "pack": report.pack,
         "exit_code": report.exit_code,
+        "counts": report.counts,
+        "causes": [
+            {
+                "cause": c.title,
+                "kind": c.key[0],
+                "action": c.action,
+                "alerts": list(c.alerts),
+                "panels": c.panels,
+                "problems": [{"topic": f.topic.value, "subject": f.subject} for f in c.consequences],
+            }
+            for c in report.causes.causes
+        ],
         "backend": {
             "kind": b.kind,
             "version": b.version,

@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from obspack.config import ObspackConfig
 from obspack.doctor import knowledge as k
 from obspack.doctor.advice import advise
-from obspack.doctor.api import Connection, PrometheusAPI
+from obspack.doctor.api import Connection, DoctorError, PrometheusAPI
 from obspack.doctor.backends import connect, detect
+from obspack.doctor.causes import group, probe_off
 from obspack.doctor.checks import SelectorChecks, Window
 from obspack.doctor.deployed import check_groups
 from obspack.doctor.fit import (
@@ -58,6 +59,7 @@ def diagnose(cfg: ObspackConfig, pack: Pack, connection: Connection, options: Op
         connect(api, at)
         backend = detect(api, options.backend)
         phase("backend")
+        mark = api.tally
         needs = read_pack(pack)
         scopes = {s.key: getattr(cfg.selectors, s.key) for s in k.SOURCES if s.key}
         checker = SelectorChecks(api, window, scopes)
@@ -78,6 +80,7 @@ def diagnose(cfg: ObspackConfig, pack: Pack, connection: Connection, options: Op
             x for d in dashboards for x in d.selectors
         }
         targets, target_findings = scrape_targets(backend, found.jobs)
+        off = probe_off(found.reports)
         findings = (
             *found.findings,
             *target_findings,
@@ -86,10 +89,12 @@ def diagnose(cfg: ObspackConfig, pack: Pack, connection: Connection, options: Op
             *history,
             *deployment.findings,
         )
+        _answered_since(api, mark)
         requests = api.requests
         slowest = api.slowest()
+        url = api.shown
     return Report(
-        url=connection.url,
+        url=url,
         at=at,
         lookback_s=options.lookback_s,
         pack=f"obspack {pack.version} ({pack.source})",
@@ -101,9 +106,20 @@ def diagnose(cfg: ObspackConfig, pack: Pack, connection: Connection, options: Op
         dashboards=tuple(dashboards),
         groups=deployment.groups,
         findings=tuple(findings),
-        advice=advise(cfg, findings),
+        causes=group(findings, found.reports),
+        advice=advise(cfg, findings, probe_off=off),
         elapsed_s=time.monotonic() - started,
         requests=requests,
         phases=phases,
         slowest=slowest,
     )
+
+
+def _answered_since(api: PrometheusAPI, mark: tuple[int, int]) -> None:
+    """A server that answered the first questions and then none of the checks' is not asked at all."""
+    answered, failed = api.answers_since(mark)
+    if failed and not answered:
+        raise DoctorError(
+            f"{api.shown} answered the first requests, then none of the next {failed} (the last: "
+            f"{api.last_failure}); nothing could be checked"
+        )

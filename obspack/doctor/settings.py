@@ -5,13 +5,14 @@ Every bad value is a `DoctorError` (exit code 2) that names the option and what 
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 
-import promql_parser
-
-from obspack.doctor.api import Connection, DoctorError
+from obspack import durations
+from obspack.doctor.api import DEFAULT_MAX_BYTES, Connection, DoctorError
 from obspack.doctor.backends import KINDS
 from obspack.doctor.run import Options
 
@@ -64,13 +65,46 @@ def _time(value: str | None) -> float | None:
 
 
 def _duration(value: str, option: str) -> int:
-    try:
-        seconds = int(promql_parser.parse_duration(value).total_seconds())
-    except ValueError:
-        seconds = 0
-    if seconds <= 0:
-        raise DoctorError(f"{option} {value!r}: give a Prometheus duration such as 6h, 1d or 7d")
-    return seconds
+    """Whole seconds, at least one, of a Prometheus duration or a number of seconds."""
+    n = int(seconds(value, option))
+    if n < 1:
+        raise DoctorError(f"{option} {value!r}: give a Prometheus duration such as 6h, 1d or 7d (or seconds)")
+    return n
+
+
+DEFAULT_TIMEOUT = "30s"
+DEFAULT_MAX_TIME = "5m"
+_SIZE = re.compile(r"([0-9]+)\s*(b|kib|mib|gib|kb|mb|gb)?", re.IGNORECASE)
+_FACTOR = {None: 1, "b": 1, "kib": 2**10, "mib": 2**20, "gib": 2**30, "kb": 10**3, "mb": 10**6, "gb": 10**9}
+
+
+def seconds(value: str | float, option: str) -> float:
+    """Seconds in a Prometheus duration (`30s`, `500ms`, `1m30s`) or a bare number of seconds (`30`, `0.5`)."""
+    if isinstance(value, int | float):
+        number = float(value)
+    else:
+        try:
+            number = float(value.strip())
+        except ValueError:
+            try:
+                number = durations.parse_ms(value.strip()) / 1000
+            except ValueError:
+                number = 0.0
+    if not math.isfinite(number) or number <= 0:
+        examples = "6h, 1d or 7d" if option == "--lookback" else "30s, 500ms or 2m"
+        raise DoctorError(f"{option} {value!r}: give a Prometheus duration such as {examples} (or seconds)")
+    return number
+
+
+def size(value: str | int, option: str = "--max-bytes") -> int:
+    """Bytes in `67108864`, `64MiB`, `512KiB` or `1GB`."""
+    match = _SIZE.fullmatch(str(value).strip())
+    n = int(match.group(1)) * _FACTOR[(match.group(2) or "").lower() or None] if match else 0
+    if n <= 0:
+        raise DoctorError(
+            f"{option} {value!r}: give a positive size in bytes, or with KiB, MiB or GiB (e.g. 64MiB)"
+        )
+    return n
 
 
 def from_cli(
@@ -84,12 +118,15 @@ def from_cli(
     tenant: str | None,
     ca_file: Path | None,
     insecure: bool,
-    timeout_s: float,
+    timeout_s: float | str,
     concurrency: int,
     lookback: str,
     at: str | None,
     backend: str,
+    max_bytes: str | int = DEFAULT_MAX_BYTES,
+    max_time: str | float | None = DEFAULT_MAX_TIME,
 ) -> tuple[Connection, Options]:
+    """`timeout_s` and `max_time`: a Prometheus duration or seconds; `max_time` None: the run is unbounded."""
     if bearer_token and bearer_token_file:
         raise DoctorError("give --bearer-token or --bearer-token-file, not both")
     if bearer_token_file is not None:
@@ -105,7 +142,9 @@ def from_cli(
         basic_auth=_basic_auth(basic_auth, basic_auth_password_file),
         ca_file=ca_file,
         insecure=insecure,
-        timeout_s=timeout_s,
+        timeout_s=seconds(timeout_s, "--timeout"),
         concurrency=concurrency,
+        max_bytes=size(max_bytes),
+        max_time_s=seconds(max_time, "--max-time") if max_time is not None else None,
     )
     return connection, Options(at=_time(at), lookback_s=_duration(lookback, "--lookback"), backend=backend)

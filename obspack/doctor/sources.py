@@ -6,6 +6,7 @@ each is scoped by the config's `selectors.<source>`.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -15,7 +16,7 @@ from obspack.config import ObspackConfig
 from obspack.doctor import knowledge as k
 from obspack.doctor.api import PrometheusAPI, QueryFailed
 from obspack.doctor.checks import Check, State, Window
-from obspack.doctor.findings import Finding, Fix, Topic, note, problem
+from obspack.doctor.findings import Finding, Fix, Topic, note, problem, unchecked
 from obspack.doctor.fit import PodKind
 from obspack.doctor.needs import Leaf, PackNeeds, alternatives, duration, matches
 
@@ -40,41 +41,61 @@ Rows = list[dict[str, str]]
 
 
 class _Asker:
-    """Runs named queries concurrently; a failed one reads as no rows and is remembered."""
+    """Runs named queries concurrently; a failed one reads as no rows, and the subject it was about is
+    remembered with its first failure (reported as not checked)."""
 
     def __init__(self, api: PrometheusAPI, window: Window) -> None:
         self.api = api
         self.window = window
-        self.failed: dict[str, str] = {}
+        self.failed: dict[str, str] = {}  # subject -> the first failure
+        self._queries: dict[str, str] = {}  # query name -> its failure
 
-    def rows(self, queries: Mapping[str, str]) -> dict[str, Rows]:
+    def rows(self, queries: Mapping[str, str], subject: str) -> dict[str, Rows]:
         names = list(queries)
         results = self.api.map(lambda n: self.api.query(queries[n], self.window.at), names)
         out: dict[str, Rows] = {}
         for name, result in zip(names, results):
             if isinstance(result, QueryFailed):
-                self.failed[name] = str(result)
+                self.failed.setdefault(subject, str(result))
+                self._queries[name] = str(result)
                 result = []
             out[name] = [dict(r["metric"], __value__=r["value"][1]) for r in result]
         return out
 
-    def values(self, label: str, match: str) -> list[str]:
+    def failed_query(self, name: str) -> str | None:
+        return self._queries.get(name)
+
+    def values(self, label: str, match: str, subject: str) -> list[str]:
         try:
             return self.api.label_values(label, match, self.window.start, self.window.at)
         except QueryFailed as e:
-            self.failed[f"label {label} of {match}"] = str(e)
+            self.failed.setdefault(subject, str(e))
+            return []
+
+    def names(self, matches: Sequence[str], subject: str) -> list[str]:
+        try:
+            return self.api.label_names(matches, self.window.start, self.window.at)
+        except QueryFailed as e:
+            self.failed.setdefault(subject, str(e))
             return []
 
 
 def _count(rows: Rows) -> int:
-    return int(float(rows[0]["__value__"])) if rows else 0
+    """The value of a count() query: 0 for none, or for a value that is not a finite number."""
+    value = float(rows[0]["__value__"]) if rows else 0.0
+    return int(value) if math.isfinite(value) else 0
 
 
 def _missing(ask: _Asker, source: k.Source, scope: str) -> tuple[SourceReport, Finding]:
     """A source without series now: gone (seen within the lookback) or never there."""
     names = "|".join(source.inventory)
     where = f" with selectors.{source.key} ({scope})" if scope else ""
-    if ask.values("__name__", c.selector(scope, f'__name__=~"{names}"')):
+    w = ask.window
+    try:
+        seen = ask.api.label_values("__name__", c.selector(scope, f'__name__=~"{names}"'), w.start, w.at)
+    except QueryFailed as e:
+        return _unasked(source, str(e))
+    if seen:
         summary = f"gone: no series now, some within the last {duration(ask.window.lookback_s)}{where}"
         action = f"{source.title}: its series stopped; check its pods and their scrape targets"
     else:
@@ -83,6 +104,11 @@ def _missing(ask: _Asker, source: k.Source, scope: str) -> tuple[SourceReport, F
     return SourceReport(source.title, False, summary), note(
         Topic.SOURCE, source.title, summary, action=action
     )
+
+
+def _unasked(source: k.Source, error: str) -> tuple[SourceReport, Finding]:
+    report = SourceReport(source.title, False, f"could not be asked: {error}")
+    return report, unchecked(Topic.SOURCE, source.title, f"whether it is here could not be asked: {error}")
 
 
 def survey(
@@ -96,7 +122,8 @@ def survey(
             f"{s.key}|{m}": f"count by (job) ({m}{c.selector(scope[s.key])})"
             for s in k.SOURCES
             for m in s.inventory
-        }
+        },
+        "sources",
     )
     present = {s.key: next((m for m in s.inventory if inventory[f"{s.key}|{m}"]), None) for s in k.SOURCES}
     jobs = {key: sorted(r.get("job", "") for r in inventory[f"{key}|{m}"]) for key, m in present.items() if m}
@@ -104,9 +131,14 @@ def survey(
     findings: list[Finding] = []
     by_key: dict[str, SourceReport | None] = {}
     for source in k.SOURCES:
-        if source.key not in found:
+        if source.key in found:
+            continue
+        unasked = next((e for m in source.inventory if (e := ask.failed_query(f"{source.key}|{m}"))), None)
+        if unasked is not None:  # not found, but not every question about it was answered
+            by_key[source.key], finding = _unasked(source, unasked)
+        else:
             by_key[source.key], finding = _missing(ask, source, scope[source.key])
-            findings.append(finding)
+        findings.append(finding)
     vllm_pods, vllm_report = _vllm(ask, cfg, scope["vllm"], found)
     dcgm_modes, dcgm_report, dcgm_findings = _dcgm(ask, cfg, scope, found, needs, checks)
     computed = {
@@ -124,8 +156,9 @@ def survey(
     cluster_report, cluster_findings = _cluster_label(ask, cl, scope, found)
     reports.append(cluster_report)
     findings.extend(cluster_findings)
-    for name, error in sorted(ask.failed.items()):
-        findings.append(note(Topic.SOURCE, name, f"could not be asked: {error}"))
+    for subject, error in ask.failed.items():
+        if subject != "sources":
+            findings.append(unchecked(Topic.SOURCE, subject, f"could not be asked: {error}"))
     return Survey(tuple(reports), _kinds(vllm_pods, dcgm_modes, cl), tuple(findings), jobs)
 
 
@@ -143,7 +176,7 @@ def _vllm(
     markers = sorted({m for _, ms in k.VLLM_GENERATIONS for m in ms})
     queries = {m: f"group by ({by}) ({m}{c.selector(scope, k.VLLM_ENGINE)})" for m in markers}
     queries["router"] = f"count({found['vllm']}{c.selector(scope, k.VLLM_ROUTER)})"
-    rows = ask.rows(queries)
+    rows = ask.rows(queries, "vLLM")
     serves: dict[tuple[str, ...], set[str]] = {}
     labels: dict[tuple[str, ...], dict[str, str]] = {}
     for metric in markers:
@@ -180,7 +213,8 @@ def _vllm_containers(
     pods = f"group by ({cl}, namespace, pod) ({found['vllm']}{c.selector(scope['vllm'], k.VLLM_ENGINE)})"
     info = k.KSM_CONTAINERS + c.selector(scope["kube_state_metrics"], k.CADVISOR_CONTAINER)
     rows = ask.rows(
-        {"containers": f"group by (container, image) ({info} and on ({cl}, namespace, pod) {pods})"}
+        {"containers": f"group by (container, image) ({info} and on ({cl}, namespace, pod) {pods})"},
+        "vLLM containers",
     )
     containers = rows["containers"]
     wanted = cfg.vllm_containers
@@ -216,7 +250,8 @@ def _cadvisor(ask: _Asker, scope: str, found: Mapping[str, str]) -> SourceReport
             "all": f"count({metric}{c.selector(scope)})",
             "container": f"count({metric}{c.selector(scope, k.CADVISOR_CONTAINER)})",
             "image": f"count({metric}{c.selector(scope, k.CADVISOR_IMAGE)})",
-        }
+        },
+        "cAdvisor",
     )
     labels = {label: _count(rows[label]) > 0 for label in ("container", "image")}
     missing = [label for label, there in labels.items() if not there]
@@ -260,9 +295,12 @@ def _ksm(ask: _Asker, cl: str, scope: Mapping[str, str], found: Mapping[str, str
     if metric is None:
         return None
     selector = metric + c.selector(scope["kube_state_metrics"])
-    rows = ask.rows({"replicas": f"max(count by ({', '.join((cl, *k.KSM_REPLICA_KEY))}) ({selector}))"})
+    rows = ask.rows(
+        {"replicas": f"max(count by ({', '.join((cl, *k.KSM_REPLICA_KEY))}) ({selector}))"},
+        "kube-state-metrics",
+    )
     replicas = _count(rows["replicas"])
-    instances = ask.values("instance", selector)
+    instances = ask.values("instance", selector, "kube-state-metrics")
     shown = f" ({', '.join(instances[:4])})" if instances else ""
     summary = (
         f"{replicas} replicas{shown}: every series {replicas} times, the pack takes one"
@@ -295,7 +333,7 @@ def _dcgm(
     if "kube_state_metrics" in found:
         requests = k.GPU_REQUESTS[0] + c.selector(scope["kube_state_metrics"], k.GPU_REQUESTS[1])
         queries["requests"] = f"group by ({cl}, namespace, pod) ({requests} > 0)"
-    rows = ask.rows(queries)
+    rows = ask.rows(queries, "dcgm-exporter")
     holders = {(r.get(cl, ""), r.get("namespace", ""), r.get("pod", "")) for r in rows.get("requests", [])}
     by_instance: dict[str, set[str]] = {}
     for row in rows["gpus"]:
@@ -313,7 +351,7 @@ def _dcgm(
         counts[label or "none"] += 1
         if label and workload:
             modes[workload] = label
-    fields = ask.values("__name__", c.selector(scope["dcgm"], '__name__=~"DCGM_.+"'))
+    fields = ask.values("__name__", c.selector(scope["dcgm"], '__name__=~"DCGM_.+"'), "dcgm-exporter")
     parts = [f"{counts[m]} {dict(k.DCGM_MODES)[m].split(' ')[0]}" for m in mode_labels if counts[m]]
     if counts["none"]:
         parts.append(f"{counts['none']} without a vLLM pod (idle, or the pod has no nvidia.com/gpu request)")
@@ -376,7 +414,8 @@ def _exporter(ask: _Asker, cl: str, scope: str, found: Mapping[str, str]) -> Sou
             "pods": f"count(group by ({by}) ({metric}{c.selector(scope)}))",
             "probe": f"count(group by ({by}) ({k.EXPORTER_PROBE}{c.selector(scope)}))",
             "down": f"count({metric}{c.selector(scope)} == 0)",
-        }
+        },
+        "obspack exporter",
     )
     pods, probe, down = (_count(rows[n]) for n in ("pods", "probe", "down"))
     summary = f"{pods} pods; CUDA allocator probe in {probe}" + (f"; {down} targets failing" if down else "")
@@ -394,13 +433,14 @@ def _cluster_label(
         return SourceReport(title, False, "no source to look at"), []
     labelled = f'{cl}!=""'
     rows = ask.rows(
-        {key: f"count({metric}{c.selector(scope[key], labelled)})" for key, metric in found.items() if key}
+        {key: f"count({metric}{c.selector(scope[key], labelled)})" for key, metric in found.items() if key},
+        title,
     )
     having = sorted(key for key in sources if _count(rows[key]))
     lacking = sorted(key for key in sources if key not in having)
     titles = {s.key: s.title for s in k.SOURCES}
     if having:
-        clusters = ask.values(cl, sources[having[0]])
+        clusters = ask.values(cl, sources[having[0]], title)
         if lacking:
             message = (
                 f"`{cl}` is on {', '.join(titles[x] for x in having)} but not on {', '.join(titles[x] for x in lacking)}: "
@@ -418,11 +458,11 @@ def _cluster_label(
         return SourceReport(
             title, True, f"`{cl}`: {len(clusters)} clusters ({shown})", {"clusters": clusters}
         ), []
-    names = set(ask.api.label_names(sources.values(), ask.window.start, ask.window.at))
+    names = set(ask.names(list(sources.values()), title))
     for candidate in k.CLUSTER_LABELS:
         if candidate == cl or candidate not in names:
             continue
-        clusters = ask.values(candidate, next(iter(sources.values())))
+        clusters = ask.values(candidate, next(iter(sources.values())), title)
         fix = Fix(("cluster_label",), candidate, f"clusters here are told apart by {candidate}")
         report = SourceReport(
             title, True, f"no `{cl}`; clusters are in `{candidate}` ({len(clusters)})", {"clusters": clusters}

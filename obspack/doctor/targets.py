@@ -5,13 +5,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from obspack.doctor.backends import Backend
-from obspack.doctor.findings import Finding, Topic, note
+from obspack.doctor.findings import Finding, Topic, note, unchecked
 
 
 def scrape_targets(backend: Backend, jobs: Mapping[str, list[str]]) -> tuple[str, list[Finding]]:
     """A one-line summary and a note per job of a source with targets down."""
     if not backend.targets.available:
-        return f"not checked: {backend.targets.detail}", []
+        findings = []
+        if backend.targets.unasked:
+            findings.append(
+                unchecked(Topic.BACKEND, "scrape targets", f"not checked: {backend.targets.detail}")
+            )
+        return f"not checked: {backend.targets.detail}", findings
     wanted = {job for found in jobs.values() for job in found if job}
     per_job: dict[str, list[dict[str, object]]] = {}
     for target in backend.active_targets:

@@ -69,15 +69,26 @@ def test_the_packs_own_matchers_and_notes_get_no_config_change() -> None:
 
 def test_an_alert_that_reads_only_an_optional_source_that_is_not_there_can_be_switched_off() -> None:
     probe = failing("obspack_cuda_allocator_fragmentation_ratio")
-    advice = advise(
-        CFG, [problem(Topic.ALERT, "VLLMCUDAAllocatorFragmentationHigh", "cannot fire", causes=(probe,))]
-    )
+    alert = problem(Topic.ALERT, "VLLMCUDAAllocatorFragmentationHigh", "cannot fire", causes=(probe,))
+    gone = note(Topic.SOURCE, "obspack exporter", "not found: no obspack_target_up series", action="x")
+    advice = advise(CFG, [gone, alert])
     assert yaml.safe_load(advice.yaml()) == {
         "alerts": {"VLLMCUDAAllocatorFragmentationHigh": {"enabled": False}}
     }
+    assert "# it reads the obspack exporter, which is not here" in advice.yaml()
     assert not applied(CFG, advice.yaml()).alerts.VLLMCUDAAllocatorFragmentationHigh.enabled
     mixed = (probe, failing("vllm:num_requests_running"))
-    assert advise(CFG, [problem(Topic.ALERT, "X", "cannot fire", causes=mixed)]).fixes == ()
+    assert advise(CFG, [gone, problem(Topic.ALERT, "X", "cannot fire", causes=mixed)]).fixes == ()
+
+
+def test_an_alert_that_reads_the_cuda_probe_that_is_off_can_be_switched_off_saying_so() -> None:
+    probe = failing("obspack_cuda_allocator_fragmentation_ratio")
+    alert = problem(Topic.ALERT, "VLLMCUDAAllocatorFragmentationHigh", "cannot fire", causes=(probe,))
+    off = advise(CFG, [alert], probe_off=True)
+    assert "# it reads the CUDA allocator probe of the obspack exporter, which is off" in off.yaml()
+    assert "not here" not in off.yaml()
+    # The exporter and its probe are here: the alert fails for another reason, and switching it off is no fix.
+    assert advise(CFG, [alert]).fixes == ()
 
 
 def test_fixes_and_actions_carried_by_findings_are_kept_once() -> None:

@@ -63,7 +63,7 @@ def test_a_slow_server_times_out_within_the_limit() -> None:
         started = time.monotonic()
         result = doctor(fake.url, "--timeout", "1")
         assert time.monotonic() - started < 4
-    assert_clear_error(result, "no answer within 1s")
+    assert_clear_error(result, "no whole answer within 1s")
 
 
 @pytest.mark.parametrize(

@@ -201,7 +201,7 @@ def test_the_text_report_is_plain_without_a_terminal(fleet: Served) -> None:
         "Fit",
         "Deployed rules",
         "Notes (3)",  # the two panels empty by design, and the SLO page's young records
-        "0 problems, 3 notes (exit 0)",
+        "0 problems, 0 not checked, 3 notes (exit 0)",
     ):
         assert heading in result.stdout
 
