@@ -8,9 +8,8 @@ import shlex
 import shutil
 import sys
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import Annotated, Any, NoReturn
 
-import click
 import typer
 from typer.core import TyperCommand
 
@@ -21,6 +20,24 @@ from obspack.exporter.command import exporter
 from obspack.render import write as output
 from obspack.render.bundle import Pack, build
 from obspack.render.files import ALERTS_FILE, RECORDING_FILE, pack_files
+
+
+class _PlainHelp(TyperCommand):
+    """A command whose help shows a value placeholder only for options that take a value: flags and
+    --help get none (typer would print `<bool>` next to them)."""
+
+    def get_help_option(self, ctx: Any) -> Any:
+        option = super().get_help_option(ctx)
+        if option is not None:
+            option.metavar = ""
+        return option
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for param in self.params:
+            if getattr(param, "is_flag", False):
+                param.metavar = ""
+
 
 app = typer.Typer(
     help="Observability pack for vLLM on Kubernetes: rules, dashboards, runbooks and an exporter.",
@@ -80,7 +97,7 @@ def command(*args: object) -> str:
     return " ".join(["obspack", *(shlex.quote(str(a)) for a in args if a is not None)])
 
 
-@app.command()
+@app.command(cls=_PlainHelp)
 def init(
     path: Annotated[Path, typer.Argument(help="Where to write the config.")] = Path("obspack.yaml"),
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing file.")] = False,
@@ -94,7 +111,7 @@ def init(
     typer.echo(f"wrote {path}; edit it, then run: {then}")
 
 
-@app.command()
+@app.command(cls=_PlainHelp)
 def render(
     config: ConfigOption = None,
     out: Annotated[Path, typer.Option("--out", "-o", help="Output folder of the pack.")] = Path("generated"),
@@ -160,7 +177,7 @@ def _report_check(folder: Path, files: dict[str, str]) -> bool:
     return True
 
 
-@app.command()
+@app.command(cls=_PlainHelp)
 def validate(config: ConfigOption = None) -> None:
     """Check the config and parse every PromQL expression it renders (and run promtool when present)."""
     from obspack.promql import expressions, parse_errors
@@ -183,16 +200,6 @@ def validate(config: ConfigOption = None) -> None:
         raise typer.Exit(code=1)
     checked = "parsed, promtool check rules --lint-fatal passed" if promtool else "parsed (promtool not found, skipped)"
     typer.echo(f"config OK; {count} PromQL expressions {checked}")
-
-
-class _PlainHelp(TyperCommand):
-    """A command whose help shows no `<bool>` placeholder next to --help (flags set metavar="" themselves)."""
-
-    def get_help_option(self, ctx: click.Context) -> click.Option | None:
-        option = super().get_help_option(ctx)
-        if option is not None:
-            option.metavar = ""
-        return option
 
 
 @app.command(cls=_PlainHelp)
@@ -342,7 +349,7 @@ def doctor(
     raise typer.Exit(code=report.exit_code)
 
 
-app.command("exporter")(exporter)
+app.command("exporter", cls=_PlainHelp)(exporter)
 
 
 def main() -> None:

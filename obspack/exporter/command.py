@@ -42,12 +42,6 @@ class OptionError(ObspackError):
     exit_code = 2
 
 
-def _show_help(ctx: typer.Context, value: bool) -> None:
-    if value and not ctx.resilient_parsing:
-        typer.echo(ctx.get_help(), color=ctx.color)
-        raise typer.Exit()
-
-
 def exporter(
     target: Annotated[
         list[str] | None,
@@ -88,12 +82,6 @@ def exporter(
         str,
         typer.Option(metavar="SIZE", help="Largest target payload accepted, in bytes or with KiB/MiB/GiB."),
     ] = "32MiB",
-    show_help: Annotated[
-        bool,
-        typer.Option(
-            "--help", metavar="", is_eager=True, callback=_show_help, help="Show this message and exit."
-        ),
-    ] = False,
 ) -> None:
     """Serve derived vLLM KV-cache, prefix-cache and CUDA allocator series for Prometheus.
 
@@ -103,7 +91,6 @@ def exporter(
 
         obspack exporter --target http://127.0.0.1:8000/metrics --listen 0.0.0.0:10025 --timeout 2s
     """
-    del show_help  # handled by its callback; declared to print the flag without a <bool> type
     try:
         settings = _settings(target, listen, window, timeout, probe_dir, max_bytes)
     except ObspackError as e:
