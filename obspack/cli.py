@@ -220,6 +220,100 @@ def doctor(
     raise typer.Exit(code=report.exit_code)
 
 
+# The connection options of commands that read a live server (rightsize; doctor declares the same inline).
+PrometheusURL = Annotated[
+    str,
+    typer.Option(
+        "--prometheus",
+        "-p",
+        envvar="OBSPACK_PROMETHEUS_URL",
+        help="URL of the Prometheus-compatible API, with any path prefix (Mimir: https://host/prometheus).",
+    ),
+]
+BearerToken = Annotated[
+    str | None, typer.Option(envvar="OBSPACK_BEARER_TOKEN", help="Send Authorization: Bearer TOKEN.")
+]
+BearerTokenFile = Annotated[Path | None, typer.Option(help="Read the bearer token from this file.")]
+BasicAuth = Annotated[str | None, typer.Option(envvar="OBSPACK_BASIC_AUTH", help="USER:PASSWORD for HTTP basic auth.")]
+BasicAuthPasswordFile = Annotated[
+    Path | None, typer.Option(help="Read the basic-auth password from this file (--basic-auth USER).")
+]
+Headers = Annotated[list[str] | None, typer.Option("--header", "-H", help="Extra header 'Name: value' (repeatable).")]
+Tenant = Annotated[str | None, typer.Option(help="Mimir/Cortex tenant, sent as X-Scope-OrgID.")]
+CAFile = Annotated[Path | None, typer.Option(help="CA certificate(s) to verify the server with.")]
+Insecure = Annotated[bool, typer.Option(help="Do not verify the server's certificate.")]
+Timeout = Annotated[float, typer.Option(min=1, help="Seconds one request may take.")]
+Concurrency = Annotated[int, typer.Option(min=1, max=64, help="Requests in flight at most.")]
+Backend = Annotated[str, typer.Option(help="auto, prometheus, thanos, mimir or victoriametrics (auto: detected).")]
+
+
+@app.command()
+def rightsize(
+    prometheus: PrometheusURL,
+    config: ConfigOption = None,
+    window: Annotated[str, typer.Option(help="How much history to size from.")] = "14d",
+    json_output: Annotated[bool, typer.Option("--json", help="Print the report as JSON (schema obspack.rightsize/v1).")] = False,
+    patches: Annotated[
+        Path | None, typer.Option("--patches", help="Also write one strategic-merge patch file per owner here.")
+    ] = None,
+    load_window: Annotated[str, typer.Option(help="Minutes after a container start that count as model load.")] = "10m",
+    min_history: Annotated[str, typer.Option(help="Less history than this: not enough data, no recommendation.")] = "7d",
+    release_rise: Annotated[float, typer.Option(help="Flag an image whose memory peak rose by more than this share.")] = 0.15,
+    at: Annotated[str | None, typer.Option("--time", help="End of the window (RFC 3339 or unix seconds).")] = None,
+    bearer_token: BearerToken = None,
+    bearer_token_file: BearerTokenFile = None,
+    basic_auth: BasicAuth = None,
+    basic_auth_password_file: BasicAuthPasswordFile = None,
+    header: Headers = None,
+    tenant: Tenant = None,
+    ca_file: CAFile = None,
+    insecure_skip_verify: Insecure = False,
+    timeout: Timeout = 120.0,
+    concurrency: Concurrency = 2,
+    backend: Backend = "auto",
+) -> None:
+    """Size vLLM pods (host RAM requests and limits) and vLLM's knobs from what the fleet did. Read-only.
+
+    Exit code 0: nothing to change; 1: recommendations or risks found; 2: the server, or one of the
+    questions asked, could not be answered."""
+    import json
+
+    from obspack.rightsize.report import as_json, text
+    from obspack.rightsize.run import rightsize as run_rightsize
+    from obspack.rightsize.settings import from_cli
+    from obspack.rightsize.write import write_patches
+
+    try:
+        cfg = load_config(config)
+        connection, options = from_cli(
+            url=prometheus,
+            bearer_token=bearer_token,
+            bearer_token_file=bearer_token_file,
+            basic_auth=basic_auth,
+            basic_auth_password_file=basic_auth_password_file,
+            headers=header or [],
+            tenant=tenant,
+            ca_file=ca_file,
+            insecure=insecure_skip_verify,
+            timeout_s=timeout,
+            concurrency=concurrency,
+            at=at,
+            backend=backend,
+            window=window,
+            load_window=load_window,
+            min_history=min_history,
+            release_rise=release_rise,
+        )
+        report = run_rightsize(cfg, connection, options)
+        written = write_patches(patches, report.workloads) if patches is not None else None
+    except ObspackError as e:
+        raise _fail(e) from None
+    typer.echo(json.dumps(as_json(report), indent=2) if json_output else text(report, typer.style))
+    if written is not None:
+        typer.echo(f"wrote {len(written)} patch files to {patches}", err=True)
+    raise typer.Exit(code=report.exit_code)
+
+
 app.command("exporter")(exporter)
 
 
