@@ -256,7 +256,7 @@ def rightsize(
     patches: Annotated[
         Path | None, typer.Option("--patches", help="Also write one strategic-merge patch file per owner here.")
     ] = None,
-    load_window: Annotated[str, typer.Option(help="Minutes after a container start that count as model load.")] = "10m",
+    load_window: Annotated[str, typer.Option(help="How long after a container start counts as model load.")] = "10m",
     min_history: Annotated[str, typer.Option(help="Less history than this: not enough data, no recommendation.")] = "7d",
     release_rise: Annotated[float, typer.Option(help="Flag an image whose memory peak rose by more than this share.")] = 0.15,
     at: Annotated[str | None, typer.Option("--time", help="End of the window (RFC 3339 or unix seconds).")] = None,
@@ -274,8 +274,7 @@ def rightsize(
 ) -> None:
     """Size vLLM pods (host RAM requests and limits) and vLLM's knobs from what the fleet did. Read-only.
 
-    Exit code 0: nothing to change; 1: recommendations or risks found; 2: the server, or one of the
-    questions asked, could not be answered."""
+    Exit code 0: nothing to change; 1: recommendations or risks; 2: the server, or a question, failed."""
     import json
 
     from obspack.rightsize.report import as_json, text

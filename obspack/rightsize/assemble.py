@@ -170,7 +170,9 @@ def _memory(
     oom_kills = int(round(sum(index.container("oom_kills", keys))))
     current_limit = _max(index.container("limit_now", alive))
     current_request = _max(index.container("request_now", alive))
-    limits_known = key.cluster in {k[0] for k in index.m.rows.get("ksm_present", {})} or current_limit is not None
+    # A workload no pod of which ran at the end has no current limit to judge: never "no limit".
+    ksm = key.cluster in {k[0] for k in index.m.rows.get("ksm_present", {})}
+    limits_known = bool(alive) and (ksm or current_limit is not None)
     highest = _max((load, serving))
     usage_at_kill = (_max(index.container("oom_limit", keys)) or highest) if oom_kills else None
     confidence = sizing.confidence(points, span, restarts, settings.min_history_s, plan.window_s, load is not None)

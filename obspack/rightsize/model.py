@@ -181,7 +181,10 @@ class Workload:
 
     @property
     def actionable(self) -> bool:
-        """Risks count whatever the history (an OOM kill is a fact); changes need enough data."""
+        """Risks count whatever the history (an OOM kill is a fact), changes only with enough data; neither
+        for a workload no pod of which ran at the end of the window (gone, or scaled to zero)."""
+        if not self.alive:
+            return False
         return bool(self.risks) or (self.confidence.level is not Level.NONE and bool(self.changes))
 
 

@@ -22,6 +22,11 @@ def _plain(text: str, **_: object) -> str:
     return text
 
 
+def _safe(text: str) -> str:
+    """Label values come from the server: control characters (terminal escapes, newlines) are shown escaped."""
+    return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in text)
+
+
 def _when(at: float) -> str:
     return datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -59,7 +64,7 @@ def text(report: Report, style: Style = _plain) -> str:
         lines += _table(report.workloads)
         for w in report.workloads:
             lines += ["", *_block(w, style)]
-    found = [*report.notes, *(f"could not measure {f.quantity}: {f.error}" for f in report.failures)]
+    found = [*report.notes, *(f"could not measure {f.quantity}: {_safe(f.error)}" for f in report.failures)]
     if found:
         lines.append("")
         lines += [style(f"note: {n}", fg="yellow") for n in found]
@@ -78,7 +83,7 @@ def _table(found: tuple[Workload, ...]) -> list[str]:
         m = w.memory
         rows.append(
             (
-                w.key.title,
+                _safe(w.key.title),
                 _change(m.current_limit, m.limit, m.limit_change),
                 _change(m.current_request, m.request, m.request_change),
                 m.risk.value,
@@ -91,10 +96,10 @@ def _table(found: tuple[Workload, ...]) -> list[str]:
 
 
 def _block(w: Workload, style: Style) -> list[str]:
-    head = f"{w.key.title}{' (owner read from the pod name)' if w.owner_guessed else ''}"
+    head = f"{_safe(w.key.title)}{' (owner read from the pod name)' if w.owner_guessed else ''}"
     facts = [f"{w.pods} pod{'s' if w.pods != 1 else ''}"]
     if w.models:
-        facts.insert(0, "model " + ", ".join(w.models))
+        facts.insert(0, "model " + _safe(", ".join(w.models)))
     if not w.alive:
         facts.append("not running at the end of the window")
     lines = [style(head, bold=True) + "  " + ", ".join(facts)]
@@ -106,18 +111,19 @@ def _block(w: Workload, style: Style) -> list[str]:
     if len(w.releases) > 1:
         lines += _release_lines(w.releases, style)
     c = w.confidence
-    data = f"  data        {c.span_s / 86400:.1f} d, {c.points} samples, {c.restarts} restarts: {c.level.value}"
+    restarts = f"{c.restarts} restart{'s' if c.restarts != 1 else ''}"
+    data = f"  data        {c.span_s / 86400:.1f} d, {c.points} samples, {restarts}: {c.level.value}"
     if c.level is not Level.HIGH:
         data += " (" + "; ".join(c.reasons) + ")"
     lines.append(style(data, fg="yellow") if c.level is Level.NONE else data)
     for owner in patches.owner_patches((w,)):
         if owner.command:
-            lines.append(f"  patch       {owner.command}")
+            lines.append(f"  patch       {_safe(owner.command)}")
         elif owner.containers:
             changes = json.dumps(list(owner.containers), separators=(",", ":"), sort_keys=True)
-            lines.append(f"  change      in {owner.where}: {changes}")
+            lines.append(f"  change      in {owner.where}: {_safe(changes)}")
         for container, flags in owner.args:
-            lines.append(f"  vLLM args   set on {container}: {' '.join(flags)}")
+            lines.append(f"  vLLM args   set on {_safe(container)}: {' '.join(flags)}")
     return lines
 
 
@@ -175,7 +181,7 @@ def _release_lines(releases: tuple[Release, ...], style: Style) -> list[str]:
     for r in releases:
         rises = ", ".join(f"{what} {share:+.0%}" for what, share in r.rises)
         text = (
-            f"  release     {r.image} from {_when(r.first_seen)}: load {_size(r.load_peak)}, serving "
+            f"  release     {_safe(r.image)} from {_when(r.first_seen)}: load {_size(r.load_peak)}, serving "
             f"{_size(r.serving_peak)}, GPU {_size(r.gpu_peak)}" + (f" ({rises})" if rises else "")
         )
         lines.append(style(text + ": memory rose", fg="red") if r.flagged else text)

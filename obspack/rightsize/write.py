@@ -6,9 +6,9 @@ from pathlib import Path
 
 import yaml
 
-from obspack.errors import ObspackError
 from obspack.rightsize.model import Workload
 from obspack.rightsize.patches import owner_patches
+from obspack.rightsize.settings import OptionError
 
 
 def write_patches(folder: Path, found: tuple[Workload, ...]) -> list[Path]:
@@ -26,5 +26,5 @@ def write_patches(folder: Path, found: tuple[Workload, ...]) -> list[Path]:
             path.write_text(header + yaml.safe_dump(owner.patch, sort_keys=True), encoding="utf-8")
             written.append(path)
     except OSError as e:
-        raise ObspackError(f"--patches {folder}: cannot write ({e.strerror})") from None
+        raise OptionError(f"--patches {folder}: cannot write ({e.strerror})") from None
     return written

@@ -58,3 +58,22 @@ def test_hostile_rows_are_counted_and_left_out() -> None:
     assert parse({"not": "a list"}, ("pod",)) == ({}, 1)
     _, notes = assemble(Measurements({"containers": rows}, malformed=bad), PLAN, SETTINGS)
     assert "4 answer rows were not Prometheus API rows and were left out" in notes
+
+
+def test_a_workload_gone_before_the_end_is_reported_but_never_counted() -> None:
+    rows = {
+        "containers": {CONTAINER: 1},
+        "ram_serving_peak": {IMAGE: 20 * GIB},
+        "ram_serving_p99": {IMAGE: 18 * GIB},
+        "ram_load_peak": {IMAGE: 30 * GIB},
+        "ram_points": {IMAGE: 4000},
+        "ram_first_seen": {IMAGE: PLAN.at - PLAN.window_s},
+        "oom_kills": {CONTAINER: 1},
+        "ksm_present": {("c",): 10},
+    }
+    (gone,), _ = assemble(Measurements(rows), PLAN, SETTINGS)
+    assert not gone.alive and not gone.actionable
+    # No limit known at the kill: the peak (30 GiB) stands in for the usage at it, x 1.25.
+    assert gone.memory.risk.value == "oom" and gone.memory.limit == 37.5 * GIB  # measured and sized, not counted
+    (alive,), _ = assemble(Measurements({**rows, "ram_now": {CONTAINER: 18 * GIB}}), PLAN, SETTINGS)
+    assert alive.actionable and alive.memory.risk.value == "oom"

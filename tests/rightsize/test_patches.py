@@ -77,3 +77,30 @@ def test_a_leaderworkerset_gets_its_changes_and_arguments_but_no_strategic_merge
 def test_nothing_to_change_gives_no_patch() -> None:
     quiet = memory(risk=Risk.OK, limit_change=False, request_change=False)
     assert patches.owner_patches((workload(m=quiet),)) == ()
+
+
+def test_the_text_report_shows_control_characters_in_names_escaped() -> None:
+    from obspack.rightsize.model import Report, Rules
+    from obspack.rightsize.report import text
+
+    hostile = Workload(**{**workload().__dict__, "key": Key("c", "ns\x1b[2J", "Deployment", "web\nfake line", "vllm")})
+    rules = Rules(0.15, 1.25, 100 * MIB, 256 * MIB, 0.1, 0.15, 7 * 86400, 100)
+    shown = text(Report("http://p", "Prometheus", 0, 14 * 86400, 900, 600, rules, (hostile,), (), (), 1, 0.1))
+    assert "\x1b" not in shown and "fake line" not in shown.split("\n")[0]
+    assert "ns\\x1b[2J/Deployment/web\\nfake line [vllm]" in shown
+
+
+def test_patch_files_are_written_per_owner_and_an_unwritable_folder_is_a_clear_error(tmp_path) -> None:  # noqa: ANN001
+    import pytest
+    import yaml
+
+    from obspack.rightsize.settings import OptionError
+    from obspack.rightsize.write import write_patches
+
+    (path,) = write_patches(tmp_path / "out", (workload(),))
+    assert path.name == "gpu-east_llm_deployment_vllm-a-b.yaml"
+    assert yaml.safe_load(path.read_text()) == patches.owner_patches((workload(),))[0].patch
+    assert path.read_text().startswith("# kubectl -n llm patch deployment 'vllm/a b'")
+    (tmp_path / "file").write_text("")
+    with pytest.raises(OptionError, match="cannot write"):
+        write_patches(tmp_path / "file" / "out", (workload(),))
