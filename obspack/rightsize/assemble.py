@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from obspack.rightsize import histograms as h
 from obspack.rightsize import sizing, workloads
-from obspack.rightsize.measure import Measurements, Rows
+from obspack.rightsize.measure import Measurements
 from obspack.rightsize.model import (
     GPU,
     Confidence,
@@ -113,9 +113,8 @@ def assemble(m: Measurements, plan: Plan, settings: Settings) -> tuple[tuple[Wor
         owner = workloads.owner_of((cluster, namespace, pod), owners)
         key = Key(cluster, namespace, owner.kind, owner.name, container)
         groups[(key, owner.guessed)].append((cluster, namespace, pod, container))
-    built = tuple(
-        _workload(index, key, guessed, members, plan, settings) for (key, guessed), members in sorted(groups.items(), key=lambda g: _order(g[0][0]))
-    )
+    ordered = sorted(groups.items(), key=lambda group: _order(group[0][0]))
+    built = tuple(_workload(index, key, guessed, members, plan, settings) for (key, guessed), members in ordered)
     return built, _notes(m, built)
 
 
@@ -164,7 +163,7 @@ def _memory(
     if not split:  # no start time known: the whole window stands in for serving
         serving, p99 = peak("ram_peak"), peak("ram_p99")
     points = int(sum(index.images("ram_points", keys).values()))
-    first = [v for v in index.images("ram_first_seen", keys).values()]
+    first = list(index.images("ram_first_seen", keys).values())
     span = plan.at - min(first) if first else 0.0
     restarts = int(round(sum(index.container("restarts", keys))))
     oom_kills = int(round(sum(index.container("oom_kills", keys))))
@@ -175,17 +174,7 @@ def _memory(
     limits_known = bool(alive) and (ksm or current_limit is not None)
     highest = _max((load, serving))
     usage_at_kill = (_max(index.container("oom_limit", keys)) or highest) if oom_kills else None
-    confidence = sizing.confidence(points, span, restarts, settings.min_history_s, plan.window_s, load is not None)
-    if not split and points:
-        confidence = Confidence(
-            Level.LOW if confidence.level is Level.HIGH else confidence.level, points, span, restarts,
-            (*confidence.reasons, "no container start times: model load and serving not told apart"),
-        )
-    if points == 0:
-        confidence = Confidence(
-            Level.NONE, 0, 0.0, restarts,
-            ("no cAdvisor working set: is cAdvisor scraped, and does the image match vllm_containers.image_regex?",),
-        )
+    confidence = _confidence(points, span, restarts, load is not None, split, plan, settings)
     risk, ratio = sizing.host_risk(highest, current_limit, oom_kills, limits_known)
     if confidence.level is Level.NONE:
         limit, request = None, None
@@ -194,7 +183,7 @@ def _memory(
         limit, limit_rule = sizing.memory_limit(highest, usage_at_kill)
         request, request_rule = sizing.memory_request(p99, limit)
     sized = confidence.level is not Level.NONE
-    missing_request = limits_known and bool(alive) and current_request is None and request is not None
+    missing_request = limits_known and current_request is None and request is not None
     limit_change = sized and (
         risk in (Risk.OOM, Risk.HIGH, Risk.TIGHT, Risk.NO_LIMIT) or sizing.differs(limit, current_limit)
     )
@@ -219,6 +208,20 @@ def _memory(
         request_change=request_change,
     )
     return memory, confidence
+
+
+def _confidence(
+    points: int, span: float, restarts: int, load_seen: bool, split: bool, plan: Plan, settings: Settings
+) -> Confidence:
+    if points == 0:
+        why = "no cAdvisor working set: is cAdvisor scraped, and does the image match vllm_containers.image_regex?"
+        return Confidence(Level.NONE, 0, 0.0, restarts, (why,))
+    found = sizing.confidence(points, span, restarts, settings.min_history_s, plan.window_s, load_seen)
+    if split:
+        return found
+    level = Level.LOW if found.level is Level.HIGH else found.level
+    reasons = (*found.reasons, "no container start times: model load and serving not told apart")
+    return Confidence(level, points, span, restarts, reasons)
 
 
 def _config(index: _Index, pods: set[PodKey]) -> dict[str, float | bool | None]:
@@ -379,10 +382,3 @@ def _notes(m: Measurements, built: tuple[Workload, ...]) -> tuple[str, ...]:
         notes.append(f"{m.malformed} answer rows were not Prometheus API rows and were left out")
     return tuple(notes)
 
-
-def owners_namespaces(rows: Mapping[tuple[str, ...], float]) -> tuple[str, ...]:
-    """The namespaces discovery found (kube-state-metrics questions are scoped to them)."""
-    return tuple(sorted({k[1] for k in rows if len(k) > 1 and k[1]}))
-
-
-__all__ = ["Settings", "assemble", "owners_namespaces", "Rows"]

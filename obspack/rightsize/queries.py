@@ -23,7 +23,7 @@ kube-state-metrics HA replicas collapsed with `max by`; dcgm-exporter in any of 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from obspack import conventions as c
@@ -190,6 +190,11 @@ def discovery(cfg: ObspackConfig, plan: Plan) -> list[Query]:
         Query("started_by_cadvisor", f"count({started})", ()),
         Query("not_started_by_cadvisor", f"count({measured} unless on ({f.container}) {started})", ()),
     ]
+
+
+def namespaces(containers: Mapping[tuple[str, ...], float]) -> tuple[str, ...]:
+    """The namespaces of the containers discovery found (kube-state-metrics questions are scoped to them)."""
+    return tuple(sorted({k[1] for k in containers if len(k) > 1 and k[1]}))
 
 
 def owners(f: Fleet) -> list[Query]:

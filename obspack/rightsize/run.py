@@ -13,7 +13,7 @@ from obspack.config import ObspackConfig
 from obspack.doctor.api import Connection, PrometheusAPI
 from obspack.doctor.backends import connect, detect
 from obspack.rightsize import queries, sizing
-from obspack.rightsize.assemble import Settings, assemble, owners_namespaces
+from obspack.rightsize.assemble import Settings, assemble
 from obspack.rightsize.measure import Measurements, measure, merge
 from obspack.rightsize.model import Report, Rules
 from obspack.rightsize.settings import Options
@@ -51,7 +51,7 @@ def rightsize(cfg: ObspackConfig, connection: Connection, options: Options | Non
         containers = found.rows.get("containers", {})
         rest = Measurements({})
         if containers:
-            plan = replace(plan, namespaces=owners_namespaces(containers), starts=start_sources(found))
+            plan = replace(plan, namespaces=queries.namespaces(containers), starts=start_sources(found))
             rest = measure(api, queries.measurements(cfg, plan), at)
         requests, slowest = api.requests, api.slowest()
     m = merge(found, rest)
