@@ -1,6 +1,8 @@
 """One OpenMetrics fleet for `obspack rightsize`, whose right answers are known by construction.
 
-Fourteen days (END - WINDOW to END), gauges every 5 minutes, counters every 6 hours, in two clusters.
+Fourteen days (END - WINDOW to END) in two clusters: the series the questions classify step by step every
+5 minutes (working set, start times, running requests, framebuffer), those only read over the whole window
+hourly, and counters every 6 hours, so the file stays small enough to backfill in a few seconds.
 Each workload is its own namespace; `EXPECTED` below says what it must get. The fleet also carries what
 real ones do: kube-state-metrics from two HA replicas (every series twice), cAdvisor's pod-level cgroup
 (`container=""`, larger than the container), production-stack's router re-exporting
