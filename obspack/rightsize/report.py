@@ -8,6 +8,7 @@ import math
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from obspack.durations import format_ms
 from obspack.rightsize import patches
@@ -25,6 +26,14 @@ def _plain(text: str, **_: object) -> str:
 def _safe(text: str) -> str:
     """Label values come from the server: control characters (terminal escapes, newlines) are shown escaped."""
     return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in text)
+
+
+def _shown_url(url: str) -> str:
+    """The URL without any user:password in it (the report may be pasted into a ticket)."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc="***@" + parts.netloc.rsplit("@", 1)[1]))
 
 
 def _when(at: float) -> str:
@@ -52,7 +61,7 @@ def _change(current: float | None, recommended: float | None, changed: bool) -> 
 def text(report: Report, style: Style = _plain) -> str:
     r = report.rules
     lines = [
-        style(f"obspack rightsize: {report.url} ({report.backend})", bold=True),
+        style(f"obspack rightsize: {_safe(_shown_url(report.url))} ({_safe(report.backend)})", bold=True),
         f"window {format_ms(report.window_s * 1000)} to {_when(report.at)}, step {format_ms(report.step_s * 1000)}; "
         f"model load = the first {format_ms(report.load_s * 1000)} after each container start",
         f"rules: limit = highest peak x {1 + r.margin:g} (after an OOM kill, at least the limit it had x "
@@ -197,7 +206,7 @@ def as_json(report: Report) -> dict[str, Any]:
     owners = patches.owner_patches(report.workloads)
     return {
         "schema": SCHEMA,
-        "prometheus": report.url,
+        "prometheus": _shown_url(report.url),
         "backend": report.backend,
         "at": _when(report.at),
         "window_s": report.window_s,

@@ -104,3 +104,13 @@ def test_patch_files_are_written_per_owner_and_an_unwritable_folder_is_a_clear_e
     (tmp_path / "file").write_text("")
     with pytest.raises(OptionError, match="cannot write"):
         write_patches(tmp_path / "file" / "out", (workload(),))
+
+
+def test_a_password_in_the_url_is_not_shown() -> None:
+    from obspack.rightsize.model import Report, Rules
+    from obspack.rightsize.report import as_json, text
+
+    rules = Rules(0.15, 1.25, 100 * MIB, 256 * MIB, 0.1, 0.15, 7 * 86400, 100)
+    report = Report("https://admin:s3cret@prom.example:9090/prometheus", "Mimir", 0, 14 * 86400, 900, 600, rules, (), (), (), 1, 0.1)
+    assert "s3cret" not in text(report) and "s3cret" not in json.dumps(as_json(report))
+    assert as_json(report)["prometheus"] == "https://***@prom.example:9090/prometheus"
