@@ -52,6 +52,7 @@ ConfigOption = Annotated[
     typer.Option(
         "--config",
         "-c",
+        metavar="FILE",
         help="Config to read. Without it: ./obspack.yaml when there is one, else the built-in defaults.",
         show_default=False,
     ),
@@ -202,104 +203,87 @@ def validate(config: ConfigOption = None) -> None:
     typer.echo(f"config OK; {count} PromQL expressions {checked}")
 
 
+# The options of the commands that ask a live server (doctor, rightsize): one declaration each.
+PrometheusURL = Annotated[
+    str,
+    typer.Option(
+        "--prometheus",
+        "-p",
+        envvar="OBSPACK_PROMETHEUS_URL",
+        metavar="URL",
+        help="The Prometheus-compatible API, with any path prefix (Mimir: https://host/prometheus); "
+        "USER:PASSWORD@ in it is sent as basic auth and never shown.",
+    ),
+]
+BearerToken = Annotated[
+    str | None,
+    typer.Option(envvar="OBSPACK_BEARER_TOKEN", metavar="TOKEN", help="Send Authorization: Bearer TOKEN."),
+]
+BearerTokenFile = Annotated[Path | None, typer.Option(metavar="FILE", help="Read the bearer token from this file.")]
+BasicAuth = Annotated[
+    str | None, typer.Option(envvar="OBSPACK_BASIC_AUTH", metavar="USER:PASSWORD", help="HTTP basic auth.")
+]
+BasicAuthPasswordFile = Annotated[
+    Path | None,
+    typer.Option(metavar="FILE", help="Read the basic-auth password from this file (with --basic-auth USER)."),
+]
+Headers = Annotated[
+    list[str] | None, typer.Option("--header", "-H", metavar="'NAME: VALUE'", help="Extra header, repeatable.")
+]
+Tenant = Annotated[str | None, typer.Option(metavar="ID", help="Mimir/Cortex tenant, sent as X-Scope-OrgID.")]
+CAFile = Annotated[Path | None, typer.Option(metavar="FILE", help="CA certificate(s) to verify the server with.")]
+Insecure = Annotated[
+    bool, typer.Option("--insecure-skip-verify", help="Do not verify the server's certificate.")
+]
+Timeout = Annotated[
+    str,
+    typer.Option(
+        metavar="DURATION",
+        help="Deadline of one request (connecting, headers, body and retries): 30s, 500ms, or seconds.",
+    ),
+]
+MaxTime = Annotated[
+    str,
+    typer.Option(metavar="DURATION", help="Deadline of the whole run; what is not asked by then is not checked."),
+]
+MaxBytes = Annotated[
+    str, typer.Option(metavar="SIZE", help="Largest answer, on the wire and decompressed: bytes, or KiB, MiB, GiB.")
+]
+Concurrency = Annotated[int, typer.Option(min=1, max=64, metavar="N", help="Requests in flight at most.")]
+Backend = Annotated[
+    str, typer.Option(metavar="KIND", help="auto, prometheus, thanos, mimir or victoriametrics (auto: detected).")
+]
+At = Annotated[
+    str | None,
+    typer.Option(
+        "--time", metavar="TIME", help="Look at the data as of this time (RFC 3339 or unix seconds); now by default."
+    ),
+]
+
+
 @app.command(cls=_PlainHelp)
 def doctor(
-    prometheus: Annotated[
-        str,
-        typer.Option(
-            "--prometheus",
-            "-p",
-            envvar="OBSPACK_PROMETHEUS_URL",
-            metavar="URL",
-            help="The Prometheus-compatible API, with any path prefix (Mimir: https://host/prometheus); "
-            "USER:PASSWORD@ in it is sent as basic auth and never shown.",
-        ),
-    ],
-    config: Annotated[
-        Path | None,
-        typer.Option(
-            "--config",
-            "-c",
-            metavar="FILE",
-            help="obspack.yaml to read; without it the built-in defaults are used.",
-        ),
-    ] = None,
-    json_output: Annotated[
-        bool, typer.Option("--json", metavar="", help="Print the report, or the error, as JSON on stdout.")
-    ] = False,
-    bearer_token: Annotated[
-        str | None,
-        typer.Option(
-            envvar="OBSPACK_BEARER_TOKEN", metavar="TOKEN", help="Send Authorization: Bearer TOKEN."
-        ),
-    ] = None,
-    bearer_token_file: Annotated[
-        Path | None, typer.Option(metavar="FILE", help="Read the bearer token from this file.")
-    ] = None,
-    basic_auth: Annotated[
-        str | None,
-        typer.Option(envvar="OBSPACK_BASIC_AUTH", metavar="USER:PASSWORD", help="HTTP basic auth."),
-    ] = None,
-    basic_auth_password_file: Annotated[
-        Path | None,
-        typer.Option(
-            metavar="FILE", help="Read the basic-auth password from this file (with --basic-auth USER)."
-        ),
-    ] = None,
-    header: Annotated[
-        list[str] | None,
-        typer.Option("--header", "-H", metavar="'NAME: VALUE'", help="Extra header, repeatable."),
-    ] = None,
-    tenant: Annotated[
-        str | None, typer.Option(metavar="ID", help="Mimir/Cortex tenant, sent as X-Scope-OrgID.")
-    ] = None,
-    ca_file: Annotated[
-        Path | None, typer.Option(metavar="FILE", help="CA certificate(s) to verify the server with.")
-    ] = None,
-    insecure_skip_verify: Annotated[
-        bool,
-        typer.Option("--insecure-skip-verify", metavar="", help="Do not verify the server's certificate."),
-    ] = False,
-    timeout: Annotated[
-        str,
-        typer.Option(
-            metavar="DURATION",
-            help="Deadline of one request (connecting, headers, body and retries): 30s, 500ms, or seconds.",
-        ),
-    ] = "30s",
-    max_time: Annotated[
-        str,
-        typer.Option(
-            metavar="DURATION", help="Deadline of the whole run; what is not asked by then is not checked."
-        ),
-    ] = "5m",
-    max_bytes: Annotated[
-        str,
-        typer.Option(
-            metavar="SIZE", help="Largest answer, on the wire and decompressed: bytes, or KiB, MiB, GiB."
-        ),
-    ] = "64MiB",
-    concurrency: Annotated[
-        int, typer.Option(min=1, max=64, metavar="N", help="Requests in flight at most.")
-    ] = 8,
+    prometheus: PrometheusURL,
+    config: ConfigOption = None,
+    json_output: Annotated[bool, typer.Option("--json", help="Print the report, or the error, as JSON on stdout.")] = False,
+    bearer_token: BearerToken = None,
+    bearer_token_file: BearerTokenFile = None,
+    basic_auth: BasicAuth = None,
+    basic_auth_password_file: BasicAuthPasswordFile = None,
+    header: Headers = None,
+    tenant: Tenant = None,
+    ca_file: CAFile = None,
+    insecure_skip_verify: Insecure = False,
+    timeout: Timeout = "30s",
+    max_time: MaxTime = "5m",
+    max_bytes: MaxBytes = "64MiB",
+    concurrency: Concurrency = 8,
     lookback: Annotated[
         str,
-        typer.Option(
-            metavar="DURATION", help="How far back to look for series that are gone: 1d, 6h, or seconds."
-        ),
+        typer.Option(metavar="DURATION", help="How far back to look for series that are gone: 1d, 6h, or seconds."),
     ] = "1d",
-    at: Annotated[
-        str | None,
-        typer.Option(
-            "--time", metavar="TIME", help="Check at this time (RFC 3339 or unix seconds); now by default."
-        ),
-    ] = None,
-    backend: Annotated[
-        str,
-        typer.Option(
-            metavar="KIND", help="auto, prometheus, thanos, mimir or victoriametrics (auto: detected)."
-        ),
-    ] = "auto",
+    at: At = None,
+    backend: Backend = "auto",
 ) -> None:
     """Check the pack against a live Prometheus: sources, fit of every rule and panel, deployed rules.
 
@@ -346,6 +330,93 @@ def doctor(
             raise typer.Exit(code=e.exit_code) from None
         raise _fail(e) from None
     typer.echo(json.dumps(as_json(report), indent=2) if json_output else text(report, typer.style))
+    raise typer.Exit(code=report.exit_code)
+
+
+@app.command(cls=_PlainHelp)
+def rightsize(
+    prometheus: PrometheusURL,
+    config: ConfigOption = None,
+    window: Annotated[str, typer.Option(metavar="DURATION", help="How much history to size from.")] = "14d",
+    json_output: Annotated[
+        bool, typer.Option("--json", help="Print the report, or the error, as JSON (schema obspack.rightsize/v1).")
+    ] = False,
+    patches: Annotated[
+        Path | None, typer.Option("--patches", help="Also write one strategic-merge patch file per owner here.")
+    ] = None,
+    load_window: Annotated[
+        str, typer.Option(metavar="DURATION", help="How long after a container start counts as model load.")
+    ] = "10m",
+    min_history: Annotated[
+        str, typer.Option(metavar="DURATION", help="Less history than this: not enough data, no recommendation.")
+    ] = "7d",
+    release_rise: Annotated[
+        float, typer.Option(metavar="SHARE", help="Flag an image whose memory peak rose by more than this share.")
+    ] = 0.15,
+    at: At = None,
+    bearer_token: BearerToken = None,
+    bearer_token_file: BearerTokenFile = None,
+    basic_auth: BasicAuth = None,
+    basic_auth_password_file: BasicAuthPasswordFile = None,
+    header: Headers = None,
+    tenant: Tenant = None,
+    ca_file: CAFile = None,
+    insecure_skip_verify: Insecure = False,
+    timeout: Timeout = "2m",
+    max_time: MaxTime = "15m",
+    max_bytes: MaxBytes = "64MiB",
+    concurrency: Concurrency = 2,
+    backend: Backend = "auto",
+) -> None:
+    """Size vLLM pods (host RAM requests and limits) and vLLM's knobs from what the fleet did. Read-only.
+
+    Examples:
+
+    obspack rightsize -p http://prometheus.monitoring:9090
+
+    obspack rightsize -p http://prometheus:9090 --window 28d --json --patches patches/
+
+    Exit code 0: nothing to change; 1: recommendations or risks; 2: the server, or a question, failed."""
+    import json
+
+    from obspack.rightsize.report import as_json, text
+    from obspack.rightsize.run import rightsize as run_rightsize
+    from obspack.rightsize.settings import from_cli
+    from obspack.rightsize.write import write_patches
+
+    try:
+        cfg = load_config(_config_path(config))
+        connection, options = from_cli(
+            url=prometheus,
+            bearer_token=bearer_token,
+            bearer_token_file=bearer_token_file,
+            basic_auth=basic_auth,
+            basic_auth_password_file=basic_auth_password_file,
+            headers=header or [],
+            tenant=tenant,
+            ca_file=ca_file,
+            insecure=insecure_skip_verify,
+            timeout_s=timeout,
+            max_time=max_time,
+            max_bytes=max_bytes,
+            concurrency=concurrency,
+            at=at,
+            backend=backend,
+            window=window,
+            load_window=load_window,
+            min_history=min_history,
+            release_rise=release_rise,
+        )
+        report = run_rightsize(cfg, connection, options)
+        written = write_patches(patches, report.workloads) if patches is not None else None
+    except ObspackError as e:
+        if json_output:
+            typer.echo(json.dumps({"error": str(e), "exit_code": e.exit_code}, indent=2))
+            raise typer.Exit(code=e.exit_code) from None
+        raise _fail(e) from None
+    typer.echo(json.dumps(as_json(report), indent=2) if json_output else text(report, typer.style))
+    if written is not None:
+        typer.echo(f"wrote {len(written)} patch files to {patches}", err=True)
     raise typer.Exit(code=report.exit_code)
 
 

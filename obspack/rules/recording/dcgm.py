@@ -47,16 +47,18 @@ def _label_replace(inner: str, args: str) -> str:
     return f"label_replace(\n{textwrap.indent(inner, '  ')},\n  {args}\n)"
 
 
-def normalised(cfg: ObspackConfig, metric: str) -> str:
-    """A DCGM series with the workload in pod/namespace/container whichever label mode scraped it."""
+def normalised(cfg: ObspackConfig, metric: str, read: Callable[[str], str] = lambda selector: selector) -> str:
+    """A DCGM series with the workload in pod/namespace/container whichever label mode scraped it.
+
+    `read` wraps each raw selector, e.g. in `max_over_time(...[14d])` (obspack rightsize reads windows)."""
     dcgm = cfg.selectors.dcgm
-    moved = metric + c.selector(dcgm, EXPORTED_POD)
+    moved = read(metric + c.selector(dcgm, EXPORTED_POD))
     for label in ("pod", "namespace", "container"):
         moved = _label_replace(moved, f'"{label}", "$1", "exported_{label}", "(.+)"')
-    renamed = metric + c.selector(dcgm, NO_EXPORTED_POD, OLD_POD)
+    renamed = read(metric + c.selector(dcgm, NO_EXPORTED_POD, OLD_POD))
     for new, old in (("pod", "pod_name"), ("namespace", "pod_namespace"), ("container", "container_name")):
         renamed = _label_replace(renamed, f'"{new}", "$1", "{old}", "(.+)"')
-    plain = metric + c.selector(dcgm, NO_EXPORTED_POD, NO_OLD_POD)
+    plain = read(metric + c.selector(dcgm, NO_EXPORTED_POD, NO_OLD_POD))
     every = f"{moved}\nor\n{renamed}\nor\n{plain}"
     return _label_replace(_label_replace(every, '"Hostname", "$1", "hostname", "(.+)"'), '"UUID", "$1", "uuid", "(.+)"')
 

@@ -11,12 +11,13 @@ NOT_PAUSE = 'container!="POD"'
 HAS_MODEL = 'model_name!=""'
 
 
-def _vllm_sources(cfg: ObspackConfig, keep: str) -> str:
-    """Series that mark a container as vLLM: its image (kube-state-metrics or cAdvisor), its name,
-    or the vLLM engine metrics scraped from it. Any one is enough; `group by` removes duplicates."""
+def vllm_source_selectors(cfg: ObspackConfig, with_container: bool) -> list[str]:
+    """The raw selectors that mark a container as vLLM: its image (kube-state-metrics or cAdvisor), its name,
+    or the vLLM engine metrics scraped from it. Any one is enough. `with_container`: the engine series must
+    name their container (per-container level)."""
     s = cfg.selectors
     image = f"=~{promql_string(cfg.vllm_containers.image_regex)}"
-    engine = c.selector(s.vllm, HAS_MODEL, HAS_CONTAINER if keep else "")
+    engine = c.selector(s.vllm, HAS_MODEL, HAS_CONTAINER if with_container else "")
     sources = [
         f"kube_pod_container_info{c.selector(s.kube_state_metrics, HAS_CONTAINER, 'image' + image)}",
         f"kube_pod_container_info{c.selector(s.kube_state_metrics, HAS_CONTAINER, 'image_spec' + image)}",
@@ -26,7 +27,12 @@ def _vllm_sources(cfg: ObspackConfig, keep: str) -> str:
     if cfg.vllm_containers.name_regex:
         name = promql_string(cfg.vllm_containers.name_regex)
         sources.append(f"kube_pod_container_info{c.selector(s.kube_state_metrics, 'container=~' + name)}")
-    joined = "\n  or\n  ".join(sources)
+    return sources
+
+
+def _vllm_sources(cfg: ObspackConfig, keep: str) -> str:
+    """One series per vLLM container (`keep="container"`) or pod (`keep=""`); `group by` removes duplicates."""
+    joined = "\n  or\n  ".join(vllm_source_selectors(cfg, with_container=bool(keep)))
     return f"group by ({c.by(cfg, 'namespace', 'pod', *([keep] if keep else []))}) (\n  {joined}\n)"
 
 

@@ -47,6 +47,7 @@ def pod_model(cfg: ObspackConfig, running: str = c.RUNNING) -> str:
     return f"topk by ({pod}) (1, group by ({pod}, model_name) ({running}))"
 
 
+KV_USAGE = ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc")  # 0.9.2+ name first
 PREFIX_HITS = ("vllm:prefix_cache_hits_total", "vllm:gpu_prefix_cache_hits_total")
 PREFIX_QUERIES = ("vllm:prefix_cache_queries_total", "vllm:gpu_prefix_cache_queries_total")
 
@@ -66,9 +67,9 @@ def group(cfg: ObspackConfig) -> RuleGroup:
             record=c.KV_USAGE,
             expr=f"""
                 max by ({pm}) (
-                  vllm:kv_cache_usage_perc{sel(cfg)}
+                  {KV_USAGE[0]}{sel(cfg)}
                   or
-                  vllm:gpu_cache_usage_perc{sel(cfg)}
+                  {KV_USAGE[1]}{sel(cfg)}
                 )
             """,
         ),

@@ -1,0 +1,79 @@
+"""`rightsize`: the pipeline, from a server to a report.
+
+connect -> backend -> discovery (which containers ran vLLM in the window) -> every other question, scoped
+to the namespaces found, at most `concurrency` in flight -> workloads assembled and sized (pure) -> report.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+
+from obspack.config import ObspackConfig
+from obspack.doctor.api import Connection, PrometheusAPI
+from obspack.doctor.backends import connect, detect
+from obspack.rightsize import queries, sizing
+from obspack.rightsize.assemble import Settings, assemble
+from obspack.rightsize.measure import Measurements, measure, merge
+from obspack.rightsize.model import Report, Rules
+from obspack.rightsize.settings import Options
+
+
+def rules(options: Options) -> Rules:
+    return Rules(
+        margin=sizing.MARGIN,
+        oom_factor=sizing.OOM_FACTOR,
+        oom_min_bytes=sizing.OOM_MIN_STEP,
+        granule_bytes=sizing.GRANULE,
+        tolerance=sizing.TOLERANCE,
+        release_rise=options.release_rise,
+        min_history_s=options.min_history_s,
+        min_points=sizing.MIN_POINTS,
+    )
+
+
+def start_sources(found: Measurements) -> tuple[str, ...]:
+    """cAdvisor when it gives any vLLM container a start time; kube-state-metrics for those it does not."""
+    with_start = sum(found.rows.get("started_by_cadvisor", {}).values())
+    without = sum(found.rows.get("not_started_by_cadvisor", {}).values())
+    return (*(("cadvisor",) if with_start else ()), *(("kube_state_metrics",) if without or not with_start else ()))
+
+
+def rightsize(cfg: ObspackConfig, connection: Connection, options: Options | None = None) -> Report:
+    options = options or Options()
+    started = time.monotonic()
+    at = options.at if options.at is not None else time.time()
+    plan = queries.Plan(at=at, window_s=options.window_s, step_s=options.step_s, load_s=options.load_s)
+    with PrometheusAPI(connection) as api:
+        connect(api, at)
+        backend = detect(api, options.backend)
+        found = measure(api, queries.discovery(cfg, plan), at)
+        containers = found.rows.get("containers", {})
+        rest = Measurements({})
+        if containers:
+            plan = replace(plan, namespaces=queries.namespaces(containers), starts=start_sources(found))
+            rest = measure(api, queries.measurements(cfg, plan), at)
+        requests, slowest = api.requests, api.slowest()
+    m = merge(found, rest)
+    settings = Settings(
+        min_history_s=options.min_history_s,
+        release_rise=options.release_rise,
+        prefix_low=cfg.alerts.VLLMPrefixCacheHitRateLow.ratio,
+        fragmentation_high=cfg.alerts.VLLMCUDAAllocatorFragmentationHigh.ratio,
+    )
+    workloads, notes = assemble(m, plan, settings)
+    return Report(
+        url=connection.url,
+        backend=backend.title,
+        at=at,
+        window_s=plan.window_s,
+        step_s=plan.step_s,
+        load_s=plan.load_s,
+        rules=rules(options),
+        workloads=workloads,
+        notes=notes,
+        failures=m.failures,
+        requests=requests,
+        elapsed_s=time.monotonic() - started,
+        slowest=slowest,
+    )

@@ -1,0 +1,16 @@
+"""The rightsize fleet (tests/rightsize/fleet.py), written once per session for every module that serves it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.rightsize.fleet import write_fleet
+
+
+@pytest.fixture(scope="session")
+def fleet_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("rightsize-fleet") / "fleet.om"
+    write_fleet(path)
+    return path

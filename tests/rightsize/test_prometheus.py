@@ -1,0 +1,174 @@
+"""`obspack rightsize` against a real Prometheus holding a fleet whose right answers are known by construction
+(tests/rightsize/fleet.py). Each test names the tolerance it holds: exact where the samples are exact and the
+rule is arithmetic, a stated margin where an estimate (interpolation in a histogram bucket, a rate's
+extrapolation, a share of time) sits between."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from obspack.config import ObspackConfig
+from obspack.rightsize import queries
+from tests.rightsize.command import GIB, MIB, knob, report, run, workload
+from tests.rightsize.fleet import DAY, END
+from tests.support.prometheus import Prometheus, backfill_openmetrics, running_prometheus
+
+pytestmark = [pytest.mark.e2e, pytest.mark.tool]
+
+
+@pytest.fixture(scope="module")
+def prom(fleet_file: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Prometheus]:
+    data = tmp_path_factory.mktemp("rightsize-prometheus") / "data"
+    backfill_openmetrics(fleet_file, data, max_block="4320h")  # the whole window in one block: one pass
+    with running_prometheus(data) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def found(prom: Prometheus) -> tuple[int, dict]:
+    return report(prom.url)
+
+
+def test_a_load_peak_of_28gi_under_a_32gi_limit_sizes_the_limit_from_load_and_the_request_from_serving(found) -> None:
+    """Exact: samples are exactly 28 GiB while loading and 12 GiB after."""
+    w = workload(found[1], "rs-load")
+    m = w["memory"]
+    assert (w["kind"], w["name"], w["container"], w["pods"]) == ("Deployment", "vllm-load", "vllm", 2)
+    assert m["load_peak_bytes"] == 28 * GIB and m["serving_peak_bytes"] == 12 * GIB == m["serving_p99_bytes"]
+    assert m["recommended"] == {"limit_bytes": 33024 * MIB, "request_bytes": 14 * GIB}  # 28 x 1.15, 12 x 1.15, up to 256Mi
+    assert m["current"] == {"limit_bytes": 32 * GIB, "request_bytes": 32 * GIB}
+    assert m["risk"] == "tight" and m["peak_to_limit"] == pytest.approx(28 / 32)
+    assert w["confidence"]["level"] == "high" and w["actionable"]
+    patch = next(p for p in found[1]["patches"] if p["namespace"] == "rs-load")
+    container = patch["patch"]["spec"]["template"]["spec"]["containers"][0]
+    assert container == {"name": "vllm", "resources": {"limits": {"memory": "33024Mi"}, "requests": {"memory": "14Gi"}}}
+    assert patch["kubectl"].startswith("kubectl -n rs-load patch deployment vllm-load --type strategic -p ")
+
+
+def test_an_oom_kill_at_24gi_bumps_the_limit_to_30gi_once_despite_two_kube_state_metrics_replicas(found) -> None:
+    """Exact: the kill happens at the 24 GiB limit; 24 x 1.25 = 30 GiB."""
+    m = workload(found[1], "rs-oom")["memory"]
+    assert m["oom_kills"] == 1 and m["usage_at_kill_bytes"] == 24 * GIB
+    assert m["recommended"]["limit_bytes"] == 30 * GIB and m["risk"] == "oom"
+    assert m["load_peak_bytes"] == 20 * GIB  # the run after the kill loads at 20 GiB ...
+    assert m["serving_peak_bytes"] == pytest.approx(23.9 * GIB, rel=1e-9)  # ... the climb before it was serving
+    assert m["serving_p99_bytes"] == 18 * GIB
+    assert workload(found[1], "rs-oom")["confidence"]["restarts"] == 1
+
+
+def test_prompts_whose_p999_is_7500_tokens_cap_max_model_len_131072_at_8192(found) -> None:
+    """p99.9 within 1 token (linear interpolation in the 5,000-10,000 bucket, as histogram_quantile does);
+    the refused share between 0 and 0.2% (the requests above the cut, estimated within their bucket)."""
+    k = knob(workload(found[1], "rs-context"), "--max-model-len")
+    assert k["current"] == 131072 and k["recommended"] == 8192 and k["change"]
+    assert k["measured"]["prompt_p999"] == pytest.approx(7500, abs=1)
+    assert k["measured"]["generation_p999"] == pytest.approx(350, abs=1)
+    assert k["measured"]["requests"] == pytest.approx(1_000_000 * 14 / 15, rel=0.01)  # 14 of the pod's 15 days
+    assert 0 < k["measured"]["refused_share"] < 0.002
+    assert "--max-model-len=8192" in next(p for p in found[1]["patches"] if p["namespace"] == "rs-context")["vllm_args"]["vllm"]
+
+
+def test_a_running_peak_of_12_suggests_max_num_seqs_24_and_the_routers_500_is_not_counted(found) -> None:
+    """Exact. vLLM does not export --max-num-seqs, so 256 cannot be seen: the value is a suggestion that
+    does not count as a change unless requests queued while the KV cache had room."""
+    w = workload(found[1], "rs-batch")
+    k = knob(w, "--max-num-seqs")
+    assert (w["kind"], w["name"]) == ("StatefulSet", "batch-llm")
+    assert k["measured"]["running_peak"] == 12 and k["recommended"] == 24 and not k["change"]
+    assert "--max-num-seqs=24" in w["suggested_args"]
+
+
+def test_a_kv_cache_that_preempts_is_too_small_with_its_remedies(found) -> None:
+    """Preemptions within 1% (a rate over the window, extrapolated), the share of time with capacity waits
+    within 1 point (every other hour by day: a quarter), utilization exact (0.85 + 0.95 - 0.86)."""
+    w = workload(found[1], "rs-kv")
+    g = w["gpu"]
+    assert (w["kind"], w["name"]) == ("LeaderWorkerSet", "kv-lws")
+    assert g["kv_cache"]["verdict"] == "too small" and g["kv_cache"]["waits_by_reason"]
+    assert g["kv_cache"]["preemptions"] == pytest.approx(500, rel=0.01)
+    assert g["kv_cache"]["waiting_share"] == pytest.approx(0.25, abs=0.01)
+    assert g["gpu_memory_utilization"] == 0.85 and g["recommended_gpu_memory_utilization"] == 0.94
+    prefix = knob(w, "--no-enable-prefix-caching")
+    assert prefix["recommended"] == "off" and prefix["change"] and prefix["measured"]["hit_rate"] == pytest.approx(0.02)
+    assert w["env"][0]["name"] == "PYTORCH_CUDA_ALLOC_CONF" and w["env"][0]["value"] == "expandable_segments:True"
+    patch = next(p for p in found[1]["patches"] if p["namespace"] == "rs-kv")
+    assert patch["patch"] is None and patch["kubectl"] is None and "leaderWorkerTemplate" in patch["where"]
+    assert patch["vllm_args"]["vllm"] == ["--gpu-memory-utilization=0.94", "--no-enable-prefix-caching"]
+
+
+def test_a_release_that_raised_ram_30_percent_is_flagged_and_unchanged_gpu_memory_is_not(found) -> None:
+    """Within 0.5 points: the peaks are exact samples. Starts come from kube-state-metrics only here."""
+    releases = workload(found[1], "rs-release")["releases"]
+    assert [r["image"].rsplit(":", 1)[1] for r in releases] == ["v0.30.0", "v0.31.0"]
+    old, new = releases
+    assert not old["flagged"] and new["flagged"]
+    assert (old["load_peak_bytes"], new["load_peak_bytes"]) == (20 * GIB, 26 * GIB)
+    assert new["rises"]["load"] == pytest.approx(0.30, abs=0.005)
+    assert new["rises"]["serving"] == pytest.approx(0.30, abs=0.005)
+    assert new["rises"]["GPU"] == pytest.approx(0.0, abs=0.005)
+    assert "release raised memory" in workload(found[1], "rs-release")["risks"]
+
+
+def test_two_days_of_data_is_not_enough_data_and_gives_no_recommendation(found) -> None:
+    """Span within an hour of 2 days (the first sample is dated at the hour)."""
+    w = workload(found[1], "rs-new")
+    assert w["confidence"]["level"] == "not enough data" and not w["actionable"]
+    assert w["confidence"]["span_s"] == pytest.approx(2 * DAY, abs=3600)
+    assert w["memory"]["recommended"] == {"limit_bytes": None, "request_bytes": None}
+    assert w["memory"]["load_peak_bytes"] == 13 * GIB  # measured values are still shown
+    assert w["memory"]["current"]["limit_bytes"] == 16 * GIB  # cAdvisor's spec limit, no kube-state-metrics
+    assert (w["kind"], w["name"], w["owner_guessed"]) == ("Deployment", "fresh-app", True)
+    assert not any(p["namespace"] == "rs-new" for p in found[1]["patches"])
+
+
+def test_a_well_sized_workload_in_two_clusters_has_nothing_to_change(found) -> None:
+    for cluster in ("gpu-east", "gpu-west"):
+        w = workload(found[1], "rs-ok", cluster)
+        assert not w["actionable"] and w["changes"] == [] and w["risks"] == []
+        assert w["memory"]["recommended"] == {"limit_bytes": 12.75 * GIB, "request_bytes": 11.5 * GIB}
+        assert w["gpu"]["kv_cache"]["verdict"] == "fits"
+
+
+def test_the_fleet_exits_1_and_the_json_is_the_documented_schema(found) -> None:
+    code, doc = found
+    assert code == 1 == doc["exit_code"] and doc["schema"] == "obspack.rightsize/v1"
+    assert doc["summary"] == {"workloads": 9, "actionable": 6, "not_enough_data": 1}
+    assert doc["failed_queries"] == [] and doc["window_s"] == 14 * DAY and doc["step_s"] == 900
+
+
+def test_the_number_of_requests_is_fixed_by_the_questions_not_by_the_fleet(prom: Prometheus, found, tmp_path: Path) -> None:
+    cfg = ObspackConfig()
+    plan = queries.Plan(at=END, window_s=14 * DAY, step_s=900, load_s=600)
+    asked = len(queries.discovery(cfg, plan)) + len(queries.measurements(cfg, plan))
+    assert found[1]["requests"] == asked + 1 + 6  # + the connection check and the backend's six probes
+    config = tmp_path / "obspack.yaml"
+    config.write_text(yaml.safe_dump({"selectors": {k: 'namespace="rs-ok"' for k in ("vllm", "cadvisor", "kube_state_metrics")}}))
+    smaller = report(prom.url, "--config", str(config))[1]
+    assert len(smaller["workloads"]) == 2 and smaller["requests"] == found[1]["requests"]
+
+
+def test_a_config_scoped_to_the_well_sized_namespace_exits_0(prom: Prometheus, tmp_path: Path) -> None:
+    scoped = 'namespace="rs-ok"'
+    config = tmp_path / "obspack.yaml"
+    config.write_text(yaml.safe_dump({"selectors": {k: scoped for k in ("vllm", "cadvisor", "kube_state_metrics", "exporter")}}))
+    code, out, _ = run(prom.url, "--config", str(config))
+    assert code == 0, out
+    assert "2 workloads, 0 with recommendations or risks" in out
+    assert "rs-ok/Deployment/steady" in out and "rs-load" not in out
+
+
+def test_the_text_report_has_the_table_the_rules_and_ready_patches(prom: Prometheus, tmp_path: Path) -> None:
+    code, out, err = run(prom.url, "--patches", str(tmp_path / "patches"))
+    assert code == 1
+    assert out.splitlines()[4].split() == ["WORKLOAD", "MEMORY", "LIMIT", "MEMORY", "REQUEST", "RISK", "KV", "CACHE", "DATA"]
+    assert "  limit       32Gi -> 32.25Gi (32.25Gi: peak 28Gi x 1.15, rounded up to 256Mi); risk tight" in out
+    assert "limit = highest peak x 1.15" in out and "not enough data (2.0 d of data, 7 d needed)" in out
+    files = sorted(p.name for p in (tmp_path / "patches").iterdir())
+    assert "gpu-east_rs-load_deployment_vllm-load.yaml" in files and not any("kv-lws" in f for f in files)
+    patch = yaml.safe_load((tmp_path / "patches" / "gpu-east_rs-oom_deployment_vllm-oom.yaml").read_text())
+    assert patch["spec"]["template"]["spec"]["containers"] == [{"name": "vllm", "resources": {"limits": {"memory": "30Gi"}}}]
+    assert f"wrote {len(files)} patch files" in err
