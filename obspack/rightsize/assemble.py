@@ -361,6 +361,9 @@ def _releases(index: _Index, keys: set[ContainerKey], settings: Settings) -> tup
 
 def _notes(m: Measurements, built: tuple[Workload, ...]) -> tuple[str, ...]:
     notes = []
+    if not built and any(f.quantity == "containers" for f in m.failures):
+        notes.append("the question that finds the vLLM containers failed (see the failed questions): nothing was sized")
+        return tuple(notes)
     if not built:
         notes.append(
             "no vLLM workloads found in the window: no container image matches vllm_containers.image_regex "

@@ -83,15 +83,19 @@ def test_a_slow_question_times_out_alone() -> None:
         found = rightsize(ObspackConfig(), Connection(fake.url, timeout_s=0.3, concurrency=2), Options(at=END))
         took = time.monotonic() - started
     assert [f.quantity for f in found.failures] == ["ram_serving_p99"]
-    assert "no answer within 0.3s" in found.failures[0].error and found.exit_code == 2
+    assert "no whole answer within 300ms" in found.failures[0].error and found.exit_code == 2
     assert took < 10  # generous: the deadline is per request
 
 
-def test_answer_rows_that_are_not_prometheus_rows_are_left_out_with_a_note() -> None:
+def test_an_answer_of_the_wrong_shape_is_a_failed_question_not_a_guess() -> None:
+    """The client checks every answer's shape: rows that are not Prometheus rows fail their question (exit
+    2, named), and the report does not pretend the fleet has no vLLM."""
     with serve(api_like(garbage=True)) as fake:
         code, found = report(fake.url)
-    assert code == 0 and len(found["workloads"]) == 1
-    assert "2 answer rows were not Prometheus API rows and were left out" in found["notes"]
+    assert code == 2 == found["exit_code"]
+    assert [f["quantity"] for f in found["failed_queries"]] == ["containers"]
+    assert "not an answer of this endpoint's shape: data[1].metric" in found["failed_queries"][0]["error"]
+    assert found["workloads"] == [] and not any("no vLLM workloads found" in n for n in found["notes"])
 
 
 @pytest.fixture(scope="module")
