@@ -37,7 +37,7 @@ from benchmarks.fleet_bench import backfill_fleet  # noqa: E402
 from obspack.config import ObspackConfig  # noqa: E402
 from obspack.doctor.api import Connection  # noqa: E402
 from obspack.doctor.run import Options, diagnose  # noqa: E402
-from obspack.render.bundle import build  # noqa: E402
+from obspack.pack import build  # noqa: E402
 from tests.support.fleet import FleetSpec  # noqa: E402
 from tests.support.prometheus import running_prometheus  # noqa: E402
 from tests.support.tools import find_tool  # noqa: E402
@@ -90,7 +90,7 @@ def run_size(pods: int, args: argparse.Namespace, work: Path) -> list[str]:
             for concurrency in args.concurrency:
                 connection = Connection(prom.url, concurrency=concurrency, timeout_s=60)
                 clock = time.perf_counter()
-                report = diagnose(cfg, pack, connection, Options(at=at))
+                report = diagnose(pack, connection, Options(at=at))
                 seconds = time.perf_counter() - clock
                 line = (
                     f"| {len(summary.pods)} | {gpus} | {summary.series:,} | {mode} | {concurrency} | "

@@ -29,8 +29,8 @@ def cold_runs(runs: int) -> list[float]:
 def phases() -> dict[str, float]:
     t0 = time.perf_counter()
     from obspack.config import ObspackConfig
+    from obspack.pack import build
     from obspack.render import write
-    from obspack.render.bundle import build
     from obspack.render.files import pack_files
 
     t1 = time.perf_counter()

@@ -44,7 +44,7 @@ from benchmarks.fleet_bench import log, measure_rule_groups  # noqa: E402
 from obspack import conventions as c  # noqa: E402
 from obspack import slos  # noqa: E402
 from obspack.config import ObspackConfig  # noqa: E402
-from obspack.render.bundle import build  # noqa: E402
+from obspack.pack import build  # noqa: E402
 from tests.support import fleet  # noqa: E402
 from tests.support.fleet import FleetSpec  # noqa: E402
 from tests.support.prometheus import backfill_openmetrics, running_prometheus  # noqa: E402

@@ -17,8 +17,8 @@ from obspack import __version__
 from obspack.config import ObspackConfig, annotated_defaults, load_config
 from obspack.errors import ObspackError
 from obspack.exporter.command import exporter
+from obspack.pack import Pack, build
 from obspack.render import write as output
-from obspack.render.bundle import Pack, build
 from obspack.render.files import ALERTS_FILE, RECORDING_FILE, pack_files
 
 
@@ -181,7 +181,7 @@ def _report_check(folder: Path, files: dict[str, str]) -> bool:
 @app.command(cls=_PlainHelp)
 def validate(config: ConfigOption = None) -> None:
     """Check the config and parse every PromQL expression it renders (and run promtool when present)."""
-    from obspack.promql import expressions, parse_errors
+    from obspack.pack.walk import expressions, parse_errors
     from obspack.render.promtool import check_rules
 
     try:
@@ -304,7 +304,7 @@ def doctor(
     from obspack.doctor.settings import from_cli
 
     try:
-        cfg, pack = _pack(config)
+        _, pack = _pack(config)
         connection, options = from_cli(
             url=prometheus,
             bearer_token=bearer_token,
@@ -323,7 +323,7 @@ def doctor(
             max_bytes=max_bytes,
             max_time=max_time,
         )
-        report = diagnose(cfg, pack, connection, options)
+        report = diagnose(pack, connection, options)
     except ObspackError as e:
         if json_output:
             typer.echo(json.dumps({"error": str(e), "exit_code": e.exit_code}, indent=2))

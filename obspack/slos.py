@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from obspack.config import ObspackConfig, Severity, promql_string
 from obspack.durations import parse_ms
+from obspack.memo import per_config
 
 SLIS = ("time_to_first_token", "inter_token_latency", "availability")
 TITLES = {
@@ -52,7 +53,8 @@ class Branch:
     min_requests: float | None  # None: 1 / (1 - objective)
 
 
-def branches(cfg: ObspackConfig, sli: str) -> list[Branch]:
+@per_config
+def branches(cfg: ObspackConfig, sli: str) -> tuple[Branch, ...]:
     """The rule branches of one SLI: one per `slos.models` entry that keeps it enabled, then the rest."""
     slos = cfg.slos
     base = getattr(slos, sli)
@@ -73,7 +75,7 @@ def branches(cfg: ObspackConfig, sli: str) -> list[Branch]:
         earlier.append(entry.model_regex)
     if base.enabled:
         out.append(Branch(_none_of(earlier), base.objective, _threshold(base, None), slos.min_requests))
-    return out
+    return tuple(out)
 
 
 def _none_of(regexes: list[str]) -> tuple[str, ...]:
@@ -96,6 +98,7 @@ def _threshold(base: object, override: float | None) -> float | None:
     return override if override is not None else getattr(base, "threshold", None)
 
 
+@per_config
 def enabled_slis(cfg: ObspackConfig) -> tuple[str, ...]:
     """The SLIs that have at least one branch (none when slos.enabled is false)."""
     if not cfg.slos.enabled:
@@ -124,10 +127,12 @@ _PAIRS = (
 _PERIODS = {"30d": 30 * DAY, "28d": 28 * DAY}
 
 
+@per_config
 def period(cfg: ObspackConfig) -> str:
     return duration(_PERIODS[cfg.slos.period] // cfg.slos.speedup)
 
 
+@per_config
 def window_pairs(cfg: ObspackConfig) -> tuple[WindowPair, ...]:
     k = cfg.slos.speedup
     budget_period = _PERIODS[cfg.slos.period]
@@ -143,17 +148,20 @@ def window_pairs(cfg: ObspackConfig) -> tuple[WindowPair, ...]:
     )
 
 
+@per_config
 def base_window(cfg: ObspackConfig) -> str:
     """The window rates are taken over from the raw series: the shortest window of the table."""
     return min((p.short for p in window_pairs(cfg)), key=seconds)
 
 
+@per_config
 def derived_windows(cfg: ObspackConfig) -> tuple[str, ...]:
     """Every other window of the table, ascending; the alert averages the base window's records over each."""
     windows = {w for p in window_pairs(cfg) for w in (p.long, p.short)} - {base_window(cfg)}
     return tuple(sorted(windows, key=seconds))
 
 
+@per_config
 def recorded_windows(cfg: ObspackConfig) -> tuple[str, ...]:
     """The long windows, ascending: recorded from the base window's records for the SLO page's burn rates."""
     return tuple(sorted({p.long for p in window_pairs(cfg)} - {base_window(cfg)}, key=seconds))

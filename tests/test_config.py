@@ -206,7 +206,7 @@ def test_init_comments_say_the_allowed_range(tmp_path: Path) -> None:
 def test_rule_labels_cover_every_label_the_rules_group_or_join_by() -> None:
     """RULE_LABELS is what the cluster label and static labels may not be: it must follow the rules."""
     from obspack.config import RULE_LABELS
-    from obspack.render.bundle import build
+    from obspack.pack import build
 
     pack = build(ObspackConfig())
     used: set[str] = set()

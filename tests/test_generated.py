@@ -3,7 +3,7 @@
 from pathlib import Path
 
 from obspack.config import ObspackConfig
-from obspack.render.bundle import build
+from obspack.pack import build
 from obspack.render.files import pack_files
 from obspack.render.write import diff
 

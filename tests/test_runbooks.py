@@ -13,7 +13,7 @@ import pytest
 from obspack import runbooks
 from obspack.config import ObspackConfig
 from obspack.errors import RenderError
-from obspack.render.bundle import build
+from obspack.pack import build
 from obspack.render.files import pack_files
 from obspack.rules.alerts import all_alerts, enabled
 from obspack.rules.model import tidy

@@ -9,14 +9,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import promql_parser
 import yaml
 
-from obspack.config import ObspackConfig
 from obspack.doctor import knowledge as k
 from obspack.doctor.checks import Check
 from obspack.doctor.findings import Finding, Fix, Level, Topic
@@ -112,11 +111,12 @@ def _switch_off(causes: tuple[Check, ...], missing: set[str], probe_off: bool) -
     return None
 
 
-def advise(cfg: ObspackConfig, findings: Iterable[Finding], *, probe_off: bool = False) -> Advice:
-    """`probe_off`: the obspack exporter is here without its CUDA probe."""
+def advise(selectors: Mapping[str, str], findings: Iterable[Finding], *, probe_off: bool = False) -> Advice:
+    """`selectors`: the pack's selectors per source; `probe_off`: the obspack exporter is here without its
+    CUDA probe."""
     fixes: dict[tuple[str, ...], Fix] = {}
     actions: dict[str, None] = {}
-    selectors = {key: text for key, text in cfg.selectors.model_dump().items() if text}
+    selectors = {key: text for key, text in selectors.items() if text}
     findings = list(findings)
     missing = {
         f.subject

@@ -30,7 +30,8 @@ from obspack.doctor.needs import (
     matches,
     record_refs,
 )
-from obspack.promql import Target, Variable, grafana_to_promql, may_match
+from obspack.pack.walk import Target, Variable
+from obspack.promql import grafana_to_promql, may_match
 
 MAX_REASONS = 4  # a verdict names this many root causes at most
 DASHBOARD_RANGE_S = 3600  # the time range a dashboard's variables list their values over (Grafana's default)

@@ -24,8 +24,9 @@ from datetime import timedelta
 
 import promql_parser as pp
 
-from obspack.promql import Matcher, Target, Variable, grafana_to_promql, may_match, targets, variables
-from obspack.render.bundle import Pack
+from obspack.pack import Pack
+from obspack.pack.walk import Target, Variable, targets, variables
+from obspack.promql import Matcher, grafana_to_promql, may_match
 from obspack.rules.model import AlertRule, RuleGroup
 
 _OPS = {

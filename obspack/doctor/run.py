@@ -11,7 +11,6 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from obspack.config import ObspackConfig
 from obspack.doctor import knowledge as k
 from obspack.doctor.advice import advise
 from obspack.doctor.api import Connection, DoctorError, PrometheusAPI
@@ -31,7 +30,7 @@ from obspack.doctor.needs import leaves, read_pack
 from obspack.doctor.report import Report
 from obspack.doctor.sources import survey
 from obspack.doctor.targets import scrape_targets
-from obspack.render.bundle import Pack
+from obspack.pack import Pack
 
 DEFAULT_LOOKBACK_S = 24 * 3600
 
@@ -43,7 +42,7 @@ class Options:
     backend: str = "auto"
 
 
-def diagnose(cfg: ObspackConfig, pack: Pack, connection: Connection, options: Options = Options()) -> Report:
+def diagnose(pack: Pack, connection: Connection, options: Options = Options()) -> Report:
     started = time.monotonic()
     at = options.at if options.at is not None else time.time()
     window = Window(at, options.lookback_s)
@@ -61,7 +60,7 @@ def diagnose(cfg: ObspackConfig, pack: Pack, connection: Connection, options: Op
         phase("backend")
         mark = api.tally
         needs = read_pack(pack)
-        scopes = {s.key: getattr(cfg.selectors, s.key) for s in k.SOURCES if s.key}
+        scopes = {s.key: pack.sources.selectors[s.key] for s in k.SOURCES if s.key}
         checker = SelectorChecks(api, window, scopes)
         rule_needs = [r.need for r in (*needs.recording_rules, *needs.alerts)]
         checks = checker.run(leaf for need in rule_needs for leaf in leaves(need))
@@ -71,7 +70,7 @@ def diagnose(cfg: ObspackConfig, pack: Pack, connection: Connection, options: Op
         records = evaluate_records(api, needs, checks, at, deployment.trusted)
         alerts = fit_alerts(needs, checks, records)
         phase("records")
-        found = survey(api, cfg, window, needs, checks)
+        found = survey(api, pack, window, needs, checks)
         phase("sources")
         dashboards = fit_dashboards(api, checker, needs, checks, records, found.pods, at)
         history = history_findings(api, needs, at)
@@ -107,7 +106,7 @@ def diagnose(cfg: ObspackConfig, pack: Pack, connection: Connection, options: Op
         groups=deployment.groups,
         findings=tuple(findings),
         causes=group(findings, found.reports),
-        advice=advise(cfg, findings, probe_off=off),
+        advice=advise(pack.sources.selectors, findings, probe_off=off),
         elapsed_s=time.monotonic() - started,
         requests=requests,
         phases=phases,

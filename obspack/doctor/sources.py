@@ -12,13 +12,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from obspack import conventions as c
-from obspack.config import ObspackConfig
 from obspack.doctor import knowledge as k
 from obspack.doctor.api import PrometheusAPI, QueryFailed
 from obspack.doctor.checks import Check, State, Window
 from obspack.doctor.findings import Finding, Fix, Topic, note, problem, unchecked
 from obspack.doctor.fit import PodKind
 from obspack.doctor.needs import Leaf, PackNeeds, alternatives, duration, matches
+from obspack.pack import Pack
 
 
 @dataclass(frozen=True)
@@ -112,11 +112,11 @@ def _unasked(source: k.Source, error: str) -> tuple[SourceReport, Finding]:
 
 
 def survey(
-    api: PrometheusAPI, cfg: ObspackConfig, window: Window, needs: PackNeeds, checks: Mapping[Leaf, Check]
+    api: PrometheusAPI, pack: Pack, window: Window, needs: PackNeeds, checks: Mapping[Leaf, Check]
 ) -> Survey:
     ask = _Asker(api, window)
-    cl = cfg.cluster_label
-    scope = {s.key: getattr(cfg.selectors, s.key, "") if s.key else "" for s in k.SOURCES}
+    cl = pack.cluster_label
+    scope = {s.key: pack.sources.selectors.get(s.key, "") if s.key else "" for s in k.SOURCES}
     inventory = ask.rows(
         {
             f"{s.key}|{m}": f"count by (job) ({m}{c.selector(scope[s.key])})"
@@ -139,8 +139,8 @@ def survey(
         else:
             by_key[source.key], finding = _missing(ask, source, scope[source.key])
         findings.append(finding)
-    vllm_pods, vllm_report = _vllm(ask, cfg, scope["vllm"], found)
-    dcgm_modes, dcgm_report, dcgm_findings = _dcgm(ask, cfg, scope, found, needs, checks)
+    vllm_pods, vllm_report = _vllm(ask, pack, scope["vllm"], found)
+    dcgm_modes, dcgm_report, dcgm_findings = _dcgm(ask, pack, scope, found, needs, checks)
     computed = {
         "vllm": vllm_report,
         "cadvisor": _cadvisor(ask, scope["cadvisor"], found),
@@ -152,7 +152,7 @@ def survey(
     reports = [r for s in k.SOURCES for r in (by_key.get(s.key),) if r is not None]
     findings.extend(dcgm_findings)
     findings.extend(_cadvisor_findings(reports))
-    findings.extend(_vllm_containers(ask, cfg, scope, found))
+    findings.extend(_vllm_containers(ask, pack, scope, found))
     cluster_report, cluster_findings = _cluster_label(ask, cl, scope, found)
     reports.append(cluster_report)
     findings.extend(cluster_findings)
@@ -167,11 +167,11 @@ def survey(
 
 
 def _vllm(
-    ask: _Asker, cfg: ObspackConfig, scope: str, found: Mapping[str, str]
+    ask: _Asker, pack: Pack, scope: str, found: Mapping[str, str]
 ) -> tuple[dict[tuple[str, ...], tuple[str, dict[str, str]]], SourceReport | None]:
     if "vllm" not in found:
         return {}, None
-    cl = cfg.cluster_label
+    cl = pack.cluster_label
     by = f"{cl}, namespace, pod, model_name"
     markers = sorted({m for _, ms in k.VLLM_GENERATIONS for m in ms})
     queries = {m: f"group by ({by}) ({m}{c.selector(scope, k.VLLM_ENGINE)})" for m in markers}
@@ -204,12 +204,12 @@ def _vllm(
 
 
 def _vllm_containers(
-    ask: _Asker, cfg: ObspackConfig, scope: Mapping[str, str], found: Mapping[str, str]
+    ask: _Asker, pack: Pack, scope: Mapping[str, str], found: Mapping[str, str]
 ) -> list[Finding]:
     """Whether `vllm_containers` picks any container of the pods that serve vLLM (by image or name)."""
     if "vllm" not in found or "kube_state_metrics" not in found:
         return []
-    cl = cfg.cluster_label
+    cl = pack.cluster_label
     pods = f"group by ({cl}, namespace, pod) ({found['vllm']}{c.selector(scope['vllm'], k.VLLM_ENGINE)})"
     info = k.KSM_CONTAINERS + c.selector(scope["kube_state_metrics"], k.CADVISOR_CONTAINER)
     rows = ask.rows(
@@ -217,7 +217,7 @@ def _vllm_containers(
         "vLLM containers",
     )
     containers = rows["containers"]
-    wanted = cfg.vllm_containers
+    wanted = pack.sources
     by_image = [r for r in containers if matches(("image", "=~", wanted.image_regex), r.get("image", ""))]
     by_name = wanted.name_regex and [
         r for r in containers if matches(("c", "=~", wanted.name_regex), r.get("container", ""))
@@ -316,7 +316,7 @@ def _ksm(ask: _Asker, cl: str, scope: Mapping[str, str], found: Mapping[str, str
 
 def _dcgm(
     ask: _Asker,
-    cfg: ObspackConfig,
+    pack: Pack,
     scope: Mapping[str, str],
     found: Mapping[str, str],
     needs: PackNeeds,
@@ -325,7 +325,7 @@ def _dcgm(
     metric = found.get("dcgm")
     if metric is None:
         return {}, None, []
-    cl = cfg.cluster_label
+    cl = pack.cluster_label
     mode_labels = [label for label, _ in k.DCGM_MODES]
     namespaces = {"exported_pod": "exported_namespace", "pod_name": "pod_namespace", "pod": "namespace"}
     by = ", ".join(dict.fromkeys([cl, *k.DCGM_GPU_KEY, *mode_labels, *namespaces.values()]))

@@ -18,8 +18,8 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
+from obspack.pack import Dashboard, Pack
 from obspack.render import thanos, vmalert, yamlfmt
-from obspack.render.bundle import Dashboard, Pack
 from obspack.render.mimir import mimir_files
 from obspack.rules.model import RuleGroup
 from obspack.templating import render_template

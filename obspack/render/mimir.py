@@ -10,8 +10,8 @@ without adding a hop, and the render stops with an error that says so.
 from __future__ import annotations
 
 from obspack.errors import RenderError
+from obspack.pack import Pack
 from obspack.promql import metric_names
-from obspack.render.bundle import Pack
 from obspack.rules.model import AlertRule, RecordingRule, RuleGroup
 
 RECORDING_NAMESPACE = "obspack-recording-rules"

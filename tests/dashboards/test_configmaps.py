@@ -9,7 +9,7 @@ import yaml
 
 from obspack import conventions as c
 from obspack.config import ObspackConfig
-from obspack.render.bundle import build
+from obspack.pack import build
 from obspack.render.files import pack_files
 
 MIB = 1024 * 1024

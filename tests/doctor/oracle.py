@@ -18,8 +18,9 @@ from typing import Any
 from typer.testing import CliRunner
 
 from obspack.cli import app
-from obspack.promql import grafana_to_promql, targets
-from obspack.render.bundle import Pack
+from obspack.pack import Pack
+from obspack.pack.walk import targets
+from obspack.promql import grafana_to_promql
 from tests.support.prometheus import Prometheus
 
 # event series -> the metric prefix of the source that reports them (None: Prometheus itself)

@@ -11,6 +11,7 @@ from obspack.doctor.findings import Fix, Topic, note, problem
 from obspack.doctor.needs import Leaf, Selector
 
 CFG = ObspackConfig.model_validate({"selectors": {"vllm": 'job="vllm-engine", namespace=~"ml-.*"'}})
+SELECTORS = CFG.selectors.model_dump()
 
 
 def failing(metric: str, *matchers: tuple[str, str, str], **found: object) -> Check:
@@ -29,7 +30,7 @@ def test_a_matcher_of_the_config_that_matches_nothing_is_replaced_by_the_values_
     check = failing(
         "vllm:num_requests_running", matcher, ("namespace", "=~", "ml-.*"), matcher=matcher, seen=("vllm",)
     )
-    advice = advise(CFG, [problem(Topic.ALERT, "VLLMKVCacheUsageHigh", "cannot fire", causes=(check,))])
+    advice = advise(SELECTORS, [problem(Topic.ALERT, "VLLMKVCacheUsageHigh", "cannot fire", causes=(check,))])
     assert advice.fixes[0].path == ("selectors", "vllm")
     fixed = applied(CFG, advice.yaml())
     assert fixed.selectors.vllm == 'job="vllm", namespace=~"ml-.*"'
@@ -45,7 +46,7 @@ def test_a_label_that_never_appears_is_dropped_and_many_values_are_not_guessed()
         seen=tuple("abcd"),
     )
     for check, expected in ((label, 'job="vllm-engine"'), (many, 'namespace=~"ml-.*"')):
-        advice = advise(CFG, [problem(Topic.PANEL, "d / p", "would be empty", causes=(check,))])
+        advice = advise(SELECTORS, [problem(Topic.PANEL, "d / p", "would be empty", causes=(check,))])
         assert applied(CFG, advice.yaml()).selectors.vllm == expected
 
 
@@ -64,36 +65,36 @@ def test_the_packs_own_matchers_and_notes_get_no_config_change() -> None:
             ),
         ),
     ]
-    assert advise(CFG, findings).fixes == ()
+    assert advise(SELECTORS, findings).fixes == ()
 
 
 def test_an_alert_that_reads_only_an_optional_source_that_is_not_there_can_be_switched_off() -> None:
     probe = failing("obspack_cuda_allocator_fragmentation_ratio")
     alert = problem(Topic.ALERT, "VLLMCUDAAllocatorFragmentationHigh", "cannot fire", causes=(probe,))
     gone = note(Topic.SOURCE, "obspack exporter", "not found: no obspack_target_up series", action="x")
-    advice = advise(CFG, [gone, alert])
+    advice = advise(SELECTORS, [gone, alert])
     assert yaml.safe_load(advice.yaml()) == {
         "alerts": {"VLLMCUDAAllocatorFragmentationHigh": {"enabled": False}}
     }
     assert "# it reads the obspack exporter, which is not here" in advice.yaml()
     assert not applied(CFG, advice.yaml()).alerts.VLLMCUDAAllocatorFragmentationHigh.enabled
     mixed = (probe, failing("vllm:num_requests_running"))
-    assert advise(CFG, [gone, problem(Topic.ALERT, "X", "cannot fire", causes=mixed)]).fixes == ()
+    assert advise(SELECTORS, [gone, problem(Topic.ALERT, "X", "cannot fire", causes=mixed)]).fixes == ()
 
 
 def test_an_alert_that_reads_the_cuda_probe_that_is_off_can_be_switched_off_saying_so() -> None:
     probe = failing("obspack_cuda_allocator_fragmentation_ratio")
     alert = problem(Topic.ALERT, "VLLMCUDAAllocatorFragmentationHigh", "cannot fire", causes=(probe,))
-    off = advise(CFG, [alert], probe_off=True)
+    off = advise(SELECTORS, [alert], probe_off=True)
     assert "# it reads the CUDA allocator probe of the obspack exporter, which is off" in off.yaml()
     assert "not here" not in off.yaml()
     # The exporter and its probe are here: the alert fails for another reason, and switching it off is no fix.
-    assert advise(CFG, [alert]).fixes == ()
+    assert advise(SELECTORS, [alert]).fixes == ()
 
 
 def test_fixes_and_actions_carried_by_findings_are_kept_once() -> None:
     fix = Fix(("cluster_label",), "k8s_cluster", "clusters are told apart by k8s_cluster")
     findings = [note(Topic.SOURCE, "cluster label", "m", fixes=(fix,), action="do it")] * 2
-    advice = advise(CFG, findings)
+    advice = advise(SELECTORS, findings)
     assert advice.fixes == (fix,) and advice.actions == ("do it",)
     assert applied(CFG, advice.yaml()).cluster_label == "k8s_cluster"

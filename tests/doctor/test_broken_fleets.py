@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from obspack.config import ObspackConfig
-from obspack.render.bundle import build
+from obspack.pack import build
 from tests.doctor import oracle
 from tests.doctor.shapes import YOUNG_RECORDS, Served, Shape, serving
 from tests.support.fleet import FleetSpec
@@ -38,7 +38,7 @@ def panel_findings(report: dict) -> set[tuple[str, str]]:
 
 def single_value_variables(label: str) -> set[str]:
     """`dashboard / $variable` of the variables that take one value of `label` (no All)."""
-    from obspack.promql import variables
+    from obspack.pack.walk import variables
 
     return {f"{v.dashboard} / ${v.name}" for v in variables(PACK) if v.label == label and v.all_value is None}
 

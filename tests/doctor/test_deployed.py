@@ -10,7 +10,7 @@ import promql_parser
 
 from obspack.config import ObspackConfig
 from obspack.doctor.deployed import compare
-from obspack.render.bundle import build
+from obspack.pack import build
 from obspack.rules.model import RuleGroup
 
 PACK = build(ObspackConfig())

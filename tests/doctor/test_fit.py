@@ -18,7 +18,7 @@ from obspack.doctor.fit import (
     of_record,
 )
 from obspack.doctor.needs import AllOf, AnyOf, Leaf, Record, Selector, matches
-from obspack.promql import Target
+from obspack.pack.walk import Target
 
 
 def leaf(metric: str, **labels: str) -> Leaf:

@@ -21,7 +21,7 @@ from obspack.doctor.api import Connection, PrometheusAPI
 from obspack.doctor.checks import SelectorChecks, State, Window
 from obspack.doctor.fit import evaluate_records
 from obspack.doctor.needs import leaves, matches, read_pack, record_refs
-from obspack.render.bundle import build
+from obspack.pack import build
 from tests.doctor import oracle
 from tests.doctor.shapes import YOUNG_RECORDS, Served, Shape, serving
 from tests.support.fleet import FleetSpec

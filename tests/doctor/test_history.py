@@ -11,7 +11,7 @@ from obspack.config import ObspackConfig
 from obspack.doctor.api import Connection, PrometheusAPI
 from obspack.doctor.history import _message, history_findings
 from obspack.doctor.needs import read_pack
-from obspack.render.bundle import build
+from obspack.pack import build
 from tests.support.prometheus import backfill_openmetrics, running_prometheus
 
 pytestmark = [pytest.mark.e2e, pytest.mark.tool]

@@ -26,8 +26,8 @@ from obspack.doctor.needs import (
     read_pack,
     record_refs,
 )
+from obspack.pack import build
 from obspack.promql import grafana_to_promql
-from obspack.render.bundle import build
 from obspack.rules.model import AlertRule, RecordingRule, RuleGroup
 from obspack.slos import SLIS
 from tests.support.tools import require_tool

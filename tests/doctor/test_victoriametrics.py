@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from obspack.config import ObspackConfig
-from obspack.render.bundle import build
+from obspack.pack import build
 from tests.doctor import oracle
 from tests.doctor.shapes import YOUNG_RECORDS, Shape, wait_for_records, write_shape
 from tests.support.fleet import FleetSpec, FleetSummary

@@ -9,8 +9,8 @@ import pytest
 
 from obspack.config import ObspackConfig
 from obspack.errors import RenderError
+from obspack.pack import build
 from obspack.render import helm as chart
-from obspack.render.bundle import build
 from obspack.render.files import dashboard_configmap, prometheus_rule
 from obspack.render.write import diff
 from obspack.rules.model import AlertRule, RuleGroup

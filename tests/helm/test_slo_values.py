@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from obspack.pack import build
 from obspack.render import helm as chart
-from obspack.render.bundle import build
 from obspack.render.files import prometheus_rule
 from tests.helm.conftest import Helm, merged_values, one
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from obspack.config import ObspackConfig
+from obspack.pack.alertmanager import alertmanager_example
 from obspack.render import yamlfmt
-from obspack.render.alertmanager import alertmanager_example
 from tests.support.tools import amtool_route, require_tool
 
 TEAM = {"slos": {"labels": {"team": "serving"}}}

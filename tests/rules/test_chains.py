@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from obspack.config import ObspackConfig, load_config
+from obspack.pack import Pack, build
 from obspack.promql import metric_names
-from obspack.render.bundle import Pack, build
 from obspack.rules.model import RecordingRule, RuleGroup
 from tests.support.chains import Chains, dashboard_targets
 

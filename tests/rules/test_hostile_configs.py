@@ -15,12 +15,12 @@ from typer.testing import CliRunner
 from obspack.cli import app
 from obspack.config import load_config
 from obspack.errors import ConfigError
+from obspack.pack import build
+from obspack.pack.shipped_tests import satisfy
+from obspack.pack.shipped_tests.slos import slo_rule_tests
 from obspack.render import vmalert
-from obspack.render.bundle import build
 from obspack.render.files import ALERTS_FILE, RECORDING_FILE, pack_files
 from obspack.render.promtool import check_rules
-from obspack.rules import satisfy
-from obspack.rules.slo_tests import slo_rule_tests
 from tests.support.packs import write_files
 from tests.support.tools import require_tool
 

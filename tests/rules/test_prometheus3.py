@@ -13,8 +13,8 @@ from dataclasses import replace
 import pytest
 
 from obspack.config import ObspackConfig
-from obspack.promql import prometheus3_problems
-from obspack.render.bundle import Dashboard, build
+from obspack.pack import Dashboard, build
+from obspack.pack.walk import prometheus3_problems
 from obspack.rules.model import RecordingRule, RuleGroup
 from tests.support.packs import CONFIGS, config_of, pack
 

@@ -9,11 +9,11 @@ import yaml
 
 from obspack.config import ObspackConfig, load_config
 from obspack.demo.stack import E2E_CONFIG
-from obspack.render.bundle import build
+from obspack.pack import build
+from obspack.pack.shipped_tests.alerts import rule_tests
 from obspack.render.files import ALERTS_FILE, PROMETHEUS_RULE_FILE, RECORDING_FILE, pack_files
 from obspack.rules.alerts import all_alerts
 from obspack.rules.alerts.slo import ALERT as SLO_ALERT
-from obspack.rules.unit_tests import rule_tests
 from tests.support.packs import CONFIGS, files, render, write_files
 from tests.support.tools import require_tool
 

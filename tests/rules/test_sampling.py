@@ -3,7 +3,7 @@
 import pytest
 
 from obspack.config import ObspackConfig
-from obspack.rules.sampling import per_step, step_seconds
+from obspack.pack.shipped_tests.sampling import per_step, step_seconds
 from tests.support.victoria import expand
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from obspack.rules import satisfy
+from obspack.pack.shipped_tests import satisfy
 
 
 def test_accepts_decides_as_prometheus_does() -> None:

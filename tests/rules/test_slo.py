@@ -14,15 +14,15 @@ import yaml
 from obspack import conventions as c
 from obspack import slos
 from obspack.config import ObspackConfig, load_config
-from obspack.render.bundle import build
+from obspack.pack import build
+from obspack.pack.shipped_tests.alerts import Builder
+from obspack.pack.shipped_tests.slos import FILE, _Predictor, _Suite, counter_values, slo_rule_tests
 from obspack.render.files import ALERTS_FILE, pack_files
 from obspack.rules.alerts import alert_groups, all_alerts
 from obspack.rules.alerts.slo import ALERT
 from obspack.rules.model import RecordingRule
 from obspack.rules.recording import all_recording_groups
 from obspack.rules.recording.slo import le_matcher
-from obspack.rules.slo_tests import FILE, _Predictor, _Suite, counter_values, slo_rule_tests
-from obspack.rules.unit_tests import Builder
 from tests.support.chains import Chains
 from tests.support.packs import files, write_files
 from tests.support.tools import require_tool
@@ -113,7 +113,7 @@ def test_counter_notation() -> None:
 def test_the_model_of_the_rules_refuses_a_check_at_a_threshold() -> None:
     suite = _Suite(ObspackConfig(), Builder(ObspackConfig()))
     sli = suite.slis[0]
-    from obspack.rules.slo_tests import Traffic
+    from obspack.pack.shipped_tests.slos import Traffic
 
     exactly = Traffic.of(200, 600, lambda s: 3 * (1 - sli.objective))  # burns at the ticket factor exactly
     verdict = _Predictor(exactly, sli.objective, sli.min_requests, suite.base).condition(150, suite.pairs[2])

@@ -20,10 +20,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from obspack.pack.shipped_tests.alerts import minutes
 from obspack.render.files import ALERTS_FILE, RECORDING_FILE
 from obspack.render.vmalert import ALERTS_FILE as VM_ALERTS_FILE
 from obspack.render.vmalert import RECORDING_FILE as VM_RECORDING_FILE
-from obspack.rules.unit_tests import minutes
 from tests.support.packs import CONFIGS, render
 from tests.support.tools import require_tool
 from tests.support.victoria import VictoriaMetrics, expand, replay

@@ -6,7 +6,7 @@ from functools import cache
 from pathlib import Path
 
 from obspack.config import ObspackConfig, load_config
-from obspack.render.bundle import Pack, build
+from obspack.pack import Pack, build
 from obspack.render.files import pack_files
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"

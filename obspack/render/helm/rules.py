@@ -13,8 +13,8 @@ from obspack.config import (
 from obspack.conventions import GROUP_PREFIX
 from obspack.dashboards import all_dashboards
 from obspack.errors import RenderError
+from obspack.pack import Dashboard, Pack, Sources
 from obspack.render import yamlfmt
-from obspack.render.bundle import Dashboard, Pack
 from obspack.render.helm.layout import CHART_SOURCE, RULE_TEMPLATE, generated_comment
 from obspack.render.helm.sentinels import Sentinels
 from obspack.render.helm.settings import zero_durations
@@ -165,6 +165,7 @@ def chart_pack(cfg: ObspackConfig, *, dashboards: bool = True) -> Pack:
         version=__version__,
         source=CHART_SOURCE,
         cluster_label=cfg.cluster_label,
+        sources=Sources(cfg.selectors.model_dump(), cfg.vllm_containers.image_regex, cfg.vllm_containers.name_regex),
         recording_groups=tuple(all_recording_groups(cfg)),
         alert_groups=tuple(alert_groups(cfg)),
         alerts=(),

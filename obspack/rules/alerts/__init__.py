@@ -3,11 +3,12 @@ the cross-cutting settings (enabled flags, extra labels, runbook and dashboard l
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 
 from obspack import conventions as c
 from obspack import slos
 from obspack.config import AlertSettings, ObspackConfig, SLOs
+from obspack.memo import per_config
 from obspack.rules.alerts import exporter, memory, slo, vllm
 from obspack.rules.model import AlertRule, RuleGroup
 
@@ -66,16 +67,23 @@ def finish(cfg: ObspackConfig, rule: AlertRule) -> AlertRule:
     return finished.with_links(runbook_url(cfg, rule.runbook), dashboard_url(cfg, page))
 
 
-def alert_groups(cfg: ObspackConfig, topics: Iterable[tuple[str, tuple[AlertFn, ...]]] = TOPICS) -> list[RuleGroup]:
+@per_config
+def _catalogue(cfg: ObspackConfig) -> tuple[tuple[str, tuple[AlertRule, ...]], ...]:
+    """Every alert of every topic, finished: built once per config."""
+    return tuple((topic, tuple(finish(cfg, fn(cfg)) for fn in fns)) for topic, fns in TOPICS)
+
+
+@per_config
+def alert_groups(cfg: ObspackConfig) -> tuple[RuleGroup, ...]:
+    """One group per topic with its enabled alerts (a topic without any has no group)."""
     groups = []
-    for topic, fns in topics:
-        rules = tuple(finish(cfg, fn(cfg)) for fn in fns)
+    for topic, rules in _catalogue(cfg):
         kept = tuple(r for r in rules if enabled(cfg, r.alert))
         if kept:
             groups.append(RuleGroup(name=f"{c.GROUP_PREFIX}-{topic}.alerts", rules=kept, interval=cfg.rule_interval))
-    return groups
+    return tuple(groups)
 
 
-def all_alerts(cfg: ObspackConfig) -> list[AlertRule]:
+def all_alerts(cfg: ObspackConfig) -> tuple[AlertRule, ...]:
     """Every alert of the catalogue, enabled or not, finished with links (for runbooks and docs)."""
-    return [finish(cfg, fn(cfg)) for _, fns in TOPICS for fn in fns]
+    return tuple(rule for _, rules in _catalogue(cfg) for rule in rules)

@@ -4,9 +4,11 @@ duplicate kube-state-metrics/cAdvisor series once, so alerts and dashboards stay
 from __future__ import annotations
 
 from obspack.config import ObspackConfig
+from obspack.memo import per_config
 from obspack.rules.model import RuleGroup
 from obspack.rules.recording import dcgm, kubernetes, slo, vllm
 
 
-def all_recording_groups(cfg: ObspackConfig) -> list[RuleGroup]:
-    return [kubernetes.group(cfg), vllm.group(cfg), *dcgm.groups(cfg), *vllm.latency_groups(cfg), *slo.groups(cfg)]
+@per_config
+def all_recording_groups(cfg: ObspackConfig) -> tuple[RuleGroup, ...]:
+    return (kubernetes.group(cfg), vllm.group(cfg), *dcgm.groups(cfg), *vllm.latency_groups(cfg), *slo.groups(cfg))

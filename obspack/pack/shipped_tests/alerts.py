@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from obspack import conventions as c
 from obspack import durations
 from obspack.config import ObspackConfig
-from obspack.rules import sampling, satisfy
+from obspack.pack.shipped_tests import sampling, satisfy
 from obspack.rules.alerts import alert_groups, all_alerts, enabled
 from obspack.rules.model import AlertRule
 from obspack.rules.recording import all_recording_groups

@@ -21,12 +21,12 @@ from dataclasses import dataclass, field
 from obspack import conventions as c
 from obspack import slos
 from obspack.config import ObspackConfig, Severity
-from obspack.rules import satisfy
+from obspack.pack.shipped_tests import satisfy
+from obspack.pack.shipped_tests.alerts import Builder, _expected, _sample, _series
 from obspack.rules.alerts import alert_groups, all_alerts
 from obspack.rules.alerts.slo import ALERT
 from obspack.rules.model import AlertRule
 from obspack.rules.recording import all_recording_groups
-from obspack.rules.unit_tests import Builder, _expected, _sample, _series
 
 FILE = "slo_test.yaml"
 MODELS = {  # one model per SLI, so that each SLI's traffic is its own

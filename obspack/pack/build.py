@@ -1,46 +1,22 @@
-"""`build(cfg)` composes the whole pack in memory, as data. It reads the config; writers never do."""
+"""`build(cfg)` composes the whole pack in memory, as data, once: the rule groups, the alert catalogue,
+the dashboards, runbooks, shipped unit tests and the Alertmanager example. It is the only reader of the
+config on the way to the files; the writers read the Pack."""
 
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
 
 from obspack import __version__
 from obspack.config import ObspackConfig
 from obspack.dashboards import all_dashboards
 from obspack.errors import RenderError
-from obspack.render.alertmanager import alertmanager_example
+from obspack.pack.alertmanager import alertmanager_example
+from obspack.pack.model import Dashboard, Pack, Sources
+from obspack.pack.shipped_tests.alerts import rule_tests
+from obspack.pack.shipped_tests.slos import slo_rule_tests
 from obspack.rules.alerts import alert_groups, all_alerts, enabled
-from obspack.rules.model import AlertRule, RuleGroup
 from obspack.rules.recording import all_recording_groups
-from obspack.rules.slo_tests import slo_rule_tests
-from obspack.rules.unit_tests import rule_tests
 from obspack.runbooks import render_runbooks
-
-
-@dataclass(frozen=True)
-class Dashboard:
-    name: str  # file name without .json
-    title: str
-    uid: str
-    model: dict[str, object]
-
-
-@dataclass(frozen=True)
-class Pack:
-    version: str
-    source: str  # what the pack was rendered from, for the generated headers (stamp)
-    cluster_label: str  # the label every aggregation keeps (engine writers reason about it)
-    recording_groups: tuple[RuleGroup, ...]
-    alert_groups: tuple[RuleGroup, ...]
-    alerts: tuple[AlertRule, ...]  # the enabled alerts (one rule each; several for the burn alert)
-    dashboards: tuple[Dashboard, ...]
-    runbooks: tuple[tuple[str, str], ...]  # (slug, markdown)
-    rule_tests: tuple[tuple[str, dict[str, object]], ...]  # (file name, promtool test file)
-    missing_tests: tuple[str, ...]  # enabled alerts or SLOs without a shipped test, and why
-    alertmanager: dict[str, object]
-    prometheus_rule: dict[str, object]  # name, namespace, labels
-    grafana: dict[str, object]  # namespace, folder, folder_annotation, configmap_labels
 
 
 def stamp(cfg: ObspackConfig) -> str:
@@ -53,7 +29,7 @@ def stamp(cfg: ObspackConfig) -> str:
 
 
 def build(cfg: ObspackConfig) -> Pack:
-    groups = tuple(alert_groups(cfg))
+    groups = alert_groups(cfg)
     if not groups:
         raise RenderError("every alert is disabled: the pack would have no alerts (enable at least one)")
     dashboards = tuple(
@@ -66,7 +42,12 @@ def build(cfg: ObspackConfig) -> Pack:
         version=__version__,
         source=stamp(cfg),
         cluster_label=cfg.cluster_label,
-        recording_groups=tuple(all_recording_groups(cfg)),
+        sources=Sources(
+            selectors=cfg.selectors.model_dump(),
+            image_regex=cfg.vllm_containers.image_regex,
+            name_regex=cfg.vllm_containers.name_regex,
+        ),
+        recording_groups=all_recording_groups(cfg),
         alert_groups=groups,
         alerts=tuple(a for a in all_alerts(cfg) if enabled(cfg, a.alert)),
         dashboards=dashboards,
