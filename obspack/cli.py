@@ -8,18 +8,19 @@ import shlex
 import shutil
 import sys
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 from typer.core import TyperCommand
 
+if TYPE_CHECKING:  # the commands import what they need when they run: `obspack --help` stays quick
+    from obspack.config import ObspackConfig
+    from obspack.pack import Pack
+
 from obspack import __version__
-from obspack.config import ObspackConfig, annotated_defaults, load_config
+from obspack.config import annotated_defaults, load_config
 from obspack.errors import ObspackError
 from obspack.exporter.command import exporter
-from obspack.pack import Pack, build
-from obspack.render import write as output
-from obspack.render.files import ALERTS_FILE, RECORDING_FILE, pack_files
 
 
 class _PlainHelp(TyperCommand):
@@ -89,6 +90,8 @@ def _config_path(config: Path | None) -> Path | None:
 
 
 def _pack(config: Path | None) -> tuple[ObspackConfig, Pack]:
+    from obspack.pack import build
+
     cfg = load_config(_config_path(config))
     return cfg, build(cfg)
 
@@ -124,6 +127,10 @@ def render(
     ] = None,
 ) -> None:
     """Render rules, dashboards, runbooks and tests into OUT (or check that OUT is up to date)."""
+    from obspack.pack import build
+    from obspack.render import write as output
+    from obspack.render.files import pack_files
+
     try:
         config = _config_path(config)
         cfg = load_config(config)
@@ -167,6 +174,8 @@ def _warn_skipped(folder: Path, skipped: list[str]) -> None:
 
 def _report_check(folder: Path, files: dict[str, str]) -> bool:
     """Print what differs in one output folder; True when it is not up to date."""
+    from obspack.render import write as output
+
     result = output.diff(folder, files)
     _warn_skipped(folder, result.skipped)
     if result.clean:
@@ -182,6 +191,7 @@ def _report_check(folder: Path, files: dict[str, str]) -> bool:
 def validate(config: ConfigOption = None) -> None:
     """Check the config and parse every PromQL expression it renders (and run promtool when present)."""
     from obspack.pack.walk import expressions, parse_errors
+    from obspack.render.files import ALERTS_FILE, RECORDING_FILE, pack_files
     from obspack.render.promtool import check_rules
 
     try:

@@ -12,14 +12,10 @@ from typing import Annotated
 from urllib.parse import urlsplit
 
 import typer
-from prometheus_client import CollectorRegistry
-from prometheus_client.process_collector import ProcessCollector
 
 from obspack import durations
 from obspack.errors import ObspackError
 from obspack.exporter import DEFAULT_PORT
-from obspack.exporter.collector import ExporterCollector
-from obspack.exporter.server import parse_listen, start_server
 from obspack.probe import ENV_DIR
 
 _SECONDS = re.compile(r"[0-9]+(\.[0-9]+)?")
@@ -108,6 +104,8 @@ def _settings(
             "--target is required: give the vLLM metrics URL, e.g. --target http://127.0.0.1:8000/metrics"
         )
     try:
+        from obspack.exporter.server import parse_listen
+
         host, port = parse_listen(listen)
     except ValueError as e:
         raise OptionError(str(e)) from None
@@ -196,6 +194,13 @@ def _run(
     logging.basicConfig(
         level=os.environ.get("OBSPACK_LOG_LEVEL", "INFO"), format="%(asctime)s %(levelname)s %(message)s"
     )
+    # Imported here: `obspack render` and the other commands start without the exporter's dependencies.
+    from prometheus_client import CollectorRegistry
+    from prometheus_client.process_collector import ProcessCollector
+
+    from obspack.exporter.collector import ExporterCollector
+    from obspack.exporter.server import start_server
+
     registry = CollectorRegistry()
     collector = ExporterCollector(
         targets,

@@ -123,7 +123,7 @@ def resolve(expr: str, mapping: satisfy.Mapping) -> str:
     return _REF.sub(lambda m: satisfy.literal(mapping.value(m.group(1), m.group(2))), expr)
 
 
-def _series(metric: str, labels: dict[str, str]) -> str:
+def series_text(metric: str, labels: dict[str, str]) -> str:
     """promtool's series notation, labels in the order given: `name{a="1", b="2"}`."""
     inner = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in labels.items())
     return f"{metric}{{{inner}}}"
@@ -166,7 +166,7 @@ class Builder:
         the selectors leave too few values."""
         mapping = self.constraints.mapping(inc.labelsets())
         series = [
-            (_series(metric, self.constraints.fill(source, mapping.labels(labels))), values)
+            (series_text(metric, self.constraints.fill(source, mapping.labels(labels))), values)
             for source, metric, labels, values in inc.series
         ]
         return mapping, series
@@ -585,7 +585,7 @@ TOPIC_FILES = {
 }
 
 
-def _expected(rule: AlertRule, labels: dict[str, str], value: float) -> dict[str, object]:
+def expected_alert(rule: AlertRule, labels: dict[str, str], value: float) -> dict[str, object]:
     full = {**labels, **dict(rule.labels), "severity": rule.severity.value}
     annotations = rule.to_dict()["annotations"]
     return {
@@ -600,7 +600,7 @@ def _test_case(b: Builder, inc: Incident, rules: dict[str, AlertRule], step: int
     for alert, at, firing in inc.checks:
         case: dict[str, object] = {"eval_time": at, "alertname": alert}
         if firing:
-            case["exp_alerts"] = [_expected(rules[alert], mapping.labels(labels), value) for labels, value in firing]
+            case["exp_alerts"] = [expected_alert(rules[alert], mapping.labels(labels), value) for labels, value in firing]
         checks.append(case)
     case = {
         "name": inc.name,
@@ -613,15 +613,15 @@ def _test_case(b: Builder, inc: Incident, rules: dict[str, AlertRule], step: int
             {
                 "expr": resolve(expr, mapping),
                 "eval_time": at,
-                "exp_samples": [_sample(name, mapping.labels(labels), value) for name, labels, value in samples],
+                "exp_samples": [expected_sample(name, mapping.labels(labels), value) for name, labels, value in samples],
             }
             for expr, at, samples in inc.samples
         ]
     return case
 
 
-def _sample(name: str, labels: dict[str, str], value: float) -> dict[str, object]:
-    return {"labels": _series(name, dict(sorted(labels.items()))), "value": value}
+def expected_sample(name: str, labels: dict[str, str], value: float) -> dict[str, object]:
+    return {"labels": series_text(name, dict(sorted(labels.items()))), "value": value}
 
 
 def rule_tests(cfg: ObspackConfig) -> tuple[dict[str, dict[str, object]], list[str]]:

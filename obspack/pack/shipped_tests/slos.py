@@ -22,7 +22,7 @@ from obspack import conventions as c
 from obspack import slos
 from obspack.config import ObspackConfig, Severity
 from obspack.pack.shipped_tests import satisfy
-from obspack.pack.shipped_tests.alerts import Builder, _expected, _sample, _series
+from obspack.pack.shipped_tests.alerts import Builder, expected_alert, expected_sample, series_text
 from obspack.rules.alerts import alert_groups, all_alerts
 from obspack.rules.alerts.slo import ALERT
 from obspack.rules.model import AlertRule
@@ -40,6 +40,7 @@ ROUTES = ("/v1/chat/completions", "/v1/completions", "/v1/embeddings", "/v1/resp
 GAPS_PER_REQUEST = 100  # token gaps per request, for inter-token latency
 MARGIN = 0.1  # a window's burn (or request count) must clear a threshold by 10% to count as clear
 LAG = 1  # steps an alert group may read behind the records (group order)
+_NAN4 = (math.nan,) * 4
 
 
 def _window_steps(window: str, step_s: int) -> int:
@@ -123,17 +124,25 @@ class _Predictor:
         return burn, (sums[s][2] - sums[lo][2]) * self.base / held
 
     def _bounds(self, s: int, w: int) -> tuple[float, float, float, float]:
-        """(min burn, max burn, min requests, max requests) over lag, window and base jitter."""
-        values = [
-            self._window(s - lag, w + dw, self.base + db)
-            for lag in range(LAG + 1)
-            for dw in (-1, 0, 1)
-            for db in (0, 1)
-        ]
-        found = [v for v in values if v is not None and not math.isnan(v[0])]
-        if len(found) < len(values):
-            return (math.nan,) * 4
-        burns, counts = [v[0] for v in found], [v[1] for v in found]
+        """(min burn, max burn, min requests, max requests) over lag, window and base jitter: what
+        `_window` gives for lags 0..LAG, windows w-1..w+1 and bases base..base+1, computed inline (this
+        is the hot loop of building the SLO tests)."""
+        sums, budget, base = self._sums, self.budget, self.base
+        burns: list[float] = []
+        counts: list[float] = []
+        for lag in range(LAG + 1):
+            at = s - lag
+            if at < 1 or at >= len(sums):
+                return _NAN4
+            bad_at, every_at, requests_at, rated = sums[at]
+            for dw in (-1, 0, 1):
+                lo = max(0, at - (w + dw))
+                every = every_at - sums[lo][1]
+                if every <= 0:
+                    return _NAN4  # no events in a window: the ratio is NaN
+                burns.append((bad_at - sums[lo][0]) / every / budget)
+                requests = (requests_at - sums[lo][2]) * base
+                counts.extend(requests / min(base + db, rated) for db in (0, 1))
         return min(burns), max(burns), min(counts), max(counts)
 
     def condition(self, s: int, pair: _Pair) -> bool | None:
@@ -157,11 +166,10 @@ class _Predictor:
     def firing(self, at: int, pair: _Pair) -> bool | None:
         """Whether the pair's alert fires at step `at`: its condition clearly held for `for` (and a little
         more), or clearly failed since the alert could have become active; None when that is unclear."""
-        held = [self.condition(s, pair) for s in range(max(1, at - pair.for_ - 2), at + 1)]
-        if held and all(h is True for h in held) and at - pair.for_ - 2 >= 1:
+        start = at - pair.for_ - 2
+        if start >= 1 and all(self.condition(s, pair) is True for s in range(start, at + 1)):
             return True
-        recent = [self.condition(s, pair) for s in range(max(1, at - pair.for_ + 2), at + 1)]
-        if any(h is False for h in recent):
+        if any(self.condition(s, pair) is False for s in range(max(1, at - pair.for_ + 2), at + 1)):
             return False
         return None
 
@@ -232,7 +240,7 @@ class _Writer:
 
     def vllm(self, case: _Case, metric: str, where: dict[str, str], values: str, **extra: str) -> None:
         labels = self.mapping.labels({**self.b.sel["vllm"], **where, **extra})
-        case.series.append((_series(metric, self.b.constraints.fill("vllm", labels)), values))
+        case.series.append((series_text(metric, self.b.constraints.fill("vllm", labels)), values))
 
     def write(self, case: _Case, sli: str, model: str, cluster: str, traffic: Traffic, threshold: float | None) -> None:
         pods = [self.b.where(cluster, NAMESPACE, pod) for pod in _pods(model)]
@@ -382,7 +390,7 @@ class _Suite:
                             raise AssertionError(
                                 f"{name}: {sli.name} {pair.name} has no steady value at {step}"
                             )
-                        firing.append(_expected(pair.rule, self.labels(sli, cluster), value))
+                        firing.append(expected_alert(pair.rule, self.labels(sli, cluster), value))
             case.checks.append((step, firing))
         return case
 
@@ -396,7 +404,7 @@ class _Suite:
             {
                 "expr": expr,
                 "eval_time": self.at(step),
-                "exp_samples": [_sample("", self.labels(sli, cluster), 1)],
+                "exp_samples": [expected_sample("", self.labels(sli, cluster), 1)],
             }
         )
 
@@ -417,7 +425,7 @@ class _Suite:
             {
                 "expr": f"{record}{sel}",
                 "eval_time": self.at(step),
-                "exp_samples": [_sample(record, self.labels(sli, cluster), value)],
+                "exp_samples": [expected_sample(record, self.labels(sli, cluster), value)],
             }
         )
 
