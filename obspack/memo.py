@@ -1,5 +1,6 @@
 """What is derived from one config object is derived once: `per_config` caches a function's result per
-config instance (and further hashable arguments), for as long as that instance lives.
+config instance (and further hashable arguments), for as long as that instance lives. The writers use it
+the same way on a Pack (a dashboard's JSON, which two files carry).
 
 The pack stage's builders take the config, as the rules and dashboards always have; this is what lets
 several of them ask for the same derived model (the alert catalogue, the SLO windows) without building it

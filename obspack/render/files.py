@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
+from obspack.memo import per_config
 from obspack.pack import Dashboard, Pack
 from obspack.render import thanos, vmalert, yamlfmt
 from obspack.render.mimir import mimir_files
@@ -69,6 +70,13 @@ def prometheus_rule(pack: Pack) -> dict[str, object]:
 
 
 def dashboard_json(pack: Pack, dashboard: Dashboard) -> str:
+    return _dashboard_json(pack, dashboard.name)
+
+
+@per_config
+def _dashboard_json(pack: Pack, name: str) -> str:
+    """A dashboard's JSON, serialised once per pack (the Grafana file and its ConfigMap carry the same)."""
+    dashboard = next(d for d in pack.dashboards if d.name == name)
     model = {"__generated": header(pack), **dashboard.model}
     return json.dumps(model, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
 

@@ -142,7 +142,8 @@ class _Predictor:
                     return _NAN4  # no events in a window: the ratio is NaN
                 burns.append((bad_at - sums[lo][0]) / every / budget)
                 requests = (requests_at - sums[lo][2]) * base
-                counts.extend(requests / min(base + db, rated) for db in (0, 1))
+                counts.append(requests / min(base, rated))
+                counts.append(requests / min(base + 1, rated))
         return min(burns), max(burns), min(counts), max(counts)
 
     def condition(self, s: int, pair: _Pair) -> bool | None:
@@ -436,6 +437,8 @@ class _Suite:
 def _first_clear(suite: _Suite, predictor: _Predictor, start: int, end: int, pair: int) -> int | None:
     """The first step from `start` at which pair `pair` clearly fires and every pair is clear."""
     for step in range(start, end):
+        if predictor.firing(step, suite.pairs[pair]) is not True:
+            continue  # the other pairs' verdicts are not needed at this step
         verdicts = [predictor.firing(step, p) for p in suite.pairs]
         steady = all(predictor.value(step, p) is not None for p, v in zip(suite.pairs, verdicts) if v)
         if verdicts[pair] and None not in verdicts and steady:
