@@ -311,29 +311,14 @@ def doctor(
 
     from obspack.doctor.report import as_json, text
     from obspack.doctor.run import diagnose
-    from obspack.doctor.settings import from_cli
+    from obspack.doctor.settings import CONNECTION_OPTIONS, connection, options
 
+    given = locals()
     try:
         _, pack = _pack(config)
-        connection, options = from_cli(
-            url=prometheus,
-            bearer_token=bearer_token,
-            bearer_token_file=bearer_token_file,
-            basic_auth=basic_auth,
-            basic_auth_password_file=basic_auth_password_file,
-            headers=header or [],
-            tenant=tenant,
-            ca_file=ca_file,
-            insecure=insecure_skip_verify,
-            timeout_s=timeout,
-            concurrency=concurrency,
-            lookback=lookback,
-            at=at,
-            backend=backend,
-            max_bytes=max_bytes,
-            max_time=max_time,
-        )
-        report = diagnose(pack, connection, options)
+        server = connection(**{name: given[name] for name in CONNECTION_OPTIONS})
+        settings = options(lookback=lookback, at=at, backend=backend)
+        report = diagnose(pack, server, settings)
     except ObspackError as e:
         if json_output:
             typer.echo(json.dumps({"error": str(e), "exit_code": e.exit_code}, indent=2))
@@ -389,27 +374,17 @@ def rightsize(
     Exit code 0: nothing to change; 1: recommendations or risks; 2: the server, or a question, failed."""
     import json
 
+    from obspack.doctor.settings import CONNECTION_OPTIONS, connection
     from obspack.rightsize.report import as_json, text
     from obspack.rightsize.run import rightsize as run_rightsize
-    from obspack.rightsize.settings import from_cli
+    from obspack.rightsize.settings import options
     from obspack.rightsize.write import write_patches
 
+    given = locals()
     try:
         cfg = load_config(_config_path(config))
-        connection, options = from_cli(
-            url=prometheus,
-            bearer_token=bearer_token,
-            bearer_token_file=bearer_token_file,
-            basic_auth=basic_auth,
-            basic_auth_password_file=basic_auth_password_file,
-            headers=header or [],
-            tenant=tenant,
-            ca_file=ca_file,
-            insecure=insecure_skip_verify,
-            timeout_s=timeout,
-            max_time=max_time,
-            max_bytes=max_bytes,
-            concurrency=concurrency,
+        server = connection(**{name: given[name] for name in CONNECTION_OPTIONS})
+        settings = options(
             at=at,
             backend=backend,
             window=window,
@@ -417,7 +392,7 @@ def rightsize(
             min_history=min_history,
             release_rise=release_rise,
         )
-        report = run_rightsize(cfg, connection, options)
+        report = run_rightsize(cfg, server, settings)
         written = write_patches(patches, report.workloads) if patches is not None else None
     except ObspackError as e:
         if json_output:

@@ -49,7 +49,7 @@ def _basic_auth(value: str | None, password_file: Path | None) -> tuple[str, str
     return user, password
 
 
-def _time(value: str | None) -> float | None:
+def parse_time(value: str | None) -> float | None:
     if value is None:
         return None
     try:
@@ -107,44 +107,58 @@ def size(value: str | int, option: str = "--max-bytes") -> int:
     return n
 
 
-def from_cli(
+# The command-line options of a connection, as both commands that ask a server (doctor, rightsize) name
+# them: the CLI passes exactly these to `connection`.
+CONNECTION_OPTIONS = (
+    "prometheus", "bearer_token", "bearer_token_file", "basic_auth", "basic_auth_password_file", "header",
+    "tenant", "ca_file", "insecure_skip_verify", "timeout", "max_time", "max_bytes", "concurrency",
+)  # fmt: skip
+
+
+def connection(
     *,
-    url: str,
-    bearer_token: str | None,
-    bearer_token_file: Path | None,
-    basic_auth: str | None,
-    basic_auth_password_file: Path | None,
-    headers: Sequence[str],
-    tenant: str | None,
-    ca_file: Path | None,
-    insecure: bool,
-    timeout_s: float | str,
-    concurrency: int,
-    lookback: str,
-    at: str | None,
-    backend: str,
-    max_bytes: str | int = DEFAULT_MAX_BYTES,
+    prometheus: str,
+    bearer_token: str | None = None,
+    bearer_token_file: Path | None = None,
+    basic_auth: str | None = None,
+    basic_auth_password_file: Path | None = None,
+    header: Sequence[str] | None = None,
+    tenant: str | None = None,
+    ca_file: Path | None = None,
+    insecure_skip_verify: bool = False,
+    timeout: float | str = DEFAULT_TIMEOUT,
     max_time: str | float | None = DEFAULT_MAX_TIME,
-) -> tuple[Connection, Options]:
-    """`timeout_s` and `max_time`: a Prometheus duration or seconds; `max_time` None: the run is unbounded."""
+    max_bytes: str | int = DEFAULT_MAX_BYTES,
+    concurrency: int = 8,
+) -> Connection:
+    """The connection the options describe. `timeout` and `max_time`: a Prometheus duration or seconds;
+    `max_time` None: the run is unbounded."""
     if bearer_token and bearer_token_file:
         raise DoctorError("give --bearer-token or --bearer-token-file, not both")
     if bearer_token_file is not None:
         bearer_token = _secret_file(bearer_token_file, "--bearer-token-file")
-    if backend not in ("auto", *KINDS):
-        raise DoctorError(f"--backend {backend!r}: one of auto, {', '.join(KINDS)}")
     if ca_file is not None and not ca_file.is_file():
         raise DoctorError(f"--ca-file {ca_file}: no such file")
-    connection = Connection(
-        url=url,
-        headers=_headers(headers, tenant),
+    return Connection(
+        url=prometheus,
+        headers=_headers(header or [], tenant),
         bearer_token=bearer_token or None,
         basic_auth=_basic_auth(basic_auth, basic_auth_password_file),
         ca_file=ca_file,
-        insecure=insecure,
-        timeout_s=seconds(timeout_s, "--timeout"),
+        insecure=insecure_skip_verify,
+        timeout_s=seconds(timeout, "--timeout"),
         concurrency=concurrency,
         max_bytes=size(max_bytes),
         max_time_s=seconds(max_time, "--max-time") if max_time is not None else None,
     )
-    return connection, Options(at=_time(at), lookback_s=_duration(lookback, "--lookback"), backend=backend)
+
+
+def backend_kind(backend: str) -> str:
+    if backend not in ("auto", *KINDS):
+        raise DoctorError(f"--backend {backend!r}: one of auto, {', '.join(KINDS)}")
+    return backend
+
+
+def options(*, lookback: str = "1d", at: str | None = None, backend: str = "auto") -> Options:
+    """The doctor's own options: when to look, how far back, which backend."""
+    return Options(at=parse_time(at), lookback_s=_duration(lookback, "--lookback"), backend=backend_kind(backend))

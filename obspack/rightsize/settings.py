@@ -6,12 +6,9 @@ Every bad value is an `OptionError` (exit code 2) that names the option and what
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 from obspack.doctor import settings as doctor_settings
-from obspack.doctor.api import Connection
 from obspack.durations import parse_ms
 from obspack.errors import ObspackError
 
@@ -71,55 +68,18 @@ def window_options(
     return window_s, load_s, min_history_s, release_rise
 
 
-def from_cli(
-    *,
-    url: str,
-    bearer_token: str | None,
-    bearer_token_file: Path | None,
-    basic_auth: str | None,
-    basic_auth_password_file: Path | None,
-    headers: Sequence[str],
-    tenant: str | None,
-    ca_file: Path | None,
-    insecure: bool,
-    timeout_s: float | str,
-    concurrency: int,
-    at: str | None,
-    backend: str,
-    window: str,
-    max_time: str | float | None = doctor_settings.DEFAULT_MAX_TIME,
-    max_bytes: str | int = doctor_settings.DEFAULT_MAX_BYTES,
-    load_window: str,
-    min_history: str,
-    release_rise: float,
-) -> tuple[Connection, Options]:
+def options(
+    *, at: str | None, backend: str, window: str, load_window: str, min_history: str, release_rise: float
+) -> Options:
+    """The rightsize command's own options (the connection is the doctor's: doctor.settings.connection)."""
     window_s, load_s, min_history_s, rise = window_options(
         window=window, load_window=load_window, min_history=min_history, release_rise=release_rise
     )
-    connection, doctor = doctor_settings.from_cli(
-        url=url,
-        bearer_token=bearer_token,
-        bearer_token_file=bearer_token_file,
-        basic_auth=basic_auth,
-        basic_auth_password_file=basic_auth_password_file,
-        headers=headers,
-        tenant=tenant,
-        ca_file=ca_file,
-        insecure=insecure,
-        timeout_s=timeout_s,
-        concurrency=concurrency,
-        lookback="1d",  # the doctor's own window; rightsize has --window
-        at=at,
-        backend=backend,
-        max_time=max_time,
-        max_bytes=max_bytes,
-    )
-    options = Options(
-        at=doctor.at,
+    return Options(
+        at=doctor_settings.parse_time(at),
         window_s=window_s,
         load_s=load_s,
         min_history_s=min_history_s,
         release_rise=rise,
-        backend=doctor.backend,
+        backend=doctor_settings.backend_kind(backend),
     )
-    return connection, options

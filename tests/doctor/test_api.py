@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from obspack.cli import app
 from obspack.doctor.api import Connection, DoctorError, PrometheusAPI, QueryFailed
-from obspack.doctor.settings import from_cli
+from obspack.doctor.settings import connection as server
 from tests.doctor.fakes import Answer, Request, serve, vector
 from tests.support.prometheus import free_port
 from tests.support.tools import require_tool
@@ -90,22 +90,7 @@ def test_a_url_that_is_not_http() -> None:
 
 
 def test_requests_carry_the_prefix_credentials_and_headers_and_post_their_queries() -> None:
-    connection, _ = from_cli(
-        url="",
-        bearer_token=None,
-        bearer_token_file=None,
-        basic_auth="ops:s3cret",
-        basic_auth_password_file=None,
-        headers=["X-Team: ml"],
-        tenant="team-a",
-        ca_file=None,
-        insecure=False,
-        timeout_s=5,
-        concurrency=2,
-        lookback="1d",
-        at=None,
-        backend="auto",
-    )
+    connection = server(prometheus="", basic_auth="ops:s3cret", header=["X-Team: ml"], tenant="team-a", timeout=5)
     with serve(lambda r: Answer(body=vector(({"job": "x"}, 1)))) as fake:
         url = f"{fake.url}/prometheus"
         with PrometheusAPI(Connection(url, connection.headers, None, connection.basic_auth)) as api:

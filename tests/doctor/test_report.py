@@ -13,7 +13,8 @@ from typer.testing import CliRunner
 
 from obspack.cli import app
 from obspack.doctor.api import DoctorError
-from obspack.doctor.settings import from_cli
+from obspack.doctor.settings import connection as server
+from obspack.doctor.settings import options
 from tests.doctor.fakes import Answer, Request, empty_prometheus, serve, vector
 from tests.support import packs
 from tests.support.prometheus import Prometheus, free_port, running_prometheus
@@ -108,33 +109,20 @@ def test_errors_are_json_objects_on_stdout_under_json() -> None:
 
 
 def _settings(**changes: object):
-    values = {
-        "url": "http://127.0.0.1:9090",
-        "bearer_token": None,
-        "bearer_token_file": None,
-        "basic_auth": None,
-        "basic_auth_password_file": None,
-        "headers": [],
-        "tenant": None,
-        "ca_file": None,
-        "insecure": False,
-        "timeout_s": "30s",
-        "concurrency": 8,
-        "lookback": "1d",
-        "at": None,
-        "backend": "auto",
-    }
-    return from_cli(**{**values, **changes})  # type: ignore[arg-type]
+    """(connection, options) from the command-line values, with `changes` over the defaults."""
+    given = {"prometheus": "http://127.0.0.1:9090", "lookback": "1d", **changes}
+    lookback = str(given.pop("lookback"))
+    return server(**given), options(lookback=lookback)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
     ("option", "value", "seconds"),
     [
-        ("timeout_s", "30s", 30.0),
-        ("timeout_s", "500ms", 0.5),
-        ("timeout_s", "1m30s", 90.0),
-        ("timeout_s", "2", 2.0),  # a bare number is seconds, as before
-        ("timeout_s", 1.5, 1.5),
+        ("timeout", "30s", 30.0),
+        ("timeout", "500ms", 0.5),
+        ("timeout", "1m30s", 90.0),
+        ("timeout", "2", 2.0),  # a bare number is seconds, as before
+        ("timeout", 1.5, 1.5),
         ("max_time", "5m", 300.0),
         ("max_time", "90", 90.0),
         ("lookback", "1d", 86400),
@@ -146,7 +134,7 @@ def test_time_options_take_a_prometheus_duration_or_seconds(
 ) -> None:
     connection, options = _settings(**{option: value})
     got = {
-        "timeout_s": connection.timeout_s,
+        "timeout": connection.timeout_s,
         "max_time": connection.max_time_s,
         "lookback": options.lookback_s,
     }
@@ -155,7 +143,7 @@ def test_time_options_take_a_prometheus_duration_or_seconds(
 
 @pytest.mark.parametrize(
     ("option", "value", "flag"),
-    [("timeout_s", "soon", "--timeout"), ("timeout_s", "0s", "--timeout"), ("max_time", "-1", "--max-time"),
+    [("timeout", "soon", "--timeout"), ("timeout", "0s", "--timeout"), ("max_time", "-1", "--max-time"),
      ("lookback", "a while", "--lookback"), ("max_bytes", "lots", "--max-bytes"), ("max_bytes", "0MiB", "--max-bytes")],
 )  # fmt: skip
 def test_a_bad_time_or_size_names_its_option(option: str, value: str, flag: str) -> None:
