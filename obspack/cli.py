@@ -123,7 +123,12 @@ def render(
         bool, typer.Option("--check", help="Write nothing; exit 1 if the output folder is not up to date.")
     ] = False,
     helm: Annotated[
-        Path | None, typer.Option("--helm", help="Also write the chart's generated files into this chart folder.")
+        Path | None,
+        typer.Option(
+            "--helm",
+            metavar="DIR",
+            help="Also write a complete Helm chart of this config into DIR (helm install NAME DIR).",
+        ),
     ] = None,
 ) -> None:
     """Render rules, dashboards, runbooks and tests into OUT (or check that OUT is up to date)."""

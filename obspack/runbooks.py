@@ -5,6 +5,10 @@ command, the shared "which memory ran out" branch, then the alert's own blocks, 
 The queries on a page are built here from the config, so they carry the configured cluster label,
 selectors, thresholds and recording-rule names. What the on-call engineer fills in is written as a
 `<placeholder>` (`<namespace>`, `<pod>`, `<container>`, ...), never left as Jinja or Go template syntax.
+
+Each page says, under its first command, which placeholders are the alert's own labels and, for every other
+one it uses, the command that finds it from those labels (`<container>` from the pod, `<pod>` from the
+model, ...) or that it is a value the reader chooses. A placeholder that is none of these stops the render.
 """
 
 from __future__ import annotations
@@ -17,12 +21,10 @@ import jinja2
 from obspack import conventions as c
 from obspack import slos
 from obspack.config import ObspackConfig
-from obspack.dashboards import slo_queries
 from obspack.errors import RenderError
 from obspack.rules.alerts import all_alerts, dashboard_url, enabled, settings
 from obspack.rules.model import AlertRule, tidy
 from obspack.rules.recording import dcgm
-from obspack.rules.recording import slo as slo_recording
 from obspack.rules.recording.vllm import prefix_hits_rate, prefix_queries_rate
 from obspack.templating import render_template
 
@@ -42,6 +44,45 @@ PLACEHOLDERS: dict[str, str] = {
 }
 CLUSTER_PLACEHOLDER = "<cluster>"
 _GO_LABEL = re.compile(r"\{\{\s*\$labels\.([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
+_LABEL_REF = re.compile(r"\$labels\.([A-Za-z_][A-Za-z0-9_]*)")
+PLACEHOLDER = re.compile(r"<([a-z][a-z0-9-]*)>")
+_NOTE = "__OBSPACK_PLACEHOLDER_NOTE__"
+FIRST_SECTION = "#first-did-it-crash-and-which-memory-ran-out"
+
+# What a label holds, where its placeholder's name does not say it.
+LABEL_NOTES = {"Hostname": "the node's name where dcgm-exporter sets NODE_NAME, as its Helm chart does"}
+# Values the reader picks or reads off a step, not the alert.
+CHOSEN: dict[str, str] = {
+    "replicas": "the replica count you choose",
+    "new-limit": "the memory limit you choose",
+    "port": "vLLM's port (8000 unless set)",
+    "grafana-url": "your Grafana's address (set `grafana.url` in obspack.yaml to have it filled in)",
+}
+
+
+def finders(cfg: ObspackConfig) -> dict[str, str]:
+    """Placeholders that are not a label of every alert, and how to find each from the alert's labels (shown
+    when the alert does not carry it). One line each; they introduce no other placeholder than the alert's."""
+    cluster = f'{cfg.cluster_label}="{CLUSTER_PLACEHOLDER}"'
+    return {
+        "pod": f"a pod that serves the model: the first query under [First]({FIRST_SECTION}) lists them",
+        "model": (
+            f"the model the pod serves: the `model_name` label of "
+            f'`count by (model_name) ({c.RUNNING}{{{cluster}, namespace="<namespace>", pod="<pod>"}})`'
+        ),
+        "container": (
+            "the pod's vLLM container: `kubectl -n <namespace> get pod <pod> -o jsonpath="
+            "'{range .spec.containers[*]}{.name}{\" \"}{.image}{\"\\n\"}{end}'` lists each container with "
+            "its image; take the vLLM one"
+        ),
+        "node": "the node the pod runs on: `kubectl -n <namespace> get pod <pod> -o jsonpath='{.spec.nodeName}'`",
+        "deployment": (
+            "the Deployment that owns the pod: `kubectl -n <namespace> get pod <pod> -o jsonpath="
+            "'{.metadata.ownerReferences[0].kind}/{.metadata.ownerReferences[0].name}'` prints "
+            "`ReplicaSet/NAME-HASH`, and NAME is the Deployment (a pod of a StatefulSet prints "
+            "`StatefulSet/NAME`: write `statefulset/NAME` where a command says `deployment/<deployment>`)"
+        ),
+    }
 
 
 def template_name(slug: str) -> str:
@@ -68,6 +109,56 @@ def _percent(ratio: float) -> str:
 def _held(for_: str) -> str:
     """How long the condition must hold, in words: '0m' reads as 'at once'."""
     return "at once" if re.fullmatch(r"(0+[a-z]+)+", for_) else f"for {for_}"
+
+
+def alert_labels(cfg: ObspackConfig, alert: AlertRule) -> set[str]:
+    """The labels an alert carries, as its annotations (summary, description, triage) read them, always
+    with the cluster label: the `{{ $labels.x }}` a notification fills in."""
+    text = " ".join((alert.summary, alert.description, alert.triage))
+    return {*_LABEL_REF.findall(text), cfg.cluster_label}
+
+
+def _placeholder(cfg: ObspackConfig, label: str) -> str:
+    return CLUSTER_PLACEHOLDER if label == cfg.cluster_label else PLACEHOLDERS.get(label, f"<{label.lower()}>")
+
+
+def _code_list(names: list[str]) -> str:
+    items = [f"`<{n}>`" for n in names]
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def placeholder_note(cfg: ObspackConfig, alert: AlertRule, used: set[str]) -> str:
+    """The paragraph under a page's first command: which of the placeholders the page uses are the alert's
+    labels, and how to find each of the others. Raises RenderError for a placeholder nobody can fill."""
+    labels = alert_labels(cfg, alert)
+    own = {_placeholder(cfg, label).strip("<>"): label for label in sorted(labels)}
+    order = [p.strip("<>") for p in (CLUSTER_PLACEHOLDER, *PLACEHOLDERS.values())]
+    shown = sorted(own, key=lambda name: (order.index(name) if name in order else len(order), name))
+    renamed = [
+        f"`<{name}>` is `{own[name]}`" + (f", {LABEL_NOTES[own[name]]}" if own[name] in LABEL_NOTES else "")
+        for name in shown
+        if name not in (own[name], "cluster")
+    ]
+    paragraphs = [
+        f"**Placeholders.** {_code_list(shown)} are the alert's labels"
+        + (f" ({'; '.join(renamed)})" if renamed else "")
+        + ": the notification shows them."
+    ]
+    find = finders(cfg)
+    missing = [name for name in find if name in used and name not in own]
+    if missing:
+        items = "\n".join(f"- `<{name}>`: {find[name]}." for name in missing)
+        paragraphs.append(f"The alert does not carry the others; find them from its labels:\n\n{items}")
+    chosen = [name for name in CHOSEN if name in used and name not in own]
+    if chosen:
+        paragraphs.append("; ".join(f"`<{name}>` is {CHOSEN[name]}" for name in chosen) + ".")
+    unknown = sorted(used - set(own) - set(find) - set(CHOSEN))
+    if unknown:
+        raise RenderError(
+            f"runbook {alert.runbook}: placeholders {', '.join(f'<{u}>' for u in unknown)} are not labels of "
+            f"{alert.alert}, and obspack/runbooks.py neither finds them (finders) nor says who chooses them (CHOSEN)"
+        )
+    return "\n\n".join(paragraphs)
 
 
 class _Page:
@@ -129,22 +220,35 @@ class _Page:
         hits, queries = prefix_hits_rate(self.cfg, window, *pod), prefix_queries_rate(self.cfg, window, *pod)
         return f"{hits}\n/ on ({self.on('namespace', 'pod', 'model_name')})\n{queries}"
 
+    def model_pods(self, window: str = "1h") -> str:
+        """From a model to its pods: every pod that served `<model>` within `window`, with its container
+        restarts in that window (HA kube-state-metrics counted once), most restarts first."""
+        restarts = "kube_pod_container_status_restarts_total" + self.match("namespace", source="kube_state_metrics")
+        served = c.RUNNING + self.match("namespace", "model_name")
+        pod, container = self.on("namespace", "pod"), self.on("namespace", "pod", "container")
+        return (
+            f"sort_desc(\n  sum by ({pod}) (max by ({container}) (increase({restarts}[{window}])))\n"
+            f"  * on ({pod}) group_left ()\n"
+            f"  group by ({pod}) (last_over_time({served}[{window}]))\n)"
+        )
+
+    def model_alerts(self) -> str:
+        """The alerts firing now on the model's pods (memory, GPU and restart alerts carry a pod, not a model)."""
+        served = c.RUNNING + self.match("namespace", "model_name")
+        pod = self.on("namespace", "pod")
+        firing = "ALERTS" + self.match("namespace", extra=('alertstate="firing"',))
+        return f"{firing}\nand on ({pod})\ngroup by ({pod}) ({served})"
+
 
 class _SLOPage:
-    """What the SLO burn page shows: the window pairs, and queries with the page's placeholders."""
+    """What the SLO burn page says about the SLOs: the window pairs in words, the period and the SLIs. Its
+    queries come from the page's helpers (from the model to its pods), the rest from the SLO dashboard."""
 
-    def __init__(self, cfg: ObspackConfig, page: _Page) -> None:
+    def __init__(self, cfg: ObspackConfig) -> None:
         self.pairs = slos.window_pairs(cfg)
-        self.base = slos.base_window(cfg)
         self.period = slos.period(cfg)
         self.slis = slos.enabled_slis(cfg) or slos.SLIS
         self.titles = slos.TITLES
-        self._cfg = cfg
-        # matchers on the alert's placeholders: a whole selector for the SLO records, and bare matchers
-        # that narrow the engine and HTTP series
-        self._engine = ", ".join(page.placeholders("namespace", "model_name"))
-        self._pod = ", ".join(page.placeholders("namespace"))
-        self._model = c.selector(self._engine)
 
     @property
     def rule(self) -> str:
@@ -152,14 +256,6 @@ class _SLOPage:
         return "; ".join(
             f"{p.factor:g}x over {p.long} and {p.short} ({p.severity.value}, for {p.for_})" for p in self.pairs
         )
-
-    def burn(self, window: str) -> str:
-        """The model's burn rate over one window, per SLO."""
-        return slo_queries.burn(window, self._model)
-
-    def pod_share(self, sli: str) -> str:
-        """The share of each pod's events that miss the SLO, over the base window."""
-        return slo_recording.pod_bad_share(self._cfg, sli, self.base, self._engine, self._pod)
 
 
 def _dashboard(cfg: ObspackConfig, name: str) -> dict[str, str]:
@@ -184,6 +280,8 @@ def _context(
     page = _Page(cfg, alert, catalogue)
     return {
         "cfg": cfg,
+        "alert_labels": alert_labels(cfg, alert),
+        "placeholder_note": _NOTE,
         "alert": alert,
         "t": settings(cfg, alert.alert),
         "expr": tidy(alert.expr),
@@ -195,13 +293,15 @@ def _context(
         "gpu_field": page.gpu_field,
         "gpu_ratio": page.gpu_ratio,
         "prefix_ratio": page.prefix_ratio,
+        "model_pods": page.model_pods,
+        "model_alerts": page.model_alerts,
         "match": page.match,
         "on": page.on,
         "link": page.link,
         "summary": page.summary,
         "pct": _percent,
         "held": _held,
-        "slo": _SLOPage(cfg, page),
+        "slo": _SLOPage(cfg),
     }
 
 
@@ -213,6 +313,7 @@ def render_runbook(
     name = template_name(alert.runbook)
     try:
         text = render_template(name, **_context(cfg, alert, catalogue, rules))
+        text = text.replace(_NOTE, placeholder_note(cfg, alert, set(PLACEHOLDER.findall(text))))
     except jinja2.TemplateNotFound as e:
         raise RenderError(
             f"alert {alert.alert} has no runbook: add templates/{name} (template not found: {e.name})"

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import subprocess
 from collections import Counter
 from dataclasses import dataclass
+from pathlib import Path
 
 import promql_parser
 import pytest
+import yaml
 
 from obspack import runbooks
 from obspack.config import ObspackConfig
@@ -19,6 +22,7 @@ from obspack.rules.alerts import all_alerts, enabled
 from obspack.rules.model import tidy
 from obspack.runbooks import render_runbooks
 from obspack.templating import templates_dir
+from tests.support.tools import require_tool
 
 CUSTOM = ObspackConfig.model_validate(
     {
@@ -49,8 +53,8 @@ CONFIGS = {"default": ObspackConfig(), "custom": CUSTOM}
 
 # Everything a reader is asked to fill in. A new placeholder must be added here on purpose.
 KNOWN_PLACEHOLDERS = {
-    "cluster", "namespace", "pod", "container", "model", "node", "uuid", "gpu", "reason", "deployment",
-    "new-limit", "replicas", "port", "pid", "grafana-url",
+    "cluster", "namespace", "pod", "container", "model", "node", "uuid", "gpu", "reason", "slo", "deployment",
+    "new-limit", "replicas", "port", "grafana-url",
 }  # fmt: skip
 PLACEHOLDER = re.compile(r"<([a-z][a-z0-9-]*)>")
 ALERT_NAME = re.compile(r"\b(?:VLLM|Obspack)[A-Z][A-Za-z0-9]*\b")
@@ -295,6 +299,135 @@ def test_first_command_is_the_alert_triage_with_placeholders(
         assert "{{" not in shown
         sh = [b.code for b in parse_markdown(pages[a.runbook]).blocks if b.lang == "sh"]
         assert sh and sh[0] == shown, a.alert
+
+
+def _note(text: str) -> tuple[set[str], set[str], str]:
+    """(the placeholders the page calls the alert's labels, those it says how to find or choose, the rest
+    of the page)."""
+    head, note = text.split("**Placeholders.** ", 1)
+    note, rest = note.split("\n## ", 1)
+    labels_paragraph, _, others = note.partition("\n\n")
+    labels = set(PLACEHOLDER.findall(labels_paragraph.split(" are the alert's labels")[0]))
+    found = set(re.findall(r"^- `<([a-z-]+)>`: ", others, flags=re.MULTILINE))
+    found |= set(re.findall(r"`<([a-z-]+)>` is ", others))
+    return labels, found, head + rest
+
+
+def test_every_placeholder_is_a_label_of_the_alert_or_found_on_the_page(
+    rendered: tuple[ObspackConfig, dict[str, str]],
+) -> None:
+    cfg, pages = rendered
+    for a in all_alerts(cfg):
+        if not enabled(cfg, a.alert):
+            continue
+        labels, found, rest = _note(pages[a.runbook])
+        unexplained = set(PLACEHOLDER.findall(rest)) - labels - found
+        assert not unexplained, f"{a.runbook}: {sorted(unexplained)} are no label of {a.alert} and not explained"
+        grouping = re.match(r"^\s*\w+ by \(([^)]*)\)", a.expr)  # alerts that aggregate name their labels
+        if grouping:
+            expected = {runbooks.with_placeholders(cfg, f"{{{{ $labels.{name.strip()} }}}}").strip("<>")
+                        for name in grouping.group(1).split(",")}  # fmt: skip
+            assert labels == expected, a.alert
+
+
+def test_gpu_runbook_takes_the_node_from_the_alert_and_finds_the_container(default_pages: dict[str, str]) -> None:
+    gpu = default_pages["vllm-gpu-memory-near-full"]
+    labels, found, _ = _note(gpu)
+    assert labels == {"cluster", "namespace", "pod", "gpu", "uuid", "node"}
+    assert "`<node>` is `Hostname`" in gpu and "- `<node>`:" not in gpu
+    assert "container" in found and "- `<container>`: the pod's vLLM container: `kubectl -n <namespace> get pod <pod>" in gpu
+    assert "On the alert's node" in gpu and "Find the node with" not in gpu
+    # the other side: an alert without a node label says how to find the node
+    kv = default_pages["vllm-kv-cache-usage-high"]
+    assert "node" not in _note(kv)[0] and "- `<node>`: the node the pod runs on: `kubectl" in kv
+    assert "Find the node with" in kv
+
+
+def _section(text: str, heading: str) -> str:
+    return text.split(f"\n## {heading}\n", 1)[1].split("\n## ", 1)[0]
+
+
+def test_slo_runbook_starts_every_step_from_the_models_labels(default_pages: dict[str, str]) -> None:
+    page = default_pages["vllm-error-budget-burn"]
+    labels, found, _ = _note(page)
+    assert labels == {"cluster", "namespace", "model", "slo"}
+    assert {"pod", "container", "deployment"} <= found
+    first = _section(page, "First: did it crash, and which memory ran out?")
+    blocks = parse_markdown(first).blocks
+    assert blocks[0].lang == "promql" and 'model_name="<model>"' in blocks[0].code, "the model's pods come first"
+    assert "<pod>" not in blocks[0].code and "kube_pod_container_status_restarts_total" in blocks[0].code
+    confirm = _section(page, "Confirm")
+    assert "`dashboard_url`" in confirm and "var-namespace=<namespace>&var-model=<model>" in confirm
+    promql = [b.code for b in parse_markdown(confirm).blocks if b.lang == "promql"]
+    # the window pairs' own expressions need no editing; the per-pod shares (about 30 edits) are the link now
+    edits = sum(len(PLACEHOLDER.findall(code)) for code in promql)
+    assert edits <= 6, f"{edits} placeholders to fill in Confirm's PromQL"
+    assert not any("le=" in code for code in promql), "the per-pod latency shares are on the SLO page"
+    assert any(code.startswith("ALERTS{") and 'model_name="<model>"' in code for code in promql)
+
+
+def test_a_placeholder_nobody_can_fill_stops_the_render() -> None:
+    cfg = ObspackConfig()
+    gpu = next(a for a in all_alerts(cfg) if a.alert == "VLLMGPUMemoryNearFull")
+    assert "- `<container>`:" in runbooks.placeholder_note(cfg, gpu, {"container", "node"})
+    with pytest.raises(RenderError, match=r"<frobnicator> are not labels of VLLMGPUMemoryNearFull"):
+        runbooks.placeholder_note(cfg, gpu, {"container", "frobnicator"})
+
+
+def test_from_the_model_to_its_pods_on_real_promtool(tmp_path: Path) -> None:
+    """The SLO page's queries, with its placeholders filled in, find the model's pods (restarts counted once
+    across HA kube-state-metrics) and their firing alerts, and nothing of another model."""
+    cfg = ObspackConfig()
+    alerts = all_alerts(cfg)
+    burn = next(a for a in alerts if a.alert == "VLLMErrorBudgetBurn")
+    page = runbooks._Page(cfg, burn, {a.alert: a for a in alerts})
+    values = {"cluster": "c1", "namespace": "llm", "model": "m-a"}
+
+    def filled(expr: str) -> str:
+        return PLACEHOLDER.sub(lambda m: values[m.group(1)], expr)
+
+    running = "namespace_pod_model:vllm_num_requests_running:sum"
+    series = [
+        {"series": f'{running}{{cluster="c1", namespace="llm", pod="{pod}", model_name="{model}"}}', "values": "1x60"}
+        for pod, model in (("a-0", "m-a"), ("a-1", "m-a"), ("b-0", "m-b"))
+    ]
+    restarts = "kube_pod_container_status_restarts_total"
+    for instance in ("ksm-0", "ksm-1"):  # HA kube-state-metrics: every series twice
+        for pod, values_ in (("a-0", "0x30 1x30"), ("a-1", "0x60"), ("b-0", "0x30 3x30")):
+            labels = f'cluster="c1", namespace="llm", pod="{pod}", container="vllm", instance="{instance}"'
+            series.append({"series": f"{restarts}{{{labels}}}", "values": values_})
+    firing = 'ALERTS{alertname="VLLMGPUMemoryNearFull", alertstate="firing", cluster="c1", namespace="llm", pod="%s"}'
+    series += [{"series": firing % pod, "values": "1x60"} for pod in ("a-0", "b-0")]
+    test = {
+        "rule_files": [],
+        "evaluation_interval": "1m",
+        "tests": [
+            {
+                "interval": "1m",
+                "input_series": series,
+                "promql_expr_test": [
+                    {
+                        "expr": filled(page.model_pods()),
+                        "eval_time": "60m",
+                        "exp_samples": [
+                            {"labels": '{cluster="c1", namespace="llm", pod="a-0"}', "value": 1},
+                            {"labels": '{cluster="c1", namespace="llm", pod="a-1"}', "value": 0},
+                        ],
+                    },
+                    {
+                        "expr": filled(page.model_alerts()),
+                        "eval_time": "60m",
+                        "exp_samples": [{"labels": firing % "a-0", "value": 1}],
+                    },
+                ],
+            }
+        ],
+    }
+    (tmp_path / "model_test.yaml").write_text(yaml.safe_dump(test, sort_keys=False), encoding="utf-8")
+    done = subprocess.run(
+        [require_tool("promtool"), "test", "rules", "model_test.yaml"], capture_output=True, text=True, cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
 
 
 def test_rendering_is_deterministic() -> None:

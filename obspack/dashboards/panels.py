@@ -28,6 +28,7 @@ NONE = "none"
 REQUESTS = "reqps"
 TOKENS_PER_SECOND = "suffix: tok/s"  # a custom unit: Grafana has no token unit
 PER_SECOND = "suffix: /s"
+DATE_TIME = "dateTimeAsIso"  # milliseconds since the epoch, shown as a date and time
 CELSIUS = "celsius"
 WATT = "watt"
 
@@ -221,6 +222,34 @@ def table(
         maxDataPoints=None,
         gridPos=_size(w, h),
     )
+
+
+def annotation(
+    name: str,
+    expr: str,
+    *,
+    title: str,
+    text: str,
+    color: str,
+    tags: Iterable[str] = (),
+    value_is_time: bool = False,
+) -> dict[str, object]:
+    """A Prometheus annotation on the dashboard's time axis: an event wherever the query returns a value
+    above zero (consecutive steps make one region), titled and described from its labels (`{{label}}`).
+    With `value_is_time` the value is the event's time in milliseconds instead (a creation timestamp)."""
+    return {
+        "name": name,
+        "datasource": DATASOURCE,
+        "enable": True,
+        "hide": False,
+        "iconColor": color,
+        "expr": textwrap.dedent(expr).strip(),
+        "step": "1m",
+        "titleFormat": title,
+        "textFormat": text,
+        "tagKeys": ",".join(tags),
+        "useValueForTime": value_is_time,
+    }
 
 
 def section(title: str) -> RowPanel:

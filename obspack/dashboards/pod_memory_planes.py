@@ -1,10 +1,12 @@
 """vLLM / Pod memory planes: the triage page. For one pod, on one time axis: host RAM, restarts, GPU VRAM,
 KV cache and queue, and the CUDA allocator, under a row of stats that says which plane is closest to its
-limit. Alerts link here with cluster, namespace and pod preselected."""
+limit and a table of the obspack alerts firing on the pod. Annotations mark restarts, OOM kills, firing
+alerts and rollouts on every graph. Alerts link here with cluster, namespace and pod preselected."""
 
 from __future__ import annotations
 
-from grafanalib.core import Dashboard
+import attr
+from grafanalib.core import Annotations, Dashboard
 
 from obspack import conventions as c
 from obspack.config import ObspackConfig
@@ -126,6 +128,53 @@ def _stats(cfg: ObspackConfig) -> list[p.Panel]:
     ]
 
 
+def annotations(cfg: ObspackConfig) -> list[dict[str, object]]:
+    """Events of the selected pod on every graph's time axis: restarts, OOM kills, firing alerts, rollouts."""
+    return [
+        p.annotation(
+            "OOM kills",
+            q.oom_kill_events(cfg),
+            title="{{container}} OOM-killed",
+            text="The kernel killed the container at its memory limit (host RAM, exit code 137).",
+            color="red",
+            tags=("container",),
+        ),
+        p.annotation(
+            "Restarts",
+            q.other_restart_events(cfg),
+            title="{{container}} restarted",
+            text="Last termination reason: {{reason}}. Error: look for CUDA out of memory in the previous log.",
+            color="orange",
+            tags=("container", "reason"),
+        ),
+        p.annotation(
+            "Firing alerts",
+            q.pod_firing_alerts(cfg),
+            title="{{alertname}} ({{severity}})",
+            text="obspack alert firing on this pod {{container}} {{gpu}}",
+            color="yellow",
+            tags=("alertname", "severity"),
+        ),
+        p.annotation(
+            "Rollouts",
+            q.rollout_times(cfg),
+            title="Rollout: {{replicaset}}",
+            text="A new ReplicaSet of Deployment {{owner_name}}, the pod's owner.",
+            color="blue",
+            tags=("owner_name",),
+            value_is_time=True,
+        ),
+        p.annotation(
+            "Images on this pod",
+            q.pod_image_events(cfg),
+            title="{{container}} runs {{image}}",
+            text="The pod started, or a rollout that kept its name (a StatefulSet) changed its image.",
+            color="purple",
+            tags=("container",),
+        ),
+    ]
+
+
 def dashboard_for(cfg: ObspackConfig) -> Dashboard:
     a = cfg.alerts
     host_ratio = a.VLLMHostMemoryNearLimit.ratio
@@ -133,6 +182,19 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
     kv_high, kv_critical = a.VLLMKVCacheUsageHigh.ratio, a.VLLMKVCacheUsageCritical.ratio
     panels = [
         *_stats(cfg),
+        p.table(
+            "Firing obspack alerts on this pod",
+            p.target(q.pod_firing_alerts(cfg), instant=True, table=True),
+            p.target(q.pod_alerts_since(cfg), instant=True, table=True),
+            description=(
+                "obspack's alerts firing now on this pod (their marks on the graphs show when each fired). "
+                "Open each alert's runbook from the notification, or from the links of the panels below; "
+                "empty when nothing fires."
+            ),
+            columns=[p.column("B", "Firing since", p.DATE_TIME)],
+            hide=["Value #A"],
+            h=5,
+        ),
         p.section("Host memory (RAM)"),
         p.timeseries(
             "Container memory: working set, request, limit",
@@ -165,17 +227,40 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
             links=[runbook_link(cfg, "vllm-host-memory-near-limit", "host memory near limit")],
         ),
         p.timeseries(
-            "Restarts and last termination reason",
+            "Container restarts",
             p.target(q.restarts(cfg), "{{container}} restarts"),
-            p.target(q.last_termination(cfg), "{{container}} last terminated: {{reason}}"),
             unit=p.SHORT,
             description=(
-                "Bars: restarts per interval. The line names the last termination reason while kube-state-metrics "
-                "reports one. OOMKilled = host RAM over the limit (raise it); Error = the process crashed, often "
-                "CUDA out of memory (GPU plane: see below and the previous container's log)."
+                "Bars: restarts per interval of each container of the pod (the red and orange marks on every "
+                "graph are the same restarts). The table beside it says how each container last stopped: "
+                "OOMKilled is host RAM over the limit (raise it); Error is a crash, often CUDA out of memory "
+                "(GPU plane: see below and the previous container's log)."
             ),
+            thresholds=p.steps("green", (1, "red")),
             bars=True,
-            w=24,
+            h=6,
+            links=[
+                runbook_link(cfg, "vllm-container-oom-killed", "container OOM-killed"),
+                runbook_link(cfg, "vllm-container-restarted", "container restarted"),
+            ],
+        ),
+        p.table(
+            "Last termination: reason, exit code, time",
+            p.target(q.last_termination(cfg), instant=True, table=True),
+            p.target(q.last_termination_field(cfg, "exitcode"), instant=True, table=True),
+            p.target(q.last_termination_field(cfg, "timestamp", scale=1000), instant=True, table=True),
+            description=(
+                "How each container of the pod stopped the last time, as kube-state-metrics reports it (empty "
+                "until a container terminated). OOMKilled with exit code 137: the kernel killed it at its "
+                "memory limit (host RAM). Error with exit code 1: the process crashed; look for 'CUDA out of "
+                "memory' in `kubectl logs --previous`. Exit code and time need kube-state-metrics 2.10 or later."
+            ),
+            columns=[
+                p.column("B", "Exit code", p.NONE, p.above(None, 1)),
+                p.column("C", "Terminated at", p.DATE_TIME),
+            ],
+            hide=["Value #A"],
+            w=12,
             h=6,
             links=[
                 runbook_link(cfg, "vllm-container-oom-killed", "container OOM-killed"),
@@ -338,13 +423,15 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
             links=[runbook_link(cfg, "vllm-zero-throughput", "zero throughput")],
         ),
     ]
-    return dashboard(
+    page = dashboard(
         cfg,
         NAME,
         description=(
-            "Triage one vLLM pod: host RAM, GPU VRAM, KV cache and queue on one time axis. The top row says "
-            "which plane is closest to its limit."
+            "Triage one vLLM pod: host RAM, GPU VRAM, KV cache and queue on one time axis, with its restarts, "
+            "OOM kills, firing alerts and rollouts marked on it. The top row says which plane is closest to "
+            "its limit."
         ),
         variables=variables.one_pod(cfg),
         panels=panels,
     )
+    return attr.evolve(page, annotations=Annotations(list=annotations(cfg)))

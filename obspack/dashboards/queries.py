@@ -173,10 +173,72 @@ def restarts(cfg: ObspackConfig, window: str = "$__rate_interval") -> str:
     return f"max by ({c.by(cfg, 'namespace', 'pod', 'container')}) (increase({metric}[{window}]))"
 
 
+CONTAINER_KEY = ("namespace", "pod", "container")
+
+
 def last_termination(cfg: ObspackConfig) -> str:
     """The sticky last termination reason (OOMKilled vs Error) per container; absent until one happened."""
     metric = ksm(cfg, "kube_pod_container_status_last_terminated_reason")
-    return f"max by ({c.by(cfg, 'namespace', 'pod', 'container', 'reason')}) ({metric})"
+    return f"max by ({c.by(cfg, *CONTAINER_KEY, 'reason')}) ({metric})"
+
+
+def last_termination_field(cfg: ObspackConfig, field: str, scale: int = 1) -> str:
+    """A number kube-state-metrics keeps about a container's last termination (`exitcode`, `timestamp`:
+    experimental, absent before kube-state-metrics 2.10), for the containers that report a last reason (the
+    same termination; like the reason, absent until a container terminated)."""
+    on = c.by(cfg, *CONTAINER_KEY)
+    metric = ksm(cfg, f"kube_pod_container_status_last_terminated_{field}")
+    reason = ksm(cfg, "kube_pod_container_status_last_terminated_reason")
+    expr = f"max by ({on}) ({metric})"
+    expr = f"{scale} * {expr}" if scale != 1 else expr
+    return f"{expr}\nand on ({on})\nmax by ({on}) ({reason})"
+
+
+def restart_events(cfg: ObspackConfig) -> str:
+    """The containers that restarted within the last `$__rate_interval` (an annotation is drawn where > 0)."""
+    return f"{restarts(cfg)} > 0"
+
+
+def oom_kill_events(cfg: ObspackConfig) -> str:
+    """Restarts whose last termination reason is OOMKilled: the kernel killed the container (host RAM)."""
+    oom = ksm(cfg, "kube_pod_container_status_last_terminated_reason", 'reason="OOMKilled"')
+    on = c.by(cfg, *CONTAINER_KEY)
+    return f"{restart_events(cfg)}\nand on ({on})\nmax by ({on}) ({oom})"
+
+
+def other_restart_events(cfg: ObspackConfig) -> str:
+    """Restarts for any other reason, with the reason where kube-state-metrics reports one."""
+    on = c.by(cfg, *CONTAINER_KEY)
+    events = restart_events(cfg)
+    reasons = ksm(cfg, "kube_pod_container_status_last_terminated_reason", 'reason!="OOMKilled"')
+    with_reason = f"({events})\n* on ({on}) group_left (reason)\nmax by ({on}, reason) ({reasons})"
+    oom = ksm(cfg, "kube_pod_container_status_last_terminated_reason", 'reason="OOMKilled"')
+    return f"(\n{with_reason}\nor on ({on})\n{events}\n)\nunless on ({on})\nmax by ({on}) ({oom})"
+
+
+def pod_image_events(cfg: ObspackConfig) -> str:
+    """A container of the selected pod that runs an image it did not run one step earlier: the pod's start,
+    or a rollout that kept the pod's name (a StatefulSet)."""
+    keep = c.by(cfg, *CONTAINER_KEY, "image")
+    info = ksm(cfg, "kube_pod_container_info")
+    return f"max by ({keep}) ({info})\nunless\nmax by ({keep}) ({info} offset $__interval)"
+
+
+def rollout_times(cfg: ObspackConfig) -> str:
+    """The creation time, in milliseconds, of each ReplicaSet of the Deployment that owns the selected pod:
+    the rollouts of that Deployment (pod -> its ReplicaSet -> its Deployment -> all its ReplicaSets)."""
+    ns = ("cluster", "namespace")
+    source = cfg.selectors.kube_state_metrics
+    pod_rs = raw(cfg, "kube_pod_owner", source, POD, 'owner_kind="ReplicaSet"')
+    rs_owner = raw(cfg, "kube_replicaset_owner", source, ns, 'owner_kind="Deployment"')
+    created = raw(cfg, "kube_replicaset_created", source, ns)
+    rs, deployment = c.by(cfg, "namespace", "replicaset"), c.by(cfg, "namespace", "owner_name")
+    pods_deployment = (
+        f"max by ({deployment}) (\n  {rs_owner}\n  * on ({rs}) group_left ()\n"
+        f'  max by ({rs}) (label_replace({pod_rs}, "replicaset", "$1", "owner_name", "(.+)"))\n)'
+    )
+    its_replicasets = f"max by ({rs}, owner_name) ({rs_owner})\n* on ({deployment}) group_left ()\n{pods_deployment}"
+    return f"1000 * (\nmax by ({rs}) ({created})\n* on ({rs}) group_left (owner_name)\n(\n{its_replicasets}\n)\n)"
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -237,6 +299,24 @@ def firing_alerts(cfg: ObspackConfig) -> str:
 def firing_alert_table(cfg: ObspackConfig) -> str:
     keep = c.by(cfg, "alertname", "severity", "namespace", "pod", "model_name")
     return f"max by ({keep}) ({firing_alerts(cfg)})"
+
+
+ALERT_KEY = ("namespace", "pod", "container", "gpu", "alertname", "severity")
+
+
+def pod_alerts(cfg: ObspackConfig, series: str = "ALERTS", *extra: str) -> str:
+    """obspack's alerts of the selected pod, one series per alert (and container or GPU)."""
+    names = f'alertname=~"{obspack_alert_names(cfg)}"'
+    return f"max by ({c.by(cfg, *ALERT_KEY)}) ({series}{c.selector(*extra, names, scope(cfg, *POD))})"
+
+
+def pod_firing_alerts(cfg: ObspackConfig) -> str:
+    return pod_alerts(cfg, "ALERTS", 'alertstate="firing"')
+
+
+def pod_alerts_since(cfg: ObspackConfig) -> str:
+    """When each firing alert of the pod became active (ALERTS_FOR_STATE holds it), in milliseconds."""
+    return f"1000 * (\n{pod_alerts(cfg, 'ALERTS_FOR_STATE')}\nand on ({c.by(cfg, *ALERT_KEY)})\n{pod_firing_alerts(cfg)}\n)"
 
 
 def firing_alert_count(cfg: ObspackConfig) -> str:

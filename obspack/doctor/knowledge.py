@@ -83,6 +83,12 @@ EVENTS = {
     "kube_pod_container_status_last_terminated_reason": Event(
         "a container has terminated", "kube_pod_container_info"
     ),
+    "kube_pod_container_status_last_terminated_exitcode": Event(
+        "a container has terminated", "kube_pod_container_info"
+    ),
+    "kube_pod_container_status_last_terminated_timestamp": Event(
+        "a container has terminated", "kube_pod_container_info"
+    ),
     "kube_pod_container_status_terminated_reason": Event(
         "a container is terminated", "kube_pod_container_info"
     ),

@@ -2,7 +2,8 @@
 
 It checks what Grafana cannot check at import and what on-call needs: every query on the datasource
 variable, rates over `$__rate_interval`, a unit, a description and thresholds on every panel, unique
-panel ids, the stable uid, no empty or unparsable queries, modern panel types only, a sane grid.
+panel ids, the stable uid, no empty or unparsable queries, modern panel types only, a sane grid; and the
+same query checks on annotation queries, each with a unique name and a title.
 """
 
 from __future__ import annotations
@@ -157,10 +158,43 @@ def check_titles(model: Model) -> list[str]:
     return [f"panel titles repeated: {repeated}"] if repeated else []
 
 
+def annotations(model: Model) -> list[Model]:
+    """The dashboard's annotation queries (Grafana's built-in one left out)."""
+    return [a for a in (model.get("annotations") or {}).get("list", []) if not a.get("builtIn")]
+
+
+def check_annotations(model: Model) -> list[str]:
+    """Annotation queries get the checks of panel queries (datasource variable, $cluster, ranges, parsing),
+    a unique name, a title, and a minimum step."""
+    problems = []
+    names = [a.get("name") for a in annotations(model)]
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        problems.append(f"annotation names repeated: {repeated}")
+    for a in annotations(model):
+        where = {"id": "annotation", "title": a.get("name")}
+        target = {"refId": "Anno", "expr": a.get("expr"), "datasource": a.get("datasource")}
+        problems += check_target(where, target)
+        if not a.get("titleFormat"):
+            problems.append(f"annotation {a.get('name')!r}: no title")
+        if not a.get("step"):
+            problems.append(f"annotation {a.get('name')!r}: no step")
+    return problems
+
+
+def queries(model: Model) -> Iterator[tuple[str, str]]:
+    """(where, expr) of every panel query and annotation query."""
+    for panel in panels(model):
+        for target in panel.get("targets") or []:
+            yield f"{panel.get('title')} [{target.get('refId')}]", target.get("expr") or ""
+    for a in annotations(model):
+        yield f"annotation {a.get('name')}", a.get("expr") or ""
+
+
 def lint(name: str, model: Model) -> list[str]:
     """Every problem of one dashboard; empty when it passes."""
     problems = check_identity(name, model) + check_variables(model) + check_ids(model) + check_grid(model)
-    problems += check_titles(model)
+    problems += check_titles(model) + check_annotations(model)
     for panel in panels(model):
         problems += check_panel(panel)
     return problems

@@ -12,7 +12,7 @@ import pytest
 from obspack import conventions as c
 from obspack.config import ObspackConfig
 from obspack.dashboards import all_dashboards
-from tests.dashboards.lint import lint, panels
+from tests.dashboards.lint import annotations, lint, panels, queries
 
 CUSTOM = ObspackConfig.model_validate(
     {
@@ -59,13 +59,9 @@ def test_config_reaches_tags_refresh_datasource_and_cluster_label() -> None:
         variables = {v["name"]: v for v in model["templating"]["list"]}
         assert variables["datasource"]["current"]["value"] == "thanos"
         assert variables["cluster"]["query"].endswith(", k8s_cluster)")
-        for panel in panels(model):
-            for target in panel.get("targets") or []:
-                assert 'k8s_cluster=~"$cluster"' in target["expr"], (name, panel["title"])
-                assert 'cluster=~"$cluster"' not in target["expr"].replace("k8s_cluster", ""), (
-                    name,
-                    panel["title"],
-                )
+        for where, expr in queries(model):  # panels and annotations
+            assert 'k8s_cluster=~"$cluster"' in expr, (name, where)
+            assert 'cluster=~"$cluster"' not in expr.replace("k8s_cluster", ""), (name, where)
 
 
 @pytest.mark.parametrize(
@@ -73,6 +69,11 @@ def test_config_reaches_tags_refresh_datasource_and_cluster_label() -> None:
     [
         ("vllm:time_to_first_token_seconds_bucket", 'job="vllm"'),
         ("kube_pod_container_status_restarts_total", 'job="kube-state-metrics"'),
+        ("kube_pod_container_status_last_terminated_exitcode", 'job="kube-state-metrics"'),
+        ("kube_pod_owner", 'job="kube-state-metrics"'),
+        ("kube_replicaset_owner", 'job="kube-state-metrics"'),
+        ("kube_replicaset_created", 'job="kube-state-metrics"'),
+        ("kube_pod_container_info", 'job="kube-state-metrics"'),
         ("obspack_cuda_allocator_reserved_bytes", 'job="obspack-exporter"'),
         ("obspack_vllm_kv_cache_blocks", 'job="obspack-exporter"'),
     ],
@@ -80,11 +81,10 @@ def test_config_reaches_tags_refresh_datasource_and_cluster_label() -> None:
 def test_raw_series_carry_the_configured_source_matchers(metric: str, matcher: str) -> None:
     seen = 0
     for _, model in all_dashboards(CUSTOM):
-        for panel in panels(model):
-            for target in panel.get("targets") or []:
-                for part in target["expr"].split(metric + "{")[1:]:
-                    seen += 1
-                    assert part.startswith(matcher), (panel["title"], target["expr"])
+        for where, expr in queries(model):  # panels and annotations
+            for part in expr.split(metric + "{")[1:]:
+                seen += 1
+                assert part.startswith(matcher), (where, expr)
     assert seen, f"no dashboard reads {metric}"
 
 
@@ -109,6 +109,37 @@ def _thresholds(model: dict[str, Any], title: str) -> list[float]:
     return [
         s["value"] for s in panel["fieldConfig"]["defaults"]["thresholds"]["steps"] if s["value"] is not None
     ]
+
+
+def test_triage_page_marks_restarts_oom_kills_alerts_and_rollouts_on_its_time_axis() -> None:
+    triage = _dashboards(CUSTOM)[c.TRIAGE_DASHBOARD]
+    marks = {a["name"]: a for a in annotations(triage)}
+    assert set(marks) == {"OOM kills", "Restarts", "Firing alerts", "Rollouts", "Images on this pod"}
+    assert all(a["enable"] and not a["hide"] and a["datasource"]["uid"] == "${datasource}" for a in marks.values())
+    assert marks["Rollouts"]["useValueForTime"], "a ReplicaSet's creation time is the rollout's time"
+    assert 'reason="OOMKilled"' in marks["OOM kills"]["expr"]
+    assert "unless on" in marks["Restarts"]["expr"], "an OOM kill is marked once, as an OOM kill"
+    assert 'pod=~"$pod"' in marks["Firing alerts"]["expr"] and 'alertstate="firing"' in marks["Firing alerts"]["expr"]
+    for name in ("VLLMContainerOOMKilled", "ObspackExporterTargetDown"):
+        assert name in marks["Firing alerts"]["expr"]
+    for other in ("vllm-fleet", "vllm-slos"):
+        assert annotations(_dashboards(CUSTOM)[other]) == [], "the marks belong to the one-pod page"
+
+
+def test_triage_page_tables_name_the_firing_alerts_and_the_last_termination() -> None:
+    triage = _dashboards(CUSTOM)[c.TRIAGE_DASHBOARD]
+    tables = {p["title"]: p for p in panels(triage) if p["type"] == "table"}
+    alerts = tables["Firing obspack alerts on this pod"]
+    assert "ALERTS{" in alerts["targets"][0]["expr"] and "ALERTS_FOR_STATE{" in alerts["targets"][1]["expr"]
+    ended = tables["Last termination: reason, exit code, time"]
+    exprs = [t["expr"] for t in ended["targets"]]
+    assert [m in e for m, e in zip(("_reason{", "_exitcode{", "_timestamp{"), exprs)] == [True, True, True]
+    assert all(t["instant"] and t["format"] == "table" for t in ended["targets"] + alerts["targets"])
+    units = {
+        o["matcher"]["options"]: next(p["value"] for p in o["properties"] if p["id"] == "unit")
+        for o in ended["fieldConfig"]["overrides"]
+    }
+    assert units == {"Value #B": "none", "Value #C": "dateTimeAsIso"}
 
 
 def test_alert_thresholds_come_from_the_config() -> None:
@@ -264,4 +295,23 @@ def _broken(mutate: Any) -> list[str]:
 )
 def test_linter_reports(mutation: Any, expected: str) -> None:
     problems = _broken(mutation)
+    assert any(expected in problem for problem in problems), problems
+
+
+@pytest.mark.parametrize(
+    ("mutation", "expected"),
+    [
+        (lambda a: a.update(expr="increase(x[5m]) > 0"), "annotation 'OOM kills' target Anno: not filtered by $cluster"),
+        (lambda a: a.update(expr='increase(x{cluster=~"$cluster"}[5m])'), "range [5m]"),
+        (lambda a: a.update(expr='sum(x{cluster=~"$cluster"}'), "does not parse"),
+        (lambda a: a.update(datasource={"type": "prometheus", "uid": "P1"}), "does not use the datasource variable"),
+        (lambda a: a.update(titleFormat=""), "annotation 'OOM kills': no title"),
+        (lambda a: a.update(name="Restarts"), "annotation names repeated: ['Restarts']"),
+    ],
+)
+def test_linter_reports_annotation_problems(mutation: Any, expected: str) -> None:
+    model = copy.deepcopy(_dashboards(ObspackConfig())[c.TRIAGE_DASHBOARD])
+    assert lint(c.TRIAGE_DASHBOARD, model) == []
+    mutation(annotations(model)[0])
+    problems = lint(c.TRIAGE_DASHBOARD, model)
     assert any(expected in problem for problem in problems), problems

@@ -35,10 +35,17 @@ RATE_INTERVAL = "2m"  # Grafana's $__rate_interval for a 30s scrape interval and
 # (dashboard, panel title, refId) -> why it is empty on a healthy fleet.
 EMPTY_BY_DESIGN = {
     ("vllm-fleet", "Alerts firing now", "A"): "no alert fires on a healthy fleet",
-    (c.TRIAGE_DASHBOARD, "Restarts and last termination reason", "B"): (
-        "kube-state-metrics reports a last termination reason only after a container terminated"
-    ),
+    (c.TRIAGE_DASHBOARD, "Firing obspack alerts on this pod", "A"): "no alert fires on a healthy fleet",
+    (c.TRIAGE_DASHBOARD, "Firing obspack alerts on this pod", "B"): "no alert fires on a healthy fleet",
+    **{
+        (c.TRIAGE_DASHBOARD, "Last termination: reason, exit code, time", ref): (
+            "kube-state-metrics reports a last termination only after a container terminated"
+        )
+        for ref in "ABC"
+    },
 }
+# The annotations (restarts, OOM kills, firing alerts, rollouts) mark events a healthy fleet does not have;
+# tests/dashboards/test_annotations.py checks each against series where they happen.
 
 DASHBOARDS = dict(all_dashboards(CFG))
 

@@ -200,8 +200,8 @@ def test_the_text_report_is_plain_without_a_terminal(fleet: Served) -> None:
         "Sources",
         "Fit",
         "Deployed rules",
-        "Notes (3)",  # the two panels empty by design, and the SLO page's young records
-        "0 problems, 0 not checked, 3 notes (exit 0)",
+        "Notes (4)",  # the three panels empty by design (no alert fires, no container stopped), and the SLO page's young records
+        "0 problems, 0 not checked, 4 notes (exit 0)",
     ):
         assert heading in result.stdout
 

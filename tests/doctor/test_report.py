@@ -61,13 +61,13 @@ def test_an_empty_prometheus_leads_with_its_causes(empty: Prometheus) -> None:
     assert any("cannot fire:" in line and "VLLMContainerOOMKilled" in line for line in ksm)
     assert "      fix: install kube-state-metrics and scrape it" in ksm
     assert section(result.output, "Deployed rules") == ["  none of the pack's 19 groups is loaded"]
-    assert result.output.strip().splitlines()[-1].startswith("7 problems, 0 not checked, 4 notes (exit 1)")
+    assert result.output.strip().splitlines()[-1].startswith("7 problems, 0 not checked, 5 notes (exit 1)")
     assert len(result.output.splitlines()) < 90  # 137 lines and "91 problems" before
 
 
 def test_the_json_report_counts_causes_and_lists_what_they_break(empty: Prometheus) -> None:
     report = json.loads(doctor(empty.url, "--json").output)
-    assert report["counts"] == {"problems": 7, "not_checked": 0, "notes": 4}
+    assert report["counts"] == {"problems": 7, "not_checked": 0, "notes": 5}
     causes = {c["cause"].split(":")[0]: c for c in report["causes"]}
     assert list(causes) == list(SOURCES)
     assert "VLLMContainerOOMKilled" in causes["kube-state-metrics"]["alerts"]

@@ -29,9 +29,11 @@ class Helm:
             [self.binary, *args], check=False, capture_output=True, text=True, env=self.env, timeout=60
         )
 
-    def template(self, *values_files: Path, extra: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+    def template(
+        self, *values_files: Path, extra: tuple[str, ...] = (), chart: Path = CHART
+    ) -> list[dict[str, Any]]:
         """Rendered documents; fails the test with helm's message when rendering fails."""
-        args = ["template", RELEASE, str(CHART), "--namespace", NAMESPACE]
+        args = ["template", RELEASE, str(chart), "--namespace", NAMESPACE]
         for f in values_files:
             args += ["--values", str(f)]
         result = self.run(*args, *extra)
@@ -77,9 +79,9 @@ def one(docs: list[dict[str, Any]], kind: str) -> dict[str, Any]:
     return found[0]
 
 
-def merged_values(*overrides: dict[str, Any]) -> dict[str, Any]:
+def merged_values(*overrides: dict[str, Any], chart: Path = CHART) -> dict[str, Any]:
     """The chart's values.yaml with value files laid over it, as helm coalesces them."""
-    values = yaml.safe_load((CHART / "values.yaml").read_text(encoding="utf-8"))
+    values = yaml.safe_load((chart / "values.yaml").read_text(encoding="utf-8"))
     for override in overrides:
         values = _merge(values, override)
     return values

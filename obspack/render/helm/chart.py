@@ -1,5 +1,5 @@
-"""The chart's generated files: Chart.yaml, the sidecar patch, and every file obspack owns in helm/obspack;
-and the config that renders what the chart renders with given values."""
+"""The chart's files: Chart.yaml, the sidecar patch, the hand-written templates, and every other file of a
+complete chart; and the config that renders what the chart renders with given values."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from obspack import __version__, slos
 from obspack.config import (
     ObspackConfig,
 )
+from obspack.pack import stamp
 from obspack.render import yamlfmt
 from obspack.render.files import dashboard_json
 from obspack.render.helm.layout import (
@@ -24,6 +25,8 @@ from obspack.render.helm.layout import (
     SIDECAR_PATCH,
     SIDECAR_POD_LABEL,
     SIDECAR_PORT_NAME,
+    STATIC_DIR,
+    STATIC_TARGETS,
     generated_comment,
 )
 from obspack.render.helm.rules import chart_pack, helpers_tpl, rule_template
@@ -31,19 +34,36 @@ from obspack.render.helm.values import values_schema, values_yaml
 
 
 def chart_files(cfg: ObspackConfig) -> dict[str, str]:
-    """Every generated file of the chart, keyed by its POSIX path relative to the chart root, sorted."""
+    """Every file of the chart, keyed by its POSIX path relative to the chart root, sorted: a complete
+    chart that `helm install` takes as it is, with the config's settings baked in and its values' defaults."""
+    source = stamp(cfg)
     files = {
-        "Chart.yaml": chart_yaml(),
+        "Chart.yaml": chart_yaml(cfg),
         "values.yaml": values_yaml(cfg),
         "values.schema.json": json.dumps(values_schema(cfg), indent=2) + "\n",
-        HELPERS_TEMPLATE: helpers_tpl(),
+        HELPERS_TEMPLATE: helpers_tpl(source),
         RULE_TEMPLATE: rule_template(cfg),
-        SIDECAR_PATCH: sidecar_patch(),
+        SIDECAR_PATCH: sidecar_patch(source),
+        **static_files(source),
     }
     pack = chart_pack(cfg)
     for d in pack.dashboards:
         files[f"{DASHBOARD_DIR}/{d.name}.json"] = dashboard_json(pack, d)
     return dict(sorted(files.items()))
+
+
+def static_files(source: str) -> dict[str, str]:
+    """The hand-written templates (obspack/render/helm/static), each under obspack's header so that a later
+    render may replace it: a Go template comment that leaves no blank line, or `#` in .helmignore."""
+    files = {}
+    for path in sorted(STATIC_DIR.iterdir()):
+        if not path.is_file():
+            continue
+        rel = STATIC_TARGETS.get(path.name, f"templates/{path.name}")
+        comment = generated_comment(source)
+        head = f"# {comment}\n" if rel == ".helmignore" else f"{{{{- /* {comment} */ -}}}}\n"
+        files[rel] = head + path.read_text(encoding="utf-8")
+    return files
 
 
 def config_from_values(values: dict[str, Any], base: ObspackConfig | None = None) -> ObspackConfig:
@@ -81,18 +101,27 @@ def config_from_values(values: dict[str, Any], base: ObspackConfig | None = None
 # Chart.yaml and the sidecar patch
 
 
-def chart_yaml() -> str:
+def chart_version(cfg: ObspackConfig) -> str:
+    """obspack's version; a chart rendered from another config carries the config's digest as SemVer build
+    metadata (0.1.0+config.3f2a...), so `helm list` tells the two apart. appVersion, the exporter image's
+    tag, stays obspack's version."""
+    if cfg == ObspackConfig():
+        return __version__
+    return f"{__version__}+{stamp(cfg).replace(' ', '.')}"
+
+
+def chart_yaml(cfg: ObspackConfig) -> str:
     data = {
         "apiVersion": "v2",
         "name": "obspack",
         "description": "Prometheus rules, Grafana dashboards and an exporter for vLLM on Kubernetes GPU nodes",
         "type": "application",
-        "version": __version__,
+        "version": chart_version(cfg),
         "appVersion": __version__,
         "kubeVersion": ">=1.25.0-0",
         "keywords": ["vllm", "gpu", "prometheus", "grafana", "monitoring"],
     }
-    return f"# {generated_comment()}\n" + yamlfmt.dump(data)
+    return f"# {generated_comment(stamp(cfg))}\n" + yamlfmt.dump(data)
 
 
 def exporter_probe() -> dict[str, Any]:
@@ -103,7 +132,7 @@ def exporter_probe() -> dict[str, Any]:
     }
 
 
-def sidecar_patch() -> str:
+def sidecar_patch(source: str) -> str:
     """A strategic-merge patch that adds the exporter (and the CUDA probe's shared folder) to a vLLM pod."""
     exporter = {
         "name": "obspack-exporter",
@@ -145,7 +174,7 @@ def sidecar_patch() -> str:
         }
     }
     head = [
-        f"# {generated_comment()}",
+        f"# {generated_comment(source)}",
         "# Adds the obspack exporter as a sidecar to a vLLM Deployment (or StatefulSet):",
         "#   kubectl -n <namespace> patch deployment <vllm> --type strategic --patch-file sidecar-patch.yaml",
         "# `name: vllm` must be the name of your vLLM container: it gets the CUDA probe's folder and",

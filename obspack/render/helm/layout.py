@@ -1,7 +1,9 @@
-"""Where the chart's generated files go, and what the exporter runs with (values.yaml's defaults and the
+"""Where the chart's files go, and what the exporter runs with (values.yaml's defaults and the
 sidecar patch are written from the same constants, so they cannot drift apart)."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from obspack import __version__
 from obspack.exporter import DEFAULT_PORT
@@ -12,9 +14,15 @@ DASHBOARD_DIR = "files/dashboards"
 HELPERS_TEMPLATE = "templates/generated/_rules.tpl"
 SIDECAR_PATCH = "examples/sidecar-patch.yaml"
 CHART_SOURCE = "the obspack Helm chart"
+# The hand-written templates, shipped in the package (the wheel carries them like any file of `obspack/`):
+# each is copied into the chart's templates/ with obspack's header, `helmignore` as `.helmignore`.
+STATIC_DIR = Path(__file__).parent / "static"
+STATIC_TARGETS = {"helmignore": ".helmignore"}
 
 # The exporter, as the Deployment and the sidecar patch both run it. values.yaml's defaults and the patch
-# are written from these, so the two cannot drift apart.
+# are written from these, so the two cannot drift apart. The image is the one .github/workflows/release.yaml
+# publishes for each version (ghcr.io/<repository owner>/obspack-exporter:<version>); its tag is the
+# chart's appVersion.
 EXPORTER_IMAGE = "ghcr.io/obspack/obspack-exporter"
 EXPORTER_PORT = DEFAULT_PORT  # 10025; 9400 is dcgm-exporter's
 SIDECAR_PORT_NAME = "obspack-metrics"  # port names are at most 15 characters
@@ -44,5 +52,10 @@ EXPORTER_SECURITY = {
 }
 
 
-def generated_comment() -> str:
-    return f"{MARKER} {__version__}. Do not edit: run `obspack render --helm helm/obspack`."
+def generated_comment(source: str) -> str:
+    """The header of every chart file: obspack's marker (so that a later render may replace the file), the
+    version and what the chart was rendered from (the config's digest, as in the pack's headers)."""
+    return (
+        f"{MARKER} {__version__} from {source}. Do not edit: change the config and render the chart again "
+        "(`obspack render --config obspack.yaml --helm CHART`)."
+    )

@@ -13,7 +13,7 @@ from obspack.config import (
 from obspack.conventions import GROUP_PREFIX
 from obspack.dashboards import all_dashboards
 from obspack.errors import RenderError
-from obspack.pack import Dashboard, Pack, Sources
+from obspack.pack import Dashboard, Pack, Sources, stamp
 from obspack.render import yamlfmt
 from obspack.render.helm.layout import CHART_SOURCE, RULE_TEMPLATE, generated_comment
 from obspack.render.helm.sentinels import Sentinels
@@ -137,9 +137,9 @@ def _url_variables() -> str:
     return _URL_VARIABLES % json.dumps(relative)
 
 
-def _rule_template(pack: Pack, s: Sentinels) -> str:
+def _rule_template(pack: Pack, s: Sentinels, source: str) -> str:
     head = [
-        f"{{{{- /* {generated_comment()} */}}}}",
+        f"{{{{- /* {generated_comment(source)} */}}}}",
         "{{- if .Values.prometheusRule.enabled }}",
         _url_variables(),
         "apiVersion: monitoring.coreos.com/v1",
@@ -185,7 +185,8 @@ def chart_pack(cfg: ObspackConfig, *, dashboards: bool = True) -> Pack:
 def rule_template(cfg: ObspackConfig) -> str:
     """The PrometheusRule template, rendered with two sentinel sets that must give the same text."""
     first, second = (
-        _rule_template(chart_pack(s.config(cfg), dashboards=False), s) for s in map(Sentinels.make, (0, 1))
+        _rule_template(chart_pack(s.config(cfg), dashboards=False), s, stamp(cfg))
+        for s in map(Sentinels.make, (0, 1))
     )
     leftover = Sentinels.LEFTOVER.search(first)
     if leftover:
@@ -254,5 +255,5 @@ spellings of a whole number, le=~"1(\\\\.0)?" (Python clients and Prometheus 3 w
 """
 
 
-def helpers_tpl() -> str:
-    return f"{{{{- /* {generated_comment()} */}}}}\n" + _HELPERS
+def helpers_tpl(source: str) -> str:
+    return f"{{{{- /* {generated_comment(source)} */}}}}\n" + _HELPERS

@@ -18,6 +18,7 @@ from obspack.config import (
     ObspackConfig,
     Severity,
 )
+from obspack.pack import stamp
 from obspack.render import yamlfmt
 from obspack.render.helm.layout import (
     EXPORTER_IMAGE,
@@ -368,9 +369,9 @@ def _emit(table: dict[str, V | S], indent: int) -> list[str]:
 
 def values_yaml(cfg: ObspackConfig) -> str:
     head = [
-        f"# {generated_comment()}",
-        "# Defaults of the obspack chart. The alert settings are obspack's own defaults (obspack/config.py);",
-        "# values.schema.json rejects unknown keys and wrong types.",
+        f"# {generated_comment(stamp(cfg))}",
+        "# Defaults of the obspack chart: the alert and SLO settings are those of the config the chart was",
+        "# rendered from. values.schema.json rejects unknown keys and wrong types.",
     ]
     return "\n".join(head + _emit(_values_table(cfg), 0)) + "\n"
 
@@ -388,4 +389,8 @@ def _schema(item: V | S) -> dict[str, Any]:
 
 def values_schema(cfg: ObspackConfig) -> dict[str, Any]:
     root = _schema(S("Values of the obspack chart.", _values_table(cfg)))
-    return {"$schema": "http://json-schema.org/draft-07/schema#", "$comment": generated_comment(), **root}
+    return {
+        "$schema": "http://json-schema.org/draft-07/schema#",
+        "$comment": generated_comment(stamp(cfg)),
+        **root,
+    }
