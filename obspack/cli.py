@@ -143,9 +143,10 @@ def render(
         _warn_missing_tests(pack)
         targets = [(out, pack_files(pack))]
         if helm is not None:
+            from obspack.pack.chart import build_chart
             from obspack.render.helm import chart_files
 
-            targets.append((helm, chart_files(cfg)))
+            targets.append((helm, chart_files(build_chart(cfg))))
         if check:
             stale = [_report_check(folder, files) for folder, files in targets]
             if any(stale):

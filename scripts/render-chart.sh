@@ -10,12 +10,13 @@ from pathlib import Path
 
 from obspack.config import ObspackConfig
 from obspack.errors import ObspackError
+from obspack.pack.chart import build_chart
 from obspack.render.helm import chart_files
 from obspack.render.write import diff, write
 
 chart = Path("helm/obspack")
 try:
-    files = chart_files(ObspackConfig())
+    files = chart_files(build_chart(ObspackConfig()))
     if sys.argv[1:] == ["--check"]:
         result = diff(chart, files)
         for kind in ("missing", "stale", "extra"):

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from obspack import __version__
-from obspack.render.helm.layout import EXPORTER_IMAGE
+from obspack.pack.chart.layout import EXPORTER_IMAGE
 from tests.support.tools import ROOT, find_tool, require_tool
 
 WORKFLOWS = ROOT / ".github" / "workflows"

@@ -22,7 +22,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 VERSION_FILE = ROOT / "obspack" / "__init__.py"
 CHART = ROOT / "helm" / "obspack"
-LAYOUT = "obspack/render/helm/layout.py"  # where the chart's default image is declared
+LAYOUT = "obspack/pack/chart/layout.py"  # where the chart's default image is declared
 # SemVer without build metadata: what Python packaging, Helm and an OCI tag all accept as the same text.
 SEMVER = re.compile(r"^[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.]+)?$")
 OWNER = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})$")

@@ -26,8 +26,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from obspack.conventions import MARKER
 from obspack.errors import RenderError
-from obspack.render.files import MARKER
 
 MANIFEST = ".obspack-manifest"
 STAGING = ".obspack-staging-"

@@ -14,7 +14,8 @@ import yaml
 from pydantic import ValidationError
 
 from obspack.config import ObspackConfig
-from obspack.render import helm as chart
+from obspack.pack.chart import build_chart, layout
+from obspack.render.helm import values_schema
 from tests.helm.conftest import CHART, EVERYTHING, FIXTURES, NAMESPACE, Helm, by_kind, load, one
 from tests.support.tools import require_tool
 
@@ -188,7 +189,7 @@ def test_bad_values_fail_with_a_readable_error(helm: Helm, args: list[str], expe
 
 def test_schema_and_config_agree_on_alert_settings() -> None:
     """values.schema.json accepts what obspack's config accepts, and rejects what it rejects."""
-    schema = chart.values_schema(ObspackConfig())
+    schema = values_schema(build_chart(ObspackConfig()))
     alert_schema = schema["properties"]["alerts"]["properties"]["VLLMPrefixCacheHitRateLow"]
     cases = [
         ({"ratio": 0.5, "for": "1h30m", "window": "90s"}, True),
@@ -355,7 +356,7 @@ def _strategic_merge(base: Any, patch: Any, key: str = "") -> Any:
 
 
 def test_sidecar_patch_makes_a_valid_scraped_pod(helm: Helm) -> None:
-    patch = load(CHART / chart.SIDECAR_PATCH)
+    patch = load(CHART / layout.SIDECAR_PATCH)
     patched = _strategic_merge(load(FIXTURES / "vllm-deployment.yaml"), patch)
     kubernetes_validate.validate(patched, "1.30.0", strict=True)
 
@@ -383,7 +384,7 @@ def test_sidecar_runs_the_exporter_as_the_deployment_does(helm: Helm) -> None:
         extra=("--set", "exporter.enabled=true", "--set", "exporter.targets={http://vllm:8000/metrics}")
     )
     deployed = one(docs, "Deployment")["spec"]["template"]["spec"]["containers"][0]
-    patch = load(CHART / chart.SIDECAR_PATCH)
+    patch = load(CHART / layout.SIDECAR_PATCH)
     sidecar = next(
         c for c in patch["spec"]["template"]["spec"]["containers"] if c["name"] == "obspack-exporter"
     )

@@ -17,9 +17,10 @@ from obspack.cli import app
 from obspack.config import ObspackConfig, load_config
 from obspack.errors import RenderError
 from obspack.pack import build, stamp
-from obspack.render import helm as chart
+from obspack.pack.chart import build_chart, config_from_values
+from obspack.pack.chart.layout import EXPORTER_IMAGE
 from obspack.render.files import MARKER, prometheus_rule
-from obspack.render.helm.layout import EXPORTER_IMAGE
+from obspack.render.helm import chart_files
 from obspack.render.write import MANIFEST, write
 from tests.helm.conftest import Helm, by_kind, merged_values, one
 
@@ -70,7 +71,7 @@ def _rules(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def test_one_command_writes_a_complete_chart_that_lints_clean(helm: Helm, made: tuple[Path, Path]) -> None:
     config, folder = made
     written = sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
-    assert written == sorted([*chart.chart_files(load_config(config)), MANIFEST])
+    assert written == sorted([*chart_files(build_chart(load_config(config))), MANIFEST])
     for rel in ("templates/_helpers.tpl", "templates/dashboards.yaml", "templates/exporter-deployment.yaml"):
         assert rel in written, f"{rel}: the hand-written templates ship with obspack"
     # every file carries obspack's marker, so that a later render may replace it (JSON: in its __generated key)
@@ -100,7 +101,7 @@ def test_the_custom_chart_renders_what_obspack_renders_for_that_config(
     made: tuple[Path, Path], docs: list[dict[str, Any]]
 ) -> None:
     config, folder = made
-    cfg = chart.config_from_values(merged_values(OVERRIDES, chart=folder), base=load_config(config))
+    cfg = config_from_values(merged_values(OVERRIDES, chart=folder), base=load_config(config))
     assert cfg.cluster_label == "k8s_cluster" and cfg.alerts.VLLMKVCacheUsageHigh.ratio == 0.8
     assert one(docs, "PrometheusRule")["spec"]["groups"] == prometheus_rule(build(cfg))["spec"]["groups"]
 
@@ -140,10 +141,10 @@ def test_rendering_again_replaces_obspacks_files_but_never_a_hand_edited_one(mad
     config, first = made
     folder = first.parent / "again"
     cfg = load_config(config)
-    write(folder, chart.chart_files(cfg))
+    write(folder, chart_files(build_chart(cfg)))
     # a new setting: the chart is updated in place
     lower = ObspackConfig.model_validate(yaml.safe_load(CONFIG.replace("ratio: 0.85", "ratio: 0.75")))
-    assert write(folder, chart.chart_files(lower)).stale
+    assert write(folder, chart_files(build_chart(lower))).stale
     assert "ratio: 0.75" in (folder / "values.yaml").read_text(encoding="utf-8")
     # a template the user rewrote by hand (no obspack header any more) is theirs: refused, nothing changes
     notes = folder / "templates" / "NOTES.txt"
@@ -151,6 +152,6 @@ def test_rendering_again_replaces_obspacks_files_but_never_a_hand_edited_one(mad
     with pytest.raises(
         RenderError, match="refusing to overwrite files obspack did not write: templates/NOTES.txt"
     ):
-        write(folder, chart.chart_files(cfg))
+        write(folder, chart_files(build_chart(cfg)))
     assert notes.read_text(encoding="utf-8") == "our own notes\n"
     assert "ratio: 0.75" in (folder / "values.yaml").read_text(encoding="utf-8"), "all or nothing"

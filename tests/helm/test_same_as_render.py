@@ -10,8 +10,9 @@ import pytest
 from obspack.config import ObspackConfig
 from obspack.errors import RenderError
 from obspack.pack import build
-from obspack.render import helm as chart
+from obspack.pack.chart import build_chart, config_from_values, layout
 from obspack.render.files import dashboard_configmap, prometheus_rule
+from obspack.render.helm import chart_files
 from obspack.render.write import diff
 from obspack.rules.model import AlertRule, RuleGroup
 from tests.helm.conftest import CHART, EVERYTHING, by_kind, load, merged_values, one
@@ -22,17 +23,17 @@ def _groups(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def test_values_defaults_are_obspack_defaults() -> None:
-    assert chart.config_from_values(merged_values()) == ObspackConfig()
+    assert config_from_values(merged_values()) == ObspackConfig()
 
 
 def test_default_rules_equal_obspack_render(default_docs: list[dict[str, Any]]) -> None:
     # config_from_values validates like `obspack render --config` does (so 5 reads as 5.0, as Helm prints it).
-    cfg = chart.config_from_values(merged_values())
+    cfg = config_from_values(merged_values())
     assert _groups(default_docs) == prometheus_rule(build(cfg))["spec"]["groups"]
 
 
 def test_changed_rules_equal_obspack_render(everything_docs: list[dict[str, Any]]) -> None:
-    cfg = chart.config_from_values(merged_values(load(EVERYTHING)))
+    cfg = config_from_values(merged_values(load(EVERYTHING)))
     expected = prometheus_rule(build(cfg))["spec"]["groups"]
     assert _groups(everything_docs) == expected
     # the settings really moved: nothing here is a default any more
@@ -60,9 +61,9 @@ def test_dashboards_equal_obspack_render(
 ) -> None:
     # Dashboards are not templated: their JSON is the rendering of the config the chart was made from, and
     # only the ConfigMaps' metadata follows the values.
-    defaults = build(chart.config_from_values(merged_values()))
+    defaults = build(config_from_values(merged_values()))
     for docs, values in ((default_docs, merged_values()), (everything_docs, merged_values(load(EVERYTHING)))):
-        pack = build(chart.config_from_values(values))
+        pack = build(config_from_values(values))
         rendered = {cm["metadata"]["name"].removeprefix("obspack-"): cm for cm in by_kind(docs, "ConfigMap")}
         assert len(rendered) == len(pack.dashboards)
         for dashboard in pack.dashboards:
@@ -87,7 +88,7 @@ def _model(text: str) -> dict[str, Any]:
 
 
 def test_committed_chart_is_fresh() -> None:
-    result = diff(CHART, chart.chart_files(ObspackConfig()))
+    result = diff(CHART, chart_files(build_chart(ObspackConfig())))
     assert result.clean, (
         f"helm/obspack is stale (missing {result.missing}, stale {result.stale}, extra {result.extra}): "
         "run scripts/render-chart.sh or `obspack render --helm helm/obspack`"
@@ -105,13 +106,13 @@ def test_a_chart_rendered_from_another_config_bakes_in_what_values_cannot_set() 
     cfg = ObspackConfig.model_validate(
         {"cluster_label": "k8s_cluster", "alerts": {"VLLMTargetDown": {"job_regex": "serving-.*"}}}
     )
-    files = chart.chart_files(cfg)
-    assert "k8s_cluster" in files[chart.RULE_TEMPLATE]
-    assert "serving-.*" in files[chart.RULE_TEMPLATE]
+    files = chart_files(build_chart(cfg))
+    assert "k8s_cluster" in files[layout.RULE_TEMPLATE]
+    assert "serving-.*" in files[layout.RULE_TEMPLATE]
     assert "VLLMTargetDown.job_regex='serving-.*'" in files["values.yaml"]
 
 
-def _computing_alert_groups(cfg: ObspackConfig) -> list[RuleGroup]:
+def _computing_alert_groups(cfg: ObspackConfig) -> tuple[RuleGroup, ...]:
     t = cfg.alerts.VLLMKVCacheUsageHigh
     rule = AlertRule(
         alert="VLLMKVCacheUsageHigh",
@@ -122,12 +123,12 @@ def _computing_alert_groups(cfg: ObspackConfig) -> list[RuleGroup]:
         description="d",
         runbook="r",
     )
-    return [RuleGroup(name="g", rules=(rule,), interval=cfg.rule_interval)]
+    return (RuleGroup(name="g", rules=(rule,), interval=cfg.rule_interval),)
 
 
 def test_an_alert_that_computes_with_a_setting_stops_the_chart(monkeypatch: pytest.MonkeyPatch) -> None:
-    from obspack.render.helm import rules
+    import obspack.pack.chart
 
-    monkeypatch.setattr(rules, "alert_groups", _computing_alert_groups)
+    monkeypatch.setattr(obspack.pack.chart, "alert_groups", _computing_alert_groups)
     with pytest.raises(RenderError, match="depends on a chart setting beyond printing it"):
-        chart.chart_files(ObspackConfig())
+        chart_files(build_chart(ObspackConfig()))

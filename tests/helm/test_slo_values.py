@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from obspack.pack import build
-from obspack.render import helm as chart
+from obspack.pack.chart import config_from_values
 from obspack.render.files import prometheus_rule
 from tests.helm.conftest import Helm, merged_values, one
 
@@ -32,7 +32,7 @@ def _groups(docs: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
 )
 def test_slo_values_render_what_obspack_renders(helm: Helm, settings: dict[str, Any]) -> None:
     docs = helm.template(extra=("--set-json", f"slos={json.dumps(settings)}"))
-    cfg = chart.config_from_values(merged_values({"slos": settings}))
+    cfg = config_from_values(merged_values({"slos": settings}))
     expected = {g["name"]: g["rules"] for g in prometheus_rule(build(cfg))["spec"]["groups"]}
     assert _groups(docs) == expected
     text = "\n".join(

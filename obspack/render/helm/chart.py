@@ -1,19 +1,15 @@
-"""The chart's files: Chart.yaml, the sidecar patch, the hand-written templates, and every other file of a
-complete chart; and the config that renders what the chart renders with given values."""
+"""The chart's files, written from its model (obspack.pack.chart): Chart.yaml, values, the rule template,
+the dashboards, the sidecar patch and the hand-written templates: a complete chart."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
-from obspack import __version__, slos
-from obspack.config import (
-    ObspackConfig,
-)
-from obspack.pack import stamp
-from obspack.render import yamlfmt
-from obspack.render.files import dashboard_json
-from obspack.render.helm.layout import (
+from obspack import __version__
+from obspack.pack.chart import Chart
+from obspack.pack.chart.layout import (
     DASHBOARD_DIR,
     EXPORTER_IMAGE,
     EXPORTER_PORT,
@@ -25,30 +21,33 @@ from obspack.render.helm.layout import (
     SIDECAR_PATCH,
     SIDECAR_POD_LABEL,
     SIDECAR_PORT_NAME,
-    STATIC_DIR,
-    STATIC_TARGETS,
     generated_comment,
 )
-from obspack.render.helm.rules import chart_pack, helpers_tpl, rule_template
+from obspack.render import yamlfmt
+from obspack.render.files import dashboard_json
+from obspack.render.helm.rules import helpers_tpl, rule_template
 from obspack.render.helm.values import values_schema, values_yaml
 
+# The hand-written templates, shipped in the package (the wheel carries them like any file of `obspack/`):
+# each is copied into the chart's templates/ with obspack's header, `helmignore` as `.helmignore`.
+STATIC_DIR = Path(__file__).parent / "static"
+STATIC_TARGETS = {"helmignore": ".helmignore"}
 
-def chart_files(cfg: ObspackConfig) -> dict[str, str]:
+
+def chart_files(chart: Chart) -> dict[str, str]:
     """Every file of the chart, keyed by its POSIX path relative to the chart root, sorted: a complete
     chart that `helm install` takes as it is, with the config's settings baked in and its values' defaults."""
-    source = stamp(cfg)
     files = {
-        "Chart.yaml": chart_yaml(cfg),
-        "values.yaml": values_yaml(cfg),
-        "values.schema.json": json.dumps(values_schema(cfg), indent=2) + "\n",
-        HELPERS_TEMPLATE: helpers_tpl(source),
-        RULE_TEMPLATE: rule_template(cfg),
-        SIDECAR_PATCH: sidecar_patch(source),
-        **static_files(source),
+        "Chart.yaml": chart_yaml(chart),
+        "values.yaml": values_yaml(chart),
+        "values.schema.json": json.dumps(values_schema(chart), indent=2) + "\n",
+        HELPERS_TEMPLATE: helpers_tpl(chart.source),
+        RULE_TEMPLATE: rule_template(chart),
+        SIDECAR_PATCH: sidecar_patch(chart.source),
+        **static_files(chart.source),
     }
-    pack = chart_pack(cfg)
-    for d in pack.dashboards:
-        files[f"{DASHBOARD_DIR}/{d.name}.json"] = dashboard_json(pack, d)
+    for d in chart.pack.dashboards:
+        files[f"{DASHBOARD_DIR}/{d.name}.json"] = dashboard_json(chart.pack, d)
     return dict(sorted(files.items()))
 
 
@@ -66,62 +65,22 @@ def static_files(source: str) -> dict[str, str]:
     return files
 
 
-def config_from_values(values: dict[str, Any], base: ObspackConfig | None = None) -> ObspackConfig:
-    """The obspack config that renders what the chart renders with these (complete, merged) values.
-
-    Settings the chart does not expose (selectors, cluster label, dashboard datasource, ...) come from
-    `base`, the config the chart was generated from.
-    """
-    data = (base or ObspackConfig()).model_dump(by_alias=True, mode="json")
-    dashboards = values["dashboards"]
-    alerts = {
-        name: {**settings, **values["alerts"].get(name, {})} for name, settings in data["alerts"].items()
-    }
-    chart_slos = values["slos"]
-    data["slos"].update(enabled=chart_slos["enabled"], labels=chart_slos["labels"])
-    for sli in slos.SLIS:
-        data["slos"][sli].update(chart_slos[sli])
-    data.update(
-        alerts=alerts,
-        common_labels=values["commonLabels"],
-        runbook_base_url=values["runbookBaseURL"],
-        rule_interval=values["ruleInterval"] or None,
-    )
-    data["prometheus_rule"]["labels"] = {**values["monitoringLabels"], **values["prometheusRule"]["labels"]}
-    data["grafana"].update(
-        url=values["grafanaURL"],
-        folder=dashboards["folder"],
-        folder_annotation=dashboards["folderAnnotation"],
-        configmap_labels=dashboards["labels"],
-    )
-    return ObspackConfig.model_validate(data)
-
-
 # ---------------------------------------------------------------------------------------------------------
 # Chart.yaml and the sidecar patch
 
 
-def chart_version(cfg: ObspackConfig) -> str:
-    """obspack's version; a chart rendered from another config carries the config's digest as SemVer build
-    metadata (0.1.0+config.3f2a...), so `helm list` tells the two apart. appVersion, the exporter image's
-    tag, stays obspack's version."""
-    if cfg == ObspackConfig():
-        return __version__
-    return f"{__version__}+{stamp(cfg).replace(' ', '.')}"
-
-
-def chart_yaml(cfg: ObspackConfig) -> str:
+def chart_yaml(chart: Chart) -> str:
     data = {
         "apiVersion": "v2",
         "name": "obspack",
         "description": "Prometheus rules, Grafana dashboards and an exporter for vLLM on Kubernetes GPU nodes",
         "type": "application",
-        "version": chart_version(cfg),
+        "version": chart.version,
         "appVersion": __version__,
         "kubeVersion": ">=1.25.0-0",
         "keywords": ["vllm", "gpu", "prometheus", "grafana", "monitoring"],
     }
-    return f"# {generated_comment(stamp(cfg))}\n" + yamlfmt.dump(data)
+    return f"# {generated_comment(chart.source)}\n" + yamlfmt.dump(data)
 
 
 def exporter_probe() -> dict[str, Any]:

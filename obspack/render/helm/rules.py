@@ -6,22 +6,17 @@ from __future__ import annotations
 import json
 import re
 
-from obspack import __version__
-from obspack.config import (
-    ObspackConfig,
-)
 from obspack.conventions import GROUP_PREFIX
-from obspack.dashboards import all_dashboards
 from obspack.errors import RenderError
-from obspack.pack import Dashboard, Pack, Sources, stamp
+from obspack.pack import Pack
+from obspack.pack.chart import Chart
+from obspack.pack.chart.layout import RULE_TEMPLATE, generated_comment
+from obspack.pack.chart.sentinels import Sentinels
+from obspack.pack.chart.settings import zero_durations
 from obspack.render import yamlfmt
-from obspack.render.helm.layout import CHART_SOURCE, RULE_TEMPLATE, generated_comment
-from obspack.render.helm.sentinels import Sentinels
-from obspack.render.helm.settings import zero_durations
-from obspack.rules.alerts import alert_groups, runbook_url
+from obspack.rules.alerts import RUNBOOKS
 from obspack.rules.alerts.slo import ALERT as BURN
 from obspack.rules.model import AlertRule, RecordingRule
-from obspack.rules.recording import all_recording_groups
 
 
 def _escape(text: str) -> str:
@@ -133,8 +128,7 @@ _URL_VARIABLES = (
 
 def _url_variables() -> str:
     # The prefix of runbook URLs without a base URL, as obspack itself makes it (runbooks/<slug>.md).
-    relative = runbook_url(ObspackConfig(runbook_base_url=""), "SLUG").removesuffix("SLUG.md")
-    return _URL_VARIABLES % json.dumps(relative)
+    return _URL_VARIABLES % json.dumps(RUNBOOKS)
 
 
 def _rule_template(pack: Pack, s: Sentinels, source: str) -> str:
@@ -158,36 +152,9 @@ def _rule_template(pack: Pack, s: Sentinels, source: str) -> str:
     return s.substitute("\n".join(head + body + ["{{- end }}"]) + "\n")
 
 
-def chart_pack(cfg: ObspackConfig, *, dashboards: bool = True) -> Pack:
-    """The part of `build(cfg)` the chart renders: rule groups and dashboards (no runbooks or unit tests,
-    which would be made from sentinel values for nothing). A test proves the groups equal build()'s."""
-    return Pack(
-        version=__version__,
-        source=CHART_SOURCE,
-        cluster_label=cfg.cluster_label,
-        sources=Sources(cfg.selectors.model_dump(), cfg.vllm_containers.image_regex, cfg.vllm_containers.name_regex),
-        recording_groups=tuple(all_recording_groups(cfg)),
-        alert_groups=tuple(alert_groups(cfg)),
-        alerts=(),
-        dashboards=tuple(
-            Dashboard(name=name, title=str(model["title"]), uid=str(model["uid"]), model=model)
-            for name, model in (all_dashboards(cfg) if dashboards else [])
-        ),
-        runbooks=(),
-        rule_tests=(),
-        missing_tests=(),
-        alertmanager={},
-        prometheus_rule=cfg.prometheus_rule.model_dump(),
-        grafana=cfg.grafana.model_dump(),
-    )
-
-
-def rule_template(cfg: ObspackConfig) -> str:
+def rule_template(chart: Chart) -> str:
     """The PrometheusRule template, rendered with two sentinel sets that must give the same text."""
-    first, second = (
-        _rule_template(chart_pack(s.config(cfg), dashboards=False), s, stamp(cfg))
-        for s in map(Sentinels.make, (0, 1))
-    )
+    first, second = (_rule_template(pack, s, chart.source) for pack, s in chart.rule_packs)
     leftover = Sentinels.LEFTOVER.search(first)
     if leftover:
         line = first[: leftover.start()].count("\n") + 1

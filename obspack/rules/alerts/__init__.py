@@ -22,10 +22,13 @@ TOPICS: tuple[tuple[str, tuple[AlertFn, ...]], ...] = (
 )
 
 
+RUNBOOKS = "runbooks/"  # where runbook_url points when no base URL is set: the pack's own runbooks
+
+
 def runbook_url(cfg: ObspackConfig, slug: str) -> str:
     base = cfg.runbook_base_url
     if not base:
-        return f"runbooks/{slug}.md"
+        return f"{RUNBOOKS}{slug}.md"
     return f"{base.rstrip('/')}/{slug}.md"
 
 

@@ -1,23 +1,17 @@
-"""Where the chart's files go, and what the exporter runs with (values.yaml's defaults and the
-sidecar patch are written from the same constants, so they cannot drift apart)."""
+"""The chart's layout as data: where its generated files go, and what the exporter runs with (values.yaml's
+defaults and the sidecar patch are written from the same constants, so they cannot drift apart)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from obspack import __version__
+from obspack.conventions import MARKER
 from obspack.exporter import DEFAULT_PORT
-from obspack.render.files import MARKER
 
 RULE_TEMPLATE = "templates/generated/prometheusrule.yaml"
 DASHBOARD_DIR = "files/dashboards"
 HELPERS_TEMPLATE = "templates/generated/_rules.tpl"
 SIDECAR_PATCH = "examples/sidecar-patch.yaml"
 CHART_SOURCE = "the obspack Helm chart"
-# The hand-written templates, shipped in the package (the wheel carries them like any file of `obspack/`):
-# each is copied into the chart's templates/ with obspack's header, `helmignore` as `.helmignore`.
-STATIC_DIR = Path(__file__).parent / "static"
-STATIC_TARGETS = {"helmignore": ".helmignore"}
 
 # The exporter, as the Deployment and the sidecar patch both run it. values.yaml's defaults and the patch
 # are written from these, so the two cannot drift apart. The image is the one .github/workflows/release.yaml

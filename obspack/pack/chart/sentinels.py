@@ -13,7 +13,7 @@ from obspack.config import (
     ObspackConfig,
     Severity,
 )
-from obspack.render.helm.settings import Setting, exposed_settings
+from obspack.pack.chart.settings import Setting, exposed_settings
 from obspack.rules.recording.slo import le_matcher
 
 # ---------------------------------------------------------------------------------------------------------
