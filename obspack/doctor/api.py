@@ -456,6 +456,11 @@ class PrometheusAPI:
         params = {"match[]": list(matches), "start": f"{start:.3f}", "end": f"{end:.3f}"}
         return sorted(self.get("labels", params, shape="names") or [])
 
+    def alerts(self) -> list[dict[str, Any]]:
+        """The alerts pending or firing now (`/api/v1/alerts`): `labels`, `state`, `annotations`,
+        `activeAt`, `value`."""
+        return list(self.get("alerts", shape="alerts")["alerts"])
+
     def answers_since(self, mark: tuple[int, int]) -> tuple[int, int]:
         """(answered, failed) since `mark`, an earlier value of `tally`."""
         answered, failed = self.tally
