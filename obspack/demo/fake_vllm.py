@@ -307,19 +307,29 @@ def _escape(value: str) -> str:
     return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
-class FakeVLLM:
-    """An `Engine` served over HTTP on 127.0.0.1: `/metrics`, `/health`. Stop it with `stop()` (or `with`)."""
+class FakeVLLM(LocalServer):
+    """An `Engine` served over HTTP on 127.0.0.1: `/metrics`, `/health`. Stop it with `stop()` (or `with`).
 
-    def __init__(self, load: Load = NORMAL, *, model_name: str = DEFAULT_MODEL, port: int = 0) -> None:
+    `payload` (bytes, or a function giving bytes per request) is served at `/metrics` instead of the
+    engine's text, for tests that need a given exposition. Knobs, changeable while it runs: `down`
+    (503 to everything, an engine dead behind a listening socket), `status` (the status of `/metrics`
+    answers), and LocalServer's `delay_s` and `mode` (slow, cut short, trickling or closed answers).
+    """
+
+    def __init__(
+        self,
+        load: Load = NORMAL,
+        *,
+        payload: bytes | Callable[[], bytes] | None = None,
+        model_name: str = DEFAULT_MODEL,
+        port: int = 0,
+    ) -> None:
         self.engine = Engine(load, model_name=model_name)
+        self.payload = payload
         self.down = False
+        self.status = 200
         self.scrapes = 0
-        self._server = LocalServer(self._answer, "fake-vllm", port)
-
-    @property
-    def address(self) -> str:
-        """HOST:PORT, as a Prometheus target."""
-        return self._server.address
+        super().__init__(self._answer, "fake-vllm", port)
 
     @property
     def url(self) -> str:
@@ -330,9 +340,6 @@ class FakeVLLM:
 
     def update(self, **changes: float) -> None:
         self.engine.update(**changes)
-
-    def stop(self) -> None:
-        self._server.stop()
 
     def __enter__(self) -> FakeVLLM:
         return self
@@ -345,7 +352,9 @@ class FakeVLLM:
             return 503, TEXT, b"engine is not running\n"
         if path == "/metrics":
             self.scrapes += 1
-            return 200, CONTENT_TYPE, self.engine.exposition()
+            payload = self.payload
+            body = self.engine.exposition() if payload is None else payload() if callable(payload) else payload
+            return self.status, CONTENT_TYPE, body
         if path == "/health":
             return 200, TEXT, b""
         return 404, TEXT, b"not found\n"
