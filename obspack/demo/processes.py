@@ -158,7 +158,7 @@ def start_server(
         try:
             wait_ready(server, f"{server.url}{ready_path}")
         except StackError:
-            if attempt == 2 or server.alive() or "address already in use" not in server.tail(50):
+            if attempt == 2 or server.alive() or "address already in use" not in server.tail(50).lower():
                 raise
             continue
         return server

@@ -31,7 +31,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 
@@ -50,6 +50,8 @@ from obspack.demo.processes import (
 )
 from obspack.demo.prometheus import Prometheus
 from obspack.demo.webhook import WebhookReceiver
+
+T = TypeVar("T")
 
 CLUSTER = "e2e"
 NAMESPACE = "llm-serving"
@@ -202,6 +204,7 @@ class Stack:
     alertmanager: Alertmanager | None = None
     pack: Path | None = None
     warm_at: float | None = None  # watcher time at which every pod had two samples (see wait_for_data)
+    waiting: tuple[str, float] | None = None  # what the stack waits for now, since when (time.monotonic())
     _cleanup: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
 
     def __post_init__(self) -> None:
@@ -378,6 +381,14 @@ class Stack:
         """How long a wait for a state of the stack lasts unless told: a dozen intervals, at least 30 s."""
         return max(30, 12 * self.interval_s)
 
+    def wait_until(self, check: Callable[[], T], timeout: float, what: str, interval: float = 0.2) -> T:
+        """clients.wait_until, with `what` shown in `waiting` meanwhile (the demo prints it when quiet)."""
+        self.waiting = (what, time.monotonic())
+        try:
+            return wait_until(check, timeout, what, interval)
+        finally:
+            self.waiting = None
+
     def sleep_scrape(self) -> None:
         """Wait one scrape interval, so that the next change lands in another scrape."""
         time.sleep(self.interval_s)
@@ -398,7 +409,7 @@ class Stack:
             ]
             return all({r["metric"]["pod"] for r in rows} >= pods for rows in found)
 
-        wait_until(ready, timeout or self.wait_s, "the first scrapes of every pod")
+        self.wait_until(ready, timeout or self.wait_s, "the first scrapes of every pod")
         time.sleep(2.5 * self.interval_s)  # two rule evaluations on two samples: one-sample verdicts cleared
         if self.watcher is not None:
             self.warm_at = time.monotonic() - self.watcher.started
@@ -411,7 +422,7 @@ class Stack:
         watcher = self.watcher
         assert watcher is not None, "start the stack with watch=True"
         what = f"{alertname} on {pod} to be {state} in {source}"
-        wait_until(lambda: watcher.state(source, alertname, pod=pod) == state, timeout or self.wait_s, what)
+        self.wait_until(lambda: watcher.state(source, alertname, pod=pod) == state, timeout or self.wait_s, what)
         track = watcher.track(source, alertname, pod=pod)
         if track is None:  # only possible for the 'gone' states, which need no details
             assert state == GONE[source]
