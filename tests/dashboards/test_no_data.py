@@ -20,9 +20,10 @@ from obspack import conventions as c
 from obspack.config import ObspackConfig
 from obspack.dashboards import all_dashboards
 from obspack.demo.fleet import FleetSpec, FleetSummary, Pod, fleet_pods, write_openmetrics
+from obspack.demo.prometheus import Prometheus
 from obspack.rules.recording import all_recording_groups
 from tests.dashboards.lint import panels
-from tests.support.prometheus import Prometheus, backfill_openmetrics, backfill_rules, running_prometheus
+from tests.support.prometheus import backfill_openmetrics, backfill_rules, running_prometheus
 from tests.support.tools import require_tool
 
 pytestmark = [pytest.mark.e2e, pytest.mark.tool]

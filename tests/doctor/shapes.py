@@ -18,7 +18,8 @@ from pathlib import Path
 import yaml
 
 from obspack.demo.fleet import FleetSpec, FleetSummary, write_openmetrics
-from tests.support.prometheus import Prometheus, backfill_openmetrics, running_prometheus
+from obspack.demo.prometheus import Prometheus
+from tests.support.prometheus import backfill_openmetrics, running_prometheus
 
 _LABEL = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)="((?:[^"\\]|\\.)*)"')
 EXPORTER_POD = {

@@ -14,10 +14,10 @@ import pytest
 from typer.testing import CliRunner
 
 from obspack.cli import app
+from obspack.demo.processes import free_port
 from obspack.doctor.api import Connection, DoctorError, PrometheusAPI, QueryFailed
 from obspack.doctor.settings import from_cli
 from tests.doctor.fakes import Answer, Request, serve, vector
-from tests.support.prometheus import free_port
 from tests.support.tools import require_tool
 
 runner = CliRunner()

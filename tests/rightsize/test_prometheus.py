@@ -12,10 +12,11 @@ import pytest
 import yaml
 
 from obspack.config import ObspackConfig
+from obspack.demo.prometheus import Prometheus
 from obspack.demo.rightsize_fleet import DAY, END
 from obspack.rightsize import queries
 from tests.rightsize.command import GIB, MIB, knob, report, run, workload
-from tests.support.prometheus import Prometheus, backfill_openmetrics, running_prometheus
+from tests.support.prometheus import backfill_openmetrics, running_prometheus
 
 pytestmark = [pytest.mark.e2e, pytest.mark.tool]
 

@@ -17,11 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from obspack.demo import prometheus as kit
-from obspack.demo.processes import free_port
 from obspack.demo.prometheus import Prometheus
 from tests.support.tools import require_tool
-
-__all__ = ["Prometheus", "backfill_openmetrics", "backfill_rules", "free_port", "running_prometheus"]
 
 
 def running_prometheus(
