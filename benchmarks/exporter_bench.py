@@ -17,8 +17,8 @@ of one vLLM V1 engine (with *_created series) and its fourteen histograms with v
 from __future__ import annotations
 
 import argparse
+import contextlib
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -29,7 +29,7 @@ from pathlib import Path
 from prometheus_client.parser import text_string_to_metric_families
 
 from obspack.catalogue import vllm
-from obspack.demo.processes import free_port, is_ready
+from obspack.demo.processes import Server, start_server
 from obspack.exporter import derive
 from obspack.exporter.parse import check_payload, parse_needed
 
@@ -139,14 +139,6 @@ def _rss_kib(pid: int) -> int:
     return -1
 
 
-def _wait(url: str) -> None:
-    deadline = time.monotonic() + 20
-    while not is_ready(url):
-        if time.monotonic() > deadline:
-            raise SystemExit(f"{url} never answered")
-        time.sleep(0.05)
-
-
 def _scrape_latencies(url: str, scrapes: int) -> list[float]:
     latencies = []
     for _ in range(scrapes):
@@ -159,90 +151,44 @@ def _scrape_latencies(url: str, scrapes: int) -> list[float]:
 
 
 def bench_scrape(scrapes: int) -> None:
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as cleanup:
         root = Path(tmp)
-        (root / "1m").mkdir()
-        (root / "8m").mkdir()
-        (root / "1m" / "metrics").write_bytes(make_payload(1 << 20))
-        (root / "8m" / "metrics").write_bytes(make_payload(8 << 20))
-        target_port, exporter_port = free_port(), free_port()
-        target = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "http.server",
-                str(target_port),
-                "--bind",
-                "127.0.0.1",
-                "--directory",
-                tmp,
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        exporter = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "obspack.exporter",
-                "--target",
-                f"http://127.0.0.1:{target_port}/1m/metrics",
-                "--listen",
-                f"127.0.0.1:{exporter_port}",
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        try:
-            _wait(f"http://127.0.0.1:{target_port}/1m/metrics")
-            _wait(f"http://127.0.0.1:{exporter_port}/healthz")
-            idle_rss = _rss_kib(exporter.pid)
-            url = f"http://127.0.0.1:{exporter_port}/metrics"
-            latencies = sorted(_scrape_latencies(url, scrapes))
-            rss_1m = _rss_kib(exporter.pid)
+        for size, folder in ((1 << 20, "1m"), (8 << 20, "8m")):
+            (root / folder).mkdir()
+            (root / folder / "metrics").write_bytes(make_payload(size))
+        target = start_server(
+            "target", lambda a: [sys.executable, "-m", "http.server", a.split(":")[1], "--bind", "127.0.0.1",
+                                 "--directory", tmp], "/1m/metrics", root, cleanup,
+        )  # fmt: skip
 
-            def pct(p: float) -> float:
-                return latencies[min(len(latencies) - 1, int(p * len(latencies)))] * 1e3
+        def exporter(folder: str) -> Server:
+            """`python -m obspack.exporter` scraping the payload in `folder`, on a free port."""
+            url = f"{target.url}/{folder}/metrics"
+            argv = [sys.executable, "-m", "obspack.exporter", "--target", url, "--listen"]
+            return start_server(f"exporter-{folder}", lambda a: [*argv, a], "/healthz", root, cleanup)
 
-            print(f"\nexporter /metrics with a 1 MiB loopback target, {scrapes} sequential scrapes")
-            print(
-                f"  p50 {pct(0.5):.2f} ms   p90 {pct(0.9):.2f} ms   p99 {pct(0.99):.2f} ms   max {latencies[-1] * 1e3:.2f} ms"
-            )
-            print(
-                f"  exporter RSS: {idle_rss / 1024:.1f} MiB idle, {rss_1m / 1024:.1f} MiB after the 1 MiB scrapes"
-            )
-        finally:
-            exporter.terminate()
-            exporter.wait(10)
+        server = exporter("1m")
+        idle_rss = _rss_kib(server.process.pid)
+        latencies = sorted(_scrape_latencies(f"{server.url}/metrics", scrapes))
+        rss_1m = _rss_kib(server.process.pid)
+        server.stop()
 
-        exporter = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "obspack.exporter",
-                "--target",
-                f"http://127.0.0.1:{target_port}/8m/metrics",
-                "--listen",
-                f"127.0.0.1:{exporter_port}",
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+        def pct(p: float) -> float:
+            return latencies[min(len(latencies) - 1, int(p * len(latencies)))] * 1e3
+
+        print(f"\nexporter /metrics with a 1 MiB loopback target, {scrapes} sequential scrapes")
+        print(
+            f"  p50 {pct(0.5):.2f} ms   p90 {pct(0.9):.2f} ms   p99 {pct(0.99):.2f} ms   max {latencies[-1] * 1e3:.2f} ms"
         )
-        try:
-            _wait(f"http://127.0.0.1:{exporter_port}/healthz")
-            latencies = sorted(
-                _scrape_latencies(f"http://127.0.0.1:{exporter_port}/metrics", max(20, scrapes // 10))
-            )
-            print(f"exporter /metrics with an 8 MiB loopback target, {len(latencies)} scrapes")
-            print(
-                f"  p50 {latencies[len(latencies) // 2] * 1e3:.2f} ms; "
-                f"exporter RSS after them: {_rss_kib(exporter.pid) / 1024:.1f} MiB"
-            )
-        finally:
-            exporter.terminate()
-            exporter.wait(10)
-            target.terminate()
-            target.wait(10)
+        print(f"  exporter RSS: {idle_rss / 1024:.1f} MiB idle, {rss_1m / 1024:.1f} MiB after the 1 MiB scrapes")
+
+        server = exporter("8m")
+        latencies = sorted(_scrape_latencies(f"{server.url}/metrics", max(20, scrapes // 10)))
+        print(f"exporter /metrics with an 8 MiB loopback target, {len(latencies)} scrapes")
+        print(
+            f"  p50 {latencies[len(latencies) // 2] * 1e3:.2f} ms; "
+            f"exporter RSS after them: {_rss_kib(server.process.pid) / 1024:.1f} MiB"
+        )
 
 
 def main() -> None:
