@@ -5,7 +5,9 @@ the KV cache is and how fast requests finish; counters and histograms integrate 
 time, so Prometheus sees rates that follow the scenario. Change the load at any time with `set()`.
 
 `FakeVLLM` serves an engine over HTTP on 127.0.0.1 (a free port unless given one). `down = True` makes
-it answer 503 to everything, like a vLLM whose engine died behind a still-listening socket.
+it answer 503 to everything, like a vLLM whose engine died behind a still-listening socket. The
+exporter's tests use it as a target that serves given bytes (`payload`) and breaks on request
+(`status`, `delay_s`, `mode`).
 
 The exposition follows vLLM 0.33 with one API server: every engine series has the labels `engine` and
 `model_name` (sorted), counters end in `_total` and come with a `_created` gauge, histograms have vLLM's
