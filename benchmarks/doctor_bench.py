@@ -3,7 +3,7 @@
     python benchmarks/doctor_bench.py                          # 100 and 1000 vLLM pods, 8 GPUs each
     python benchmarks/doctor_bench.py --sizes 1000 --concurrency 4,8,16
 
-Each fleet is benchmarks/fleet_bench.py's (tests/support/fleet.py; two clusters; vLLM V1 and V0; router
+Each fleet is benchmarks/fleet_bench.py's (obspack/demo/fleet.py; two clusters; vLLM V1 and V0; router
 copies; HA kube-state-metrics; DCGM in both label modes; every pod holding 8 GPUs), over 30 minutes at a
 30 s scrape interval, backfilled with promtool into a Prometheus that loads the rendered rules and
 evaluates them every 10 s while the doctor runs, as a production server would. The doctor checks the
@@ -35,12 +35,12 @@ if str(ROOT) not in sys.path:
 
 from benchmarks.fleet_bench import backfill_fleet  # noqa: E402
 from obspack.config import ObspackConfig  # noqa: E402
+from obspack.demo.fleet import FleetSpec  # noqa: E402
+from obspack.demo.processes import find_tool  # noqa: E402
+from obspack.demo.prometheus import running_prometheus  # noqa: E402
 from obspack.doctor.api import Connection  # noqa: E402
 from obspack.doctor.run import Options, diagnose  # noqa: E402
 from obspack.pack import build  # noqa: E402
-from tests.support.fleet import FleetSpec  # noqa: E402
-from tests.support.prometheus import running_prometheus  # noqa: E402
-from tests.support.tools import find_tool  # noqa: E402
 
 
 def log(message: str) -> None:

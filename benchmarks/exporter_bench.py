@@ -10,15 +10,15 @@
    latency percentiles, then the exporter's RSS (also after 8 MiB scrapes).
 
 Payloads are generated here: after one cache_config_info, each "model" adds the gauges and counters
-of one vLLM V1 engine (with *_created series) and fourteen histograms with their buckets, the way
-payloads grow with models, LoRA adapters and buckets.
+of one vLLM V1 engine (with *_created series) and its fourteen histograms with vLLM 0.33's buckets
+(obspack/catalogue/vllm.py), the way payloads grow with models, LoRA adapters and buckets.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -28,46 +28,21 @@ from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from obspack.catalogue import vllm
+from obspack.demo.processes import Server, start_server
 from obspack.exporter import derive
 from obspack.exporter.parse import check_payload, parse_needed
 
-HISTOGRAMS = (
-    "time_to_first_token_seconds",
-    "inter_token_latency_seconds",
-    "request_time_per_output_token_seconds",
-    "e2e_request_latency_seconds",
-    "request_queue_time_seconds",
-    "request_inference_time_seconds",
-    "request_prefill_time_seconds",
-    "request_decode_time_seconds",
-    "request_prompt_tokens",
-    "request_generation_tokens",
-    "request_max_num_generation_tokens",
-    "request_params_max_tokens",
-    "request_prefill_kv_computed_tokens",
-    "iteration_tokens_total",
-)
-BUCKETS = (
-    0.001,
-    0.005,
-    0.01,
-    0.02,
-    0.04,
-    0.06,
-    0.08,
-    0.1,
-    0.25,
-    0.5,
-    0.75,
-    1.0,
-    2.5,
-    5.0,
-    7.5,
-    10.0,
-    20.0,
-    40.0,
-    80.0,
-)
+# The histograms of one vLLM V1 engine and their bounds (the catalogue's; token counts at max_model_len 8192).
+HISTOGRAMS = {
+    name: vllm.V1.bounds(name)
+    for name in (vllm.TTFT, vllm.ITL, vllm.REQUEST_TPOT, vllm.E2E, vllm.QUEUE, vllm.INFERENCE, vllm.PREFILL,
+                 vllm.DECODE, vllm.ITERATION_TOKENS)
+} | {
+    name: vllm.V1.token_counts
+    for name in (vllm.PROMPT_TOKENS, vllm.GENERATION_TOKENS, vllm.MAX_GENERATION_TOKENS, vllm.PARAMS_MAX_TOKENS,
+                 vllm.PREFILL_KV_COMPUTED_TOKENS)
+}  # fmt: skip
 COUNTERS = (
     "prompt_tokens",
     "generation_tokens",
@@ -90,17 +65,17 @@ def family_samples(index: int) -> dict[tuple[str, str], list[str]]:
     for i, name in enumerate(COUNTERS):
         families[(f"vllm:{name}", "counter")] = [f"vllm:{name}_total{{{labels}}} {1.0e6 * (i + 1) + index}"]
         families[(f"vllm:{name}_created", "gauge")] = [f"vllm:{name}_created{{{labels}}} 1.7940528276134e+09"]
-    for name in HISTOGRAMS:
+    for name, bounds in HISTOGRAMS.items():
         count = 1000 + index
         lines = [
-            f'vllm:{name}_bucket{{{labels},le="{le}"}} {count * (n + 1) // len(BUCKETS)}.0'
-            for n, le in enumerate(BUCKETS)
+            f'{name}_bucket{{{labels},le="{le}"}} {count * (n + 1) // len(bounds)}.0'
+            for n, le in enumerate(bounds)
         ]
-        lines.append(f'vllm:{name}_bucket{{{labels},le="+Inf"}} {count}.0')
-        lines.append(f"vllm:{name}_count{{{labels}}} {count}.0")
-        lines.append(f"vllm:{name}_sum{{{labels}}} {count * 0.37:.3f}")
-        families[(f"vllm:{name}", "histogram")] = lines
-        families[(f"vllm:{name}_created", "gauge")] = [f"vllm:{name}_created{{{labels}}} 1.7940528276134e+09"]
+        lines.append(f'{name}_bucket{{{labels},le="+Inf"}} {count}.0')
+        lines.append(f"{name}_count{{{labels}}} {count}.0")
+        lines.append(f"{name}_sum{{{labels}}} {count * 0.37:.3f}")
+        families[(name, "histogram")] = lines
+        families[(f"{name}_created", "gauge")] = [f"{name}_created{{{labels}}} 1.7940528276134e+09"]
     return families
 
 
@@ -164,25 +139,6 @@ def _rss_kib(pid: int) -> int:
     return -1
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _wait(url: str) -> None:
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(url, timeout=1):
-                return
-        except OSError:
-            time.sleep(0.05)
-    raise SystemExit(f"{url} never answered")
-
-
 def _scrape_latencies(url: str, scrapes: int) -> list[float]:
     latencies = []
     for _ in range(scrapes):
@@ -195,90 +151,44 @@ def _scrape_latencies(url: str, scrapes: int) -> list[float]:
 
 
 def bench_scrape(scrapes: int) -> None:
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as cleanup:
         root = Path(tmp)
-        (root / "1m").mkdir()
-        (root / "8m").mkdir()
-        (root / "1m" / "metrics").write_bytes(make_payload(1 << 20))
-        (root / "8m" / "metrics").write_bytes(make_payload(8 << 20))
-        target_port, exporter_port = _free_port(), _free_port()
-        target = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "http.server",
-                str(target_port),
-                "--bind",
-                "127.0.0.1",
-                "--directory",
-                tmp,
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        exporter = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "obspack.exporter",
-                "--target",
-                f"http://127.0.0.1:{target_port}/1m/metrics",
-                "--listen",
-                f"127.0.0.1:{exporter_port}",
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        try:
-            _wait(f"http://127.0.0.1:{target_port}/1m/metrics")
-            _wait(f"http://127.0.0.1:{exporter_port}/healthz")
-            idle_rss = _rss_kib(exporter.pid)
-            url = f"http://127.0.0.1:{exporter_port}/metrics"
-            latencies = sorted(_scrape_latencies(url, scrapes))
-            rss_1m = _rss_kib(exporter.pid)
+        for size, folder in ((1 << 20, "1m"), (8 << 20, "8m")):
+            (root / folder).mkdir()
+            (root / folder / "metrics").write_bytes(make_payload(size))
+        target = start_server(
+            "target", lambda a: [sys.executable, "-m", "http.server", a.split(":")[1], "--bind", "127.0.0.1",
+                                 "--directory", tmp], "/1m/metrics", root, cleanup,
+        )  # fmt: skip
 
-            def pct(p: float) -> float:
-                return latencies[min(len(latencies) - 1, int(p * len(latencies)))] * 1e3
+        def exporter(folder: str) -> Server:
+            """`python -m obspack.exporter` scraping the payload in `folder`, on a free port."""
+            url = f"{target.url}/{folder}/metrics"
+            argv = [sys.executable, "-m", "obspack.exporter", "--target", url, "--listen"]
+            return start_server(f"exporter-{folder}", lambda a: [*argv, a], "/healthz", root, cleanup)
 
-            print(f"\nexporter /metrics with a 1 MiB loopback target, {scrapes} sequential scrapes")
-            print(
-                f"  p50 {pct(0.5):.2f} ms   p90 {pct(0.9):.2f} ms   p99 {pct(0.99):.2f} ms   max {latencies[-1] * 1e3:.2f} ms"
-            )
-            print(
-                f"  exporter RSS: {idle_rss / 1024:.1f} MiB idle, {rss_1m / 1024:.1f} MiB after the 1 MiB scrapes"
-            )
-        finally:
-            exporter.terminate()
-            exporter.wait(10)
+        server = exporter("1m")
+        idle_rss = _rss_kib(server.process.pid)
+        latencies = sorted(_scrape_latencies(f"{server.url}/metrics", scrapes))
+        rss_1m = _rss_kib(server.process.pid)
+        server.stop()
 
-        exporter = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "obspack.exporter",
-                "--target",
-                f"http://127.0.0.1:{target_port}/8m/metrics",
-                "--listen",
-                f"127.0.0.1:{exporter_port}",
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+        def pct(p: float) -> float:
+            return latencies[min(len(latencies) - 1, int(p * len(latencies)))] * 1e3
+
+        print(f"\nexporter /metrics with a 1 MiB loopback target, {scrapes} sequential scrapes")
+        print(
+            f"  p50 {pct(0.5):.2f} ms   p90 {pct(0.9):.2f} ms   p99 {pct(0.99):.2f} ms   max {latencies[-1] * 1e3:.2f} ms"
         )
-        try:
-            _wait(f"http://127.0.0.1:{exporter_port}/healthz")
-            latencies = sorted(
-                _scrape_latencies(f"http://127.0.0.1:{exporter_port}/metrics", max(20, scrapes // 10))
-            )
-            print(f"exporter /metrics with an 8 MiB loopback target, {len(latencies)} scrapes")
-            print(
-                f"  p50 {latencies[len(latencies) // 2] * 1e3:.2f} ms; "
-                f"exporter RSS after them: {_rss_kib(exporter.pid) / 1024:.1f} MiB"
-            )
-        finally:
-            exporter.terminate()
-            exporter.wait(10)
-            target.terminate()
-            target.wait(10)
+        print(f"  exporter RSS: {idle_rss / 1024:.1f} MiB idle, {rss_1m / 1024:.1f} MiB after the 1 MiB scrapes")
+
+        server = exporter("8m")
+        latencies = sorted(_scrape_latencies(f"{server.url}/metrics", max(20, scrapes // 10)))
+        print(f"exporter /metrics with an 8 MiB loopback target, {len(latencies)} scrapes")
+        print(
+            f"  p50 {latencies[len(latencies) // 2] * 1e3:.2f} ms; "
+            f"exporter RSS after them: {_rss_kib(server.process.pid) / 1024:.1f} MiB"
+        )
 
 
 def main() -> None:

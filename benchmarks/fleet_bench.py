@@ -4,14 +4,14 @@
     python benchmarks/fleet_bench.py --sizes 10,100 --no-report --json /tmp/fleet.json
     python benchmarks/fleet_bench.py --from-json /tmp/fleet.json   # only render the section again
 
-For each size it generates a synthetic fleet (tests/support/fleet.py: vLLM V1 and V0 with full
+For each size it generates a synthetic fleet (obspack/demo/fleet.py: vLLM V1 and V0 with full
 histograms, router copies, cAdvisor, HA kube-state-metrics, DCGM in both label modes, exporter series;
 two clusters, 1 h at a 30 s scrape interval), with every pod holding 8 GPUs (`--gpus-per-pod`), and:
 
 1. backfills it with `promtool tsdb create-blocks-from openmetrics`, one file per source, each as soon
    as it is written (the promtools and the generator share the cores);
 2. backfills the rendered recording rules with `promtool tsdb create-blocks-from rules`, dependency
-   level by level (tests/support/prometheus.py);
+   level by level (obspack/demo/prometheus.py);
 3. starts Prometheus with the rendered rule files (recording and alerts, every group at a 5 s or 10 s
    interval) and reads each group's `prometheus_rule_group_last_duration_seconds` over a few
    evaluations. The fleet's timestamps are shifted so that its last sample is about "now" when this
@@ -74,10 +74,10 @@ from benchmarks.fleet_queries import (  # noqa: E402
     load_dashboards,
     resolve_variables,
 )
-from tests.support import fleet  # noqa: E402
-from tests.support.fleet import FleetSpec, FleetSummary, Pod, write_openmetrics_by_source  # noqa: E402
-from tests.support.prometheus import Prometheus, backfill_rules, running_prometheus  # noqa: E402
-from tests.support.tools import find_tool  # noqa: E402
+from obspack.demo import fleet  # noqa: E402
+from obspack.demo.fleet import FleetSpec, FleetSummary, Pod, write_openmetrics_by_source  # noqa: E402
+from obspack.demo.processes import find_tool  # noqa: E402
+from obspack.demo.prometheus import Prometheus, backfill_rules, running_prometheus  # noqa: E402
 
 SESSION_S = 45.0  # restart the query server before Prometheus's first compaction (60 s after start)
 RULE_LIMIT_S = 50.0  # stop reading live rule evaluations after this long
@@ -304,7 +304,7 @@ def measure_rule_groups(data: Path, rule_files: list[Path], evaluations: int) ->
                     seen[group] = stamp
             if latest and all(len(durations.get(g, [])) >= evaluations for g in latest):
                 break
-        for group in prom.api("rules")["groups"]:
+        for group in prom.get("rules")["groups"]:  # unchecked: the shape drops each rule's evaluationTime
             rules = sorted(group["rules"], key=lambda r: -r.get("evaluationTime", 0))
             if rules:
                 name = rules[0].get("name", "")

@@ -280,7 +280,7 @@ def section(results: list[Any], settings: Any, total_s: float, meta: dict[str, A
     )
     out.append("")
     out.append(
-        f"Each fleet is tests/support/fleet.py's synthetic fleet (two clusters; vLLM V1 and V0 pods with full "
+        f"Each fleet is obspack/demo/fleet.py's synthetic fleet (two clusters; vLLM V1 and V0 pods with full "
         f"histograms, router copies, cAdvisor, HA kube-state-metrics, DCGM in both label modes, exporter "
         f"series; {settings.duration_s // 60} min at a {settings.scrape_s} s scrape interval), with every "
         f"pod holding {settings.gpus_per_pod} GPUs (TP {settings.gpus_per_pod}, or two data-parallel engines "

@@ -3,7 +3,7 @@
     python benchmarks/rightsize_bench.py                 # 100 and 1000 vLLM pods, 14 days
     python benchmarks/rightsize_bench.py --sizes 1000 --concurrency 1,4,8
 
-Each fleet repeats the workloads of the rightsize tests (tests/rightsize/fleet.py: model load peaks, an OOM
+Each fleet repeats the workloads of the rightsize tests (obspack/demo/rightsize_fleet.py: model load peaks, an OOM
 kill, long prompts, a StatefulSet, a LeaderWorkerSet with a full KV cache, a release that raised memory, a
 young deployment, well-sized ones in two clusters), each copy in one of 25 namespaces, until the fleet has
 the pods asked for. Gauges are sampled every 5 minutes over 14 days (the queries' step; a real 30 s scrape
@@ -30,9 +30,9 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from tests.rightsize import fleet  # noqa: E402
-from tests.support.prometheus import running_prometheus  # noqa: E402
-from tests.support.tools import find_tool  # noqa: E402
+from obspack.demo import rightsize_fleet as fleet  # noqa: E402
+from obspack.demo.processes import find_tool  # noqa: E402
+from obspack.demo.prometheus import running_prometheus  # noqa: E402
 
 NAMESPACES = 25
 # Runs rightsize in a fresh interpreter and prints its report's numbers and the process's peak RSS.

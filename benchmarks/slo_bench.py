@@ -8,7 +8,7 @@ What it builds, in a temporary folder:
 1. Thirty days of history of the base-window SLO records (errors, events and requests per cluster,
    namespace, model and SLO) at a 60 s evaluation interval, ending shortly before the fleet starts: what
    a Prometheus that has run the rules for a month holds. The longer windows and the period read it.
-2. The vLLM families the SLO rules read, from the synthetic fleet (tests/support/fleet.py: two clusters,
+2. The vLLM families the SLO rules read, from the synthetic fleet (obspack/demo/fleet.py: two clusters,
    V1 and V0 pods, data-parallel engines, every histogram bucket, the API server's http_requests_total,
    router copies), for 15 minutes at a 30 s scrape interval, written last so that it ends about a
    minute before the rules start.
@@ -44,11 +44,11 @@ from benchmarks.fleet_bench import log, measure_rule_groups  # noqa: E402
 from obspack import conventions as c  # noqa: E402
 from obspack import slos  # noqa: E402
 from obspack.config import ObspackConfig  # noqa: E402
+from obspack.demo import fleet  # noqa: E402
+from obspack.demo.fleet import FleetSpec  # noqa: E402
+from obspack.demo.processes import find_tool  # noqa: E402
+from obspack.demo.prometheus import backfill_openmetrics, running_prometheus  # noqa: E402
 from obspack.pack import build  # noqa: E402
-from tests.support import fleet  # noqa: E402
-from tests.support.fleet import FleetSpec  # noqa: E402
-from tests.support.prometheus import backfill_openmetrics, running_prometheus  # noqa: E402
-from tests.support.tools import find_tool  # noqa: E402
 
 HISTORY_S = 30 * 86400
 HISTORY_STEP_S = 60

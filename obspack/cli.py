@@ -414,6 +414,33 @@ def rightsize(
 app.command("exporter", cls=_PlainHelp)(exporter)
 
 
+@app.command(cls=_PlainHelp)
+def demo(
+    workdir: Annotated[
+        Path | None,
+        typer.Option(help="Where to keep the pack, configs, data and logs. Default: a new temporary folder."),
+    ] = None,
+    keep: Annotated[bool, typer.Option("--keep", help="Leave everything running at the end, until Ctrl-C.")] = False,
+) -> None:
+    """Play vLLM incidents through the pack on a real Prometheus and Alertmanager, all on 127.0.0.1.
+
+    Fake vLLM pods and node exporters, obspack exporter sidecars and the pack from `obspack render`; every alert state change and notification is printed, then how late each alert fired. Takes about 4.5 minutes, most of it waiting for alerts to fire and resolve.
+
+    Needs prometheus and alertmanager on PATH (Debian: apt-get install prometheus prometheus-alertmanager). See docs/e2e.md.
+
+    Examples:
+
+    obspack demo
+
+    obspack demo --keep --workdir /tmp/obspack-demo"""
+    from obspack.demo.narrate import play
+
+    try:
+        play(workdir, keep)
+    except ObspackError as e:
+        raise _fail(e) from None
+
+
 def main() -> None:
     try:
         app()

@@ -27,13 +27,29 @@ def parse_ms(text: str) -> int:
     return total
 
 
-def format_ms(ms: int) -> str:
-    """The shortest duration text for a number of milliseconds, e.g. 90000 -> 1m30s."""
+_UNITS = ("d", "h", "m", "s", "ms")  # weeks and years are left to the reader: 14d, not 2w
+
+
+def format_ms(ms: int, *, one_unit: bool = False) -> str:
+    """Milliseconds as a Prometheus duration: the shortest spelling (90000 -> 1m30s), or with `one_unit`
+    a count of the largest unit that divides it (4_320_000 -> 72m), for windows named in a record."""
     if ms == 0:
         return "0s"
+    if one_unit:
+        unit = next(u for u in _UNITS if ms % UNIT_MS[u] == 0)
+        return f"{ms // UNIT_MS[unit]}{unit}"
     parts = []
-    for unit in ("d", "h", "m", "s", "ms"):
+    for unit in _UNITS:
         count, ms = divmod(ms, UNIT_MS[unit])
         if count:
             parts.append(f"{count}{unit}")
     return "".join(parts)
+
+
+def format_s(seconds: float, *, coarse: bool = False, one_unit: bool = False) -> str:
+    """Seconds as a Prometheus duration, to the millisecond (0.5 -> 500ms); `coarse`: whole seconds below
+    a minute and whole minutes above (95.4 -> 2m), for messages about windows and ages; `one_unit` as
+    in format_ms."""
+    if coarse:
+        seconds = max(int(seconds) if seconds < 60 else round(seconds / 60) * 60, 0)
+    return format_ms(round(seconds * 1000), one_unit=one_unit)

@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 
 from obspack.config import ObspackConfig, Severity, promql_string
-from obspack.durations import parse_ms
+from obspack.durations import format_s, parse_ms
 from obspack.memo import per_config
 
 SLIS = ("time_to_first_token", "inter_token_latency", "availability")
@@ -27,19 +27,10 @@ TITLES = {
     "availability": "Availability",
 }
 MINUTE, HOUR, DAY = 60, 3600, 86400
-_UNITS = ((DAY, "d"), (HOUR, "h"), (MINUTE, "m"), (1, "s"))
-
-
-def duration(seconds: int) -> str:
-    """A Prometheus duration in its largest exact unit: 3600 -> 1h, 4320 -> 72m."""
-    for size, unit in _UNITS:
-        if seconds % size == 0:
-            return f"{seconds // size}{unit}"
-    raise AssertionError(seconds)
 
 
 def seconds(text: str) -> int:
-    """The inverse of `duration`: whole seconds of a Prometheus duration."""
+    """Whole seconds of a Prometheus duration."""
     return parse_ms(text) // 1000
 
 
@@ -129,7 +120,7 @@ _PERIODS = {"30d": 30 * DAY, "28d": 28 * DAY}
 
 @per_config
 def period(cfg: ObspackConfig) -> str:
-    return duration(_PERIODS[cfg.slos.period] // cfg.slos.speedup)
+    return format_s(_PERIODS[cfg.slos.period] // cfg.slos.speedup, one_unit=True)
 
 
 @per_config
@@ -139,9 +130,9 @@ def window_pairs(cfg: ObspackConfig) -> tuple[WindowPair, ...]:
     return tuple(
         WindowPair(
             severity=severity,
-            long=duration(long // k),
-            short=duration(short // k),
-            for_=duration(for_ // k),
+            long=format_s(long // k, one_unit=True),
+            short=format_s(short // k, one_unit=True),
+            for_=format_s(for_ // k, one_unit=True),
             factor=round(share * budget_period / long, 6),
         )
         for severity, long, short, for_, share in _PAIRS

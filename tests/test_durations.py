@@ -1,8 +1,8 @@
-"""Prometheus durations: the syntax model.ParseDuration takes, its range, and the shortest spelling."""
+"""Prometheus durations: the syntax model.ParseDuration takes, its range, and the one way obspack writes them."""
 
 import pytest
 
-from obspack.durations import format_ms, parse_ms
+from obspack.durations import format_ms, format_s, parse_ms
 
 
 @pytest.mark.parametrize(
@@ -32,3 +32,18 @@ def test_refuses_what_overflows_go_nanoseconds() -> None:
 def test_formats_the_shortest_spelling(ms: int, text: str) -> None:
     assert format_ms(ms) == text
     assert parse_ms(text) == ms
+
+
+@pytest.mark.parametrize(("ms", "text"), [(3_600_000, "1h"), (4_320_000, "72m"), (90_000, "90s"), (1500, "1500ms"), (0, "0s")])
+def test_formats_one_unit_for_windows_that_rules_name(ms: int, text: str) -> None:
+    assert format_ms(ms, one_unit=True) == text
+    assert parse_ms(text) == ms
+
+
+@pytest.mark.parametrize(
+    ("seconds", "coarse", "text"),
+    [(0.5, False, "500ms"), (90, False, "1m30s"), (0.5, True, "0s"), (59.9, True, "59s"), (95.4, True, "2m"),
+     (5400, True, "1h30m"), (604_800, True, "7d"), (-3, True, "0s")],
+)
+def test_formats_seconds_exactly_or_coarsely_for_messages(seconds: float, coarse: bool, text: str) -> None:
+    assert format_s(seconds, coarse=coarse) == text

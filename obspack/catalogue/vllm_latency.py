@@ -1,80 +1,18 @@
-"""The latency histograms the SLOs read and the bucket bounds vLLM exports for them, by release.
+"""The latency histograms the SLOs read, and which of their bucket bounds vLLM exports, by release.
 
 A latency SLO counts a request as good when it falls in the bucket `le=<threshold>`, so a threshold must
-be a bound vLLM really exports. The bounds below were read from vLLM's released source (the extract the
-test suite checks this table against is tests/fixtures/vllm-slo-metrics.json). From 0.32 an operator may
+be a bound vLLM really exports. The bounds are the catalogue's (obspack/catalogue/vllm.py, checked
+against the release survey's extract in tests/fixtures/vllm-metrics-survey.json). From 0.32 an operator may
 replace them with `--custom-histogram-buckets`; the rules leave out pods that lack the threshold's bucket
 instead of counting all their requests as slow.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-TTFT = "vllm:time_to_first_token_seconds"
-ITL = "vllm:inter_token_latency_seconds"
-TPOT = "vllm:time_per_output_token_seconds"  # ITL's older name: default up to 0.11, hidden 0.12-0.14, gone in 0.15
+from obspack.catalogue.vllm import BUCKETS, ITL, TPOT, TTFT, version
 
 # The histograms of each latency SLO; for inter-token latency the first name present wins per series.
 SLO_HISTOGRAMS = {"time_to_first_token": (TTFT,), "inter_token_latency": (ITL, TPOT)}
-
-_TTFT_UP_TO_0_8_3 = (
-    0.001,
-    0.005,
-    0.01,
-    0.02,
-    0.04,
-    0.06,
-    0.08,
-    0.1,
-    0.25,
-    0.5,
-    0.75,
-    1.0,
-    2.5,
-    5.0,
-    7.5,
-    10.0,
-)
-_TOKEN_UP_TO_0_8_3 = (0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5)
-
-
-@dataclass(frozen=True)
-class Bounds:
-    """The bucket bounds (seconds, +Inf left out) a histogram has from release `first` to `last` (None:
-    open end)."""
-
-    first: str | None
-    last: str | None
-    bounds: tuple[float, ...]
-
-    def covers(self, release: str) -> bool:
-        v = _version(release)
-        return (self.first is None or _version(self.first) <= v) and (
-            self.last is None or v <= _version(self.last)
-        )
-
-
-BUCKETS: dict[str, tuple[Bounds, ...]] = {
-    TTFT: (
-        Bounds(None, "0.8.3", _TTFT_UP_TO_0_8_3),
-        Bounds("0.8.4", None, _TTFT_UP_TO_0_8_3 + (20.0, 40.0, 80.0, 160.0, 640.0, 2560.0)),
-    ),
-    TPOT: (
-        Bounds(None, "0.8.3", _TOKEN_UP_TO_0_8_3),
-        Bounds("0.8.4", "0.11.2", _TOKEN_UP_TO_0_8_3 + (5.0, 7.5, 10.0, 20.0, 40.0, 80.0)),
-    ),
-    ITL: (Bounds("0.10.2", None, _TOKEN_UP_TO_0_8_3 + (5.0, 7.5, 10.0, 20.0, 40.0, 80.0)),),
-}
-
-
-def _version(release: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in release.split(".")[:3])
-
-
-def bounds_in(metric: str, release: str) -> tuple[float, ...] | None:
-    """The bounds `metric` has in `release`, or None when that release does not export it by default."""
-    return next((b.bounds for b in BUCKETS[metric] if b.covers(release)), None)
 
 
 def boundaries(metrics: tuple[str, ...]) -> tuple[float, ...]:
@@ -88,7 +26,7 @@ def releases_with(metrics: tuple[str, ...], bound: float) -> str:
     if any(b.first is None for b in ranges) and any(b.last is None for b in ranges):
         return "every release"
     firsts = [b.first for b in ranges if b.first]
-    return f"{min(firsts, key=_version)} and later"
+    return f"{min(firsts, key=version)} and later"
 
 
 def check_bound(value: float, metrics: tuple[str, ...]) -> float:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from grafanalib.core import Dashboard
 
 from obspack import conventions as c
+from obspack.catalogue.vllm import POD_MODEL
 from obspack.config import ObspackConfig
 from obspack.dashboards import panels as p
 from obspack.dashboards import queries as q
@@ -15,7 +16,6 @@ from obspack.dashboards.defaults import dashboard, runbook_link, triage_from_ser
 NAME = "vllm-kv-prefix-cache"
 POD_LEGEND = "{{namespace}}/{{pod}}"
 ENGINE_LEGEND = "{{namespace}}/{{pod}} {{engine}}"
-POD_MODEL = ("namespace", "pod", "model_name")
 # Headroom below one request means the next average-sized request waits; below four, it soon will.
 HEADROOM_CRITICAL = 1
 HEADROOM_WARNING = 4

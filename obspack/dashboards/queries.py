@@ -12,6 +12,7 @@ All (`.*`) selections all work. The `cluster` variable filters `cfg.cluster_labe
 from __future__ import annotations
 
 from obspack import conventions as c
+from obspack.catalogue.vllm import HAS_MODEL
 from obspack.config import ObspackConfig
 from obspack.rules.alerts import all_alerts
 from obspack.rules.recording import dcgm
@@ -21,7 +22,6 @@ ALL = ("cluster", "namespace", "model", "pod")
 POD = ("cluster", "namespace", "pod")  # for series without model_name
 MODEL = ("cluster", "namespace", "model")  # for per-model records without pod
 FLEET = MODEL  # fleet-wide panels of a page whose pod variable picks one pod for its detail panels
-HAS_MODEL = 'model_name!=""'
 QUANTILES = (0.5, 0.9, 0.99)
 # Per-GPU and per-engine graphs draw this many lines at most; with All selected a fleet has thousands.
 TOP = 20

@@ -1,4 +1,6 @@
-"""The Prometheus and Alertmanager API calls the demo makes, and a watcher of alert states.
+"""The Alertmanager API calls the demo makes, and a watcher of alert states in both servers.
+
+Prometheus is asked through obspack.demo.prometheus (the doctor's client).
 
 `Watcher` polls both servers a few times a second from a thread and keeps, for every alert (its full
 label set), the states it went through:
@@ -14,11 +16,15 @@ import json
 import threading
 import time
 import urllib.error
-import urllib.parse
 import urllib.request
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
+
+from obspack.demo.processes import is_ready
+from obspack.demo.prometheus import Prometheus
+from obspack.doctor.api import QueryFailed
+from obspack.errors import ObspackError
 
 T = TypeVar("T")
 Labels = frozenset[tuple[str, str]]
@@ -41,14 +47,6 @@ def post_json(url: str, data: Any, timeout: float = 2.0) -> None:
         pass
 
 
-def is_ready(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=1.0):  # noqa: S310
-            return True
-    except (urllib.error.URLError, OSError):
-        return False
-
-
 def wait_until(check: Callable[[], T], timeout: float, what: str, interval: float = 0.2) -> T:
     """Call `check` until it returns something truthy and return that; TimeoutError after `timeout` s."""
     deadline = time.monotonic() + timeout
@@ -59,28 +57,6 @@ def wait_until(check: Callable[[], T], timeout: float, what: str, interval: floa
         if time.monotonic() > deadline:
             raise TimeoutError(f"timed out after {timeout:g}s waiting for {what}")
         time.sleep(interval)
-
-
-@dataclass(frozen=True)
-class Prometheus:
-    url: str  # http://127.0.0.1:PORT
-
-    def ready(self) -> bool:
-        return is_ready(f"{self.url}/-/ready")
-
-    def alerts(self) -> list[dict[str, Any]]:
-        """Pending and firing alerts: `labels`, `annotations`, `state`, `activeAt`, `value`."""
-        return list(get_json(f"{self.url}/api/v1/alerts")["data"]["alerts"])
-
-    def query(self, expr: str) -> list[dict[str, Any]]:
-        """An instant query's result vector: each item has `metric` (labels) and `value` [time, "text"]."""
-        query = urllib.parse.urlencode({"query": expr})
-        return list(get_json(f"{self.url}/api/v1/query?{query}")["data"]["result"])
-
-    def rules(self) -> list[dict[str, Any]]:
-        """Every loaded rule (recording and alerting) with its group, `health` and `lastError`."""
-        groups = get_json(f"{self.url}/api/v1/rules")["data"]["groups"]
-        return [{**rule, "group": g["name"]} for g in groups for rule in g["rules"]]
 
 
 @dataclass(frozen=True)
@@ -217,6 +193,6 @@ class Watcher:
         while not self._stop.is_set():
             try:
                 self.poll()
-            except (urllib.error.URLError, OSError, ValueError, KeyError):
+            except (urllib.error.URLError, OSError, ValueError, KeyError, QueryFailed, ObspackError):
                 self.errors += 1
             self._stop.wait(self.interval)

@@ -5,7 +5,9 @@ the KV cache is and how fast requests finish; counters and histograms integrate 
 time, so Prometheus sees rates that follow the scenario. Change the load at any time with `set()`.
 
 `FakeVLLM` serves an engine over HTTP on 127.0.0.1 (a free port unless given one). `down = True` makes
-it answer 503 to everything, like a vLLM whose engine died behind a still-listening socket.
+it answer 503 to everything, like a vLLM whose engine died behind a still-listening socket. The
+exporter's tests use it as a target that serves given bytes (`payload`) and breaks on request
+(`status`, `delay_s`, `mode`).
 
 The exposition follows vLLM 0.33 with one API server: every engine series has the labels `engine` and
 `model_name` (sorted), counters end in `_total` and come with a `_created` gauge, histograms have vLLM's
@@ -26,6 +28,7 @@ from dataclasses import dataclass, replace
 
 from prometheus_client.utils import floatToGoString
 
+from obspack.catalogue import vllm
 from obspack.demo.serving import TEXT, Answer, LocalServer
 
 DEFAULT_MODEL = "meta-llama/Llama-3.1-8B-Instruct"
@@ -77,15 +80,6 @@ SCENARIOS: dict[str, Load] = {
     "stalled": STALLED,
 }
 
-# Bucket upper bounds of vLLM 0.33's histograms (the +Inf bucket is added when writing).
-_LATENCY = (0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0,
-            960.0, 1920.0, 7680.0)  # fmt: skip
-_TTFT = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0,
-         80.0, 160.0, 640.0, 2560.0)  # fmt: skip
-_TOKEN_LATENCY = (0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0,
-                  40.0, 80.0)  # fmt: skip
-_REQUEST_TOKENS = (1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1000.0, 2000.0, 5000.0)
-_STEP_TOKENS = (1.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0, 2048.0, 4096.0, 8192.0, 16384.0)
 _SPREAD = 0.6  # sigma of the log-normal spread of each observation around its median
 
 FINISHED_REASONS = (("stop", 0.9), ("length", 0.095), ("abort", 0.005), ("error", 0.0), ("repetition", 0.0))
@@ -117,18 +111,16 @@ class _Family:
     help: str
 
 
+# The histograms served, with vLLM 0.33's bucket bounds (the +Inf bucket is added when writing).
 _HISTOGRAMS = {
-    "vllm:time_to_first_token_seconds": ("Seconds from arrival to the first generated token.", _TTFT),
-    "vllm:inter_token_latency_seconds": ("Seconds between two streamed outputs.", _TOKEN_LATENCY),
-    "vllm:request_time_per_output_token_seconds": (
-        "Per-request seconds per generated token.",
-        _TOKEN_LATENCY,
-    ),
-    "vllm:e2e_request_latency_seconds": ("Seconds from arrival to the last generated token.", _LATENCY),
-    "vllm:request_queue_time_seconds": ("Seconds a request spent waiting.", _LATENCY),
-    "vllm:request_prompt_tokens": ("Prompt tokens per finished request.", _REQUEST_TOKENS),
-    "vllm:request_generation_tokens": ("Generated tokens per finished request.", _REQUEST_TOKENS),
-    "vllm:iteration_tokens_total": ("Tokens per engine step.", _STEP_TOKENS),
+    vllm.TTFT: ("Seconds from arrival to the first generated token.", vllm.V1.bounds(vllm.TTFT)),
+    vllm.ITL: ("Seconds between two streamed outputs.", vllm.V1.bounds(vllm.ITL)),
+    vllm.REQUEST_TPOT: ("Per-request seconds per generated token.", vllm.V1.bounds(vllm.REQUEST_TPOT)),
+    vllm.E2E: ("Seconds from arrival to the last generated token.", vllm.V1.bounds(vllm.E2E)),
+    vllm.QUEUE: ("Seconds a request spent waiting.", vllm.V1.bounds(vllm.QUEUE)),
+    vllm.PROMPT_TOKENS: ("Prompt tokens per finished request.", vllm.V1.token_counts),
+    vllm.GENERATION_TOKENS: ("Generated tokens per finished request.", vllm.V1.token_counts),
+    vllm.ITERATION_TOKENS: ("Tokens per engine step.", vllm.V1.bounds(vllm.ITERATION_TOKENS)),
 }
 
 
@@ -206,16 +198,16 @@ class Engine:
             c[f"success_{reason}"] += finished * share
         h = self._histograms
         decode_s = load.generation_tokens_per_request * load.itl_s
-        h["vllm:time_to_first_token_seconds"].observe_many(finished, load.ttft_s)
-        h["vllm:inter_token_latency_seconds"].observe_many(generated - finished, load.itl_s)
-        h["vllm:request_time_per_output_token_seconds"].observe_many(finished, load.itl_s)
-        h["vllm:e2e_request_latency_seconds"].observe_many(finished, load.queue_s + load.ttft_s + decode_s)
-        h["vllm:request_queue_time_seconds"].observe_many(finished, load.queue_s)
-        h["vllm:request_prompt_tokens"].observe_many(finished, load.prompt_tokens_per_request)
-        h["vllm:request_generation_tokens"].observe_many(finished, load.generation_tokens_per_request)
+        h[vllm.TTFT].observe_many(finished, load.ttft_s)
+        h[vllm.ITL].observe_many(generated - finished, load.itl_s)
+        h[vllm.REQUEST_TPOT].observe_many(finished, load.itl_s)
+        h[vllm.E2E].observe_many(finished, load.queue_s + load.ttft_s + decode_s)
+        h[vllm.QUEUE].observe_many(finished, load.queue_s)
+        h[vllm.PROMPT_TOKENS].observe_many(finished, load.prompt_tokens_per_request)
+        h[vllm.GENERATION_TOKENS].observe_many(finished, load.generation_tokens_per_request)
         if load.running and finished:
             steps = dt / load.itl_s
-            h["vllm:iteration_tokens_total"].observe_many(steps, (prompt + generated) / steps)
+            h[vllm.ITERATION_TOKENS].observe_many(steps, (prompt + generated) / steps)
 
     # --- writing ---------------------------------------------------------------------------------------
 
@@ -251,10 +243,10 @@ class Engine:
     def _lines(self) -> Iterator[str]:
         load, c, one = self._load, self._counters, self._labels()
         yield from self._gauge(
-            "vllm:num_requests_running", "Requests in the running batch.", [(one, load.running)]
+            vllm.NUM_REQUESTS_RUNNING, "Requests in the running batch.", [(one, load.running)]
         )
         yield from self._gauge(
-            "vllm:num_requests_waiting", "Requests waiting in the queue.", [(one, load.waiting)]
+            vllm.NUM_REQUESTS_WAITING, "Requests waiting in the queue.", [(one, load.waiting)]
         )
         yield from self._gauge(
             "vllm:num_requests_waiting_by_reason",
@@ -270,7 +262,7 @@ class Engine:
             ],
         )
         yield from self._gauge(
-            "vllm:kv_cache_usage_perc", "KV cache usage, 1 is full.", [(one, load.kv_usage)]
+            vllm.KV_CACHE_USAGE, "KV cache usage, 1 is full.", [(one, load.kv_usage)]
         )
         queries, hits = [(one, c["prefix_queries"])], [(one, c["prefix_hits"])]
         yield from self._counter(
@@ -317,19 +309,29 @@ def _escape(value: str) -> str:
     return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
-class FakeVLLM:
-    """An `Engine` served over HTTP on 127.0.0.1: `/metrics`, `/health`. Stop it with `stop()` (or `with`)."""
+class FakeVLLM(LocalServer):
+    """An `Engine` served over HTTP on 127.0.0.1: `/metrics`, `/health`. Stop it with `stop()` (or `with`).
 
-    def __init__(self, load: Load = NORMAL, *, model_name: str = DEFAULT_MODEL, port: int = 0) -> None:
+    `payload` (bytes, or a function giving bytes per request) is served at `/metrics` instead of the
+    engine's text, for tests that need a given exposition. Knobs, changeable while it runs: `down`
+    (503 to everything, an engine dead behind a listening socket), `status` (the status of `/metrics`
+    answers), and LocalServer's `delay_s` and `mode` (slow, cut short, trickling or closed answers).
+    """
+
+    def __init__(
+        self,
+        load: Load = NORMAL,
+        *,
+        payload: bytes | Callable[[], bytes] | None = None,
+        model_name: str = DEFAULT_MODEL,
+        port: int = 0,
+    ) -> None:
         self.engine = Engine(load, model_name=model_name)
+        self.payload = payload
         self.down = False
+        self.status = 200
         self.scrapes = 0
-        self._server = LocalServer(self._answer, "fake-vllm", port)
-
-    @property
-    def address(self) -> str:
-        """HOST:PORT, as a Prometheus target."""
-        return self._server.address
+        super().__init__(self._answer, "fake-vllm", port)
 
     @property
     def url(self) -> str:
@@ -340,9 +342,6 @@ class FakeVLLM:
 
     def update(self, **changes: float) -> None:
         self.engine.update(**changes)
-
-    def stop(self) -> None:
-        self._server.stop()
 
     def __enter__(self) -> FakeVLLM:
         return self
@@ -355,7 +354,9 @@ class FakeVLLM:
             return 503, TEXT, b"engine is not running\n"
         if path == "/metrics":
             self.scrapes += 1
-            return 200, CONTENT_TYPE, self.engine.exposition()
+            payload = self.payload
+            body = self.engine.exposition() if payload is None else payload() if callable(payload) else payload
+            return self.status, CONTENT_TYPE, body
         if path == "/health":
             return 200, TEXT, b""
         return 404, TEXT, b"not found\n"

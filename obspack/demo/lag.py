@@ -15,7 +15,6 @@ import yaml
 
 from obspack import durations
 from obspack.config import ObspackConfig
-from obspack.demo.clients import wait_until
 from obspack.demo.stack import Stack
 
 
@@ -63,7 +62,9 @@ def measure(stack: Stack, onset: Onset, timeout: float | None = None) -> Lag:
     for_s = for_seconds(stack, onset.alert)
     budget = for_s + 3 * stack.interval_s  # two evaluation intervals and one scrape interval
     what = f"{onset.alert} on {onset.pod} to fire"
-    fired = wait_until(lambda: stack.first_firing(onset.alert, onset.pod, onset.at), timeout or budget + 30, what, 0.5)
+    fired = stack.wait_until(
+        lambda: stack.first_firing(onset.alert, onset.pod, onset.at), timeout or budget + 30, what, 0.5
+    )
     return Lag(onset.alert, onset.pod, round(fired - onset.at, 1), for_s, budget)
 
 

@@ -1,15 +1,16 @@
-"""`python -m obspack.demo` (scripts/demo.sh): play the engine incident, then the memory-plane incident,
-on one stack, print every alert state change and notification, and how late each alert fired.
+"""`obspack demo` (scripts/demo.sh): play the engine incident, then the memory-plane incident, on one
+stack, print every alert state change and notification, and how late each alert fired.
 
 `play_engine` and `play_memory_planes` wait for each expected state before moving on and return the
-lags (obspack/demo/lag.py); benchmarks/fleet_bench.py calls them to measure the lags it reports.
+lags (obspack/demo/lag.py); benchmarks/fleet_bench.py calls them to measure the lags it reports. While
+the stack waits and nothing changes, a line every `QUIET_S` seconds says what it waits for.
 """
 
 from __future__ import annotations
 
-import argparse
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -69,8 +70,45 @@ def play_memory_planes(stack: Stack) -> list[Lag]:
     return lags
 
 
-def _print_change(change: Change) -> None:
-    print(format_change(change), flush=True)
+QUIET_S = 15.0
+
+
+class _Printer:
+    """Prints the alert changes as they come and, after `QUIET_S` seconds without a line, what the stack
+    is waiting for, on the watcher's clock."""
+
+    def __init__(self, stack: Stack, quiet_s: float = QUIET_S, tick_s: float = 1.0) -> None:
+        self.stack = stack
+        self.quiet_s, self.tick_s = quiet_s, tick_s
+        self._last = time.monotonic()
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="demo-progress", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(5)
+
+    def line(self, text: str) -> None:
+        with self._lock:
+            print(text, flush=True)
+            self._last = time.monotonic()
+
+    def change(self, change: Change) -> None:
+        self.line(format_change(change))
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.tick_s):
+            waiting, watcher = self.stack.waiting, self.stack.watcher
+            now = time.monotonic()
+            if waiting is None or watcher is None or now - self._last < self.quiet_s:
+                continue
+            what, since = waiting
+            self.line(f"{now - watcher.started:6.1f}s  ... waiting {now - since:.0f} s so far for {what}")
 
 
 def _summary(stack: Stack, lags: list[Lag]) -> None:
@@ -85,46 +123,39 @@ def _summary(stack: Stack, lags: list[Lag]) -> None:
     print(f"\nrendered pack: {stack.pack}\nlogs and configs: {stack.workdir}")
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m obspack.demo",
-        description="Play vLLM incidents through obspack's rules on a real Prometheus and Alertmanager (127.0.0.1).",
-    )
-    parser.add_argument(
-        "--workdir", type=Path, help="where to put the pack, configs, data and logs (default: a temp dir)"
-    )
-    parser.add_argument("--keep", action="store_true", help="keep everything running at the end until Ctrl-C")
-    args = parser.parse_args(argv)
-    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="obspack-demo-"))
-    try:
-        tools = Tools.find()
-    except StackError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
+def play(workdir: Path | None = None, keep: bool = False) -> None:
+    """Start the stack, play both incidents with a running commentary, print the summary, stop (or, with
+    `keep`, leave everything running until Ctrl-C). StackError when a server is missing or fails, or an
+    alert does not come in time (after printing the alert timeline and the servers' logs)."""
+    tools = Tools.find()
+    workdir = workdir or Path(tempfile.mkdtemp(prefix="obspack-demo-"))
     pods = all_pods()
     stack = Stack(workdir, pods, tools)
+    printer = _Printer(stack)
     started = time.monotonic()
     try:
         _say(f"rendering the pack; starting {len(pods)} fake vLLM pods, their exporters and nodes, Prometheus, Alertmanager")
-        stack.start(on_change=_print_change)
+        stack.start(on_change=printer.change)
+        printer.start()
         assert stack.prometheus and stack.alertmanager
         print(f"   Prometheus   {stack.prometheus.url}/alerts\n   Alertmanager {stack.alertmanager.url}/#/alerts")
         _say(f"waiting for the first scrapes (every {stack.interval_s} s; new targets apply within ~5 s)")
         stack.wait_for_data()
-        print("   time     server       alert                        pod                          state")
+        printer.line("   time     server       alert                        pod                          state")
         lags = play_engine(stack) + play_memory_planes(stack)
         time.sleep(2)  # let the last resolved notifications go out
+        printer.stop()
         _summary(stack, lags)
         print(f"\ndone in {time.monotonic() - started:.0f} s")
-        if args.keep:
+        if keep:
             print("everything keeps running; Ctrl-C stops it")
             while True:
                 time.sleep(3600)
     except KeyboardInterrupt:
         pass
     except (StackError, TimeoutError) as e:
-        print(f"error: {e}\n\n{stack.report()}", file=sys.stderr)
-        return 1
+        print(f"\n{stack.report()}", file=sys.stderr)
+        raise StackError(str(e)) from None
     finally:
+        printer.stop()
         stack.stop()
-    return 0

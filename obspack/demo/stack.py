@@ -23,36 +23,35 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import ctypes
 import json
 import os
-import shutil
-import signal
-import socket
 import subprocess
 import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 
-from obspack.demo.clients import (
-    GONE,
-    Alertmanager,
-    AlertTrack,
-    Change,
-    Prometheus,
-    Watcher,
-    is_ready,
-    wait_until,
-)
+from obspack.demo.clients import GONE, Alertmanager, AlertTrack, Change, Watcher, wait_until
 from obspack.demo.fake_k8s import PREALLOCATED, Cluster, FakeSources
 from obspack.demo.fake_vllm import FakeVLLM, Load
+from obspack.demo.processes import (
+    Server,
+    StackError,
+    alertmanager_argv,
+    free_port,
+    prometheus_argv,
+    require,
+    start_server,
+    wait_ready,
+)
+from obspack.demo.prometheus import Prometheus
 from obspack.demo.webhook import WebhookReceiver
-from obspack.errors import ObspackError
+
+T = TypeVar("T")
 
 CLUSTER = "e2e"
 NAMESPACE = "llm-serving"
@@ -106,10 +105,6 @@ slos: {{enabled: false}}  # the SLO burn has its own live test (tests/e2e/test_s
 E2E_CONFIG = e2e_config()
 
 
-class StackError(ObspackError):
-    """A server of the demo stack could not start; the message says which and shows its log."""
-
-
 @dataclass(frozen=True)
 class Tools:
     prometheus: str
@@ -118,18 +113,7 @@ class Tools:
     @classmethod
     def find(cls) -> Tools:
         """The Debian (or upstream) binaries on PATH; StackError naming the package when one is missing."""
-        prometheus = shutil.which("prometheus")
-        alertmanager = shutil.which("prometheus-alertmanager") or shutil.which("alertmanager")
-        missing = [
-            pkg
-            for pkg, path in (("prometheus", prometheus), ("prometheus-alertmanager", alertmanager))
-            if not path
-        ]
-        if missing:
-            raise StackError(
-                f"{' and '.join(missing)} not found: apt-get install {' '.join(missing)} (or run scripts/install-test-tools.sh)"
-            )
-        return cls(str(prometheus), str(alertmanager))
+        return cls(*require("prometheus", "alertmanager"))
 
 
 @dataclass(frozen=True)
@@ -142,117 +126,6 @@ class PodSpec:
     node: str = "gpu-node-a"
     gpus: int = 1
     vram: float = PREALLOCATED  # framebuffer used / total on its GPUs at start
-
-
-def _die_with_parent() -> None:
-    """In the child before exec: on Linux, get SIGTERM when the parent dies, so a killed test run (say, a
-    hard timeout) leaves no server behind. Elsewhere nothing happens."""
-    if sys.platform.startswith("linux"):
-        with contextlib.suppress(OSError, AttributeError):
-            ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # 1 = PR_SET_PDEATHSIG
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@dataclass
-class Server:
-    """A child process with its log file; `stop()` sends SIGTERM, then SIGKILL after 5 s."""
-
-    name: str
-    process: subprocess.Popen[bytes]
-    log: Path
-    address: str  # 127.0.0.1:PORT
-
-    @classmethod
-    def start(
-        cls, name: str, argv: list[str], log: Path, address: str, env: dict[str, str] | None = None
-    ) -> Server:
-        with log.open("wb") as out:
-            process = subprocess.Popen(  # noqa: S603 (argv built here)
-                argv,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                env=env,
-                start_new_session=True,  # Ctrl-C reaches the demo, which stops the servers in order
-                preexec_fn=_die_with_parent,  # only calls prctl
-            )
-        return cls(name, process, log, address)
-
-    def alive(self) -> bool:
-        return self.process.poll() is None
-
-    def stop(self) -> None:
-        if self.alive():
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(5)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(5)
-
-    def tail(self, lines: int = 15) -> str:
-        try:
-            text = self.log.read_text(errors="replace")
-        except OSError:
-            return ""
-        return "\n".join(text.splitlines()[-lines:])
-
-
-def wait_ready(server: Server, url: str, timeout: float = 15.0) -> None:
-    """Wait until `url` answers; StackError with the log's end if the process exits or time runs out."""
-    deadline = time.monotonic() + timeout
-    while not is_ready(url):
-        if not server.alive():
-            raise StackError(f"{server.name} exited with {server.process.returncode}:\n{server.tail()}")
-        if time.monotonic() > deadline:
-            raise StackError(f"{server.name} not ready at {url} after {timeout:g}s:\n{server.tail()}")
-        time.sleep(0.05)
-
-
-def start_server(
-    name: str, argv: Callable[[str], list[str]], ready_path: str, logdir: Path, cleanup: contextlib.ExitStack
-) -> Server:
-    """Start `argv(address)` on a free port of 127.0.0.1 and wait until `ready_path` answers. The stop is
-    registered on `cleanup` first, so the process is stopped even when it never gets ready. Another port
-    is tried when the process dies at once (the port was taken in between)."""
-    for attempt in range(3):
-        address = f"127.0.0.1:{free_port()}"
-        server = Server.start(name, argv(address), logdir / f"{name}.log", address)
-        cleanup.callback(server.stop)
-        try:
-            wait_ready(server, f"http://{address}{ready_path}")
-        except StackError:
-            if attempt == 2 or server.alive():
-                raise
-            continue
-        return server
-    raise AssertionError("unreachable")
-
-
-def alertmanager_argv(binary: str, config: Path, storage: Path) -> Callable[[str], list[str]]:
-    """Alertmanager on one address, gossip off (`--cluster.listen-address=` empty)."""
-    return lambda address: [
-        binary,
-        f"--config.file={config}",
-        f"--storage.path={storage}",
-        f"--web.listen-address={address}",
-        "--cluster.listen-address=",
-    ]
-
-
-def prometheus_argv(binary: str, config: Path, storage: Path) -> Callable[[str], list[str]]:
-    return lambda address: [
-        binary,
-        f"--config.file={config}",
-        f"--storage.tsdb.path={storage}",
-        f"--web.listen-address={address}",
-        "--web.enable-lifecycle",
-    ]
 
 
 def local_alertmanager_config(example: dict[str, Any], webhook: WebhookReceiver) -> dict[str, Any]:
@@ -331,6 +204,7 @@ class Stack:
     alertmanager: Alertmanager | None = None
     pack: Path | None = None
     warm_at: float | None = None  # watcher time at which every pod had two samples (see wait_for_data)
+    waiting: tuple[str, float] | None = None  # what the stack waits for now, since when (time.monotonic())
     _cleanup: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
 
     def __post_init__(self) -> None:
@@ -361,7 +235,8 @@ class Stack:
             self._write_targets()
             for exporter in self.exporters.values():
                 wait_ready(exporter, f"http://{exporter.address}/healthz")
-            self.prometheus = Prometheus(f"http://{self._start_prometheus().address}")
+            self.prometheus = Prometheus(self._start_prometheus().url)
+            self._cleanup.callback(self.prometheus.close)
             if watch:
                 self.watcher = Watcher(self.prometheus, self.alertmanager, on_change=on_change)
                 self._cleanup.callback(self.watcher.stop)
@@ -506,6 +381,14 @@ class Stack:
         """How long a wait for a state of the stack lasts unless told: a dozen intervals, at least 30 s."""
         return max(30, 12 * self.interval_s)
 
+    def wait_until(self, check: Callable[[], T], timeout: float, what: str, interval: float = 0.2) -> T:
+        """clients.wait_until, with `what` shown in `waiting` meanwhile (the demo prints it when quiet)."""
+        self.waiting = (what, time.monotonic())
+        try:
+            return wait_until(check, timeout, what, interval)
+        finally:
+            self.waiting = None
+
     def sleep_scrape(self) -> None:
         """Wait one scrape interval, so that the next change lands in another scrape."""
         time.sleep(self.interval_s)
@@ -526,7 +409,7 @@ class Stack:
             ]
             return all({r["metric"]["pod"] for r in rows} >= pods for rows in found)
 
-        wait_until(ready, timeout or self.wait_s, "the first scrapes of every pod")
+        self.wait_until(ready, timeout or self.wait_s, "the first scrapes of every pod")
         time.sleep(2.5 * self.interval_s)  # two rule evaluations on two samples: one-sample verdicts cleared
         if self.watcher is not None:
             self.warm_at = time.monotonic() - self.watcher.started
@@ -539,7 +422,7 @@ class Stack:
         watcher = self.watcher
         assert watcher is not None, "start the stack with watch=True"
         what = f"{alertname} on {pod} to be {state} in {source}"
-        wait_until(lambda: watcher.state(source, alertname, pod=pod) == state, timeout or self.wait_s, what)
+        self.wait_until(lambda: watcher.state(source, alertname, pod=pod) == state, timeout or self.wait_s, what)
         track = watcher.track(source, alertname, pod=pod)
         if track is None:  # only possible for the 'gone' states, which need no details
             assert state == GONE[source]

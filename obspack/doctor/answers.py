@@ -93,6 +93,18 @@ class Rules(TypedDict):
     groups: list[RuleGroup]
 
 
+class Alert(TypedDict):
+    labels: Labels
+    state: str  # pending or firing
+    annotations: NotRequired[Labels | None]
+    activeAt: NotRequired[str | None]
+    value: NotRequired[str | None]
+
+
+class Alerts(TypedDict):
+    alerts: list[Alert]
+
+
 class Target(TypedDict):
     labels: NotRequired[Labels | None]
     scrapePool: NotRequired[str | None]
@@ -117,6 +129,7 @@ SHAPES: dict[str, TypeAdapter[Any]] = {
     "stores": TypeAdapter(dict[str, Any]),  # Thanos Query: only whether it answers is read
     "rules": TypeAdapter(Rules),
     "targets": TypeAdapter(Targets),
+    "alerts": TypeAdapter(Alerts),
 }
 
 

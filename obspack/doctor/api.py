@@ -38,8 +38,9 @@ from typing import Any, TypeVar
 
 import httpx
 
-from obspack import __version__, durations
+from obspack import __version__
 from obspack.doctor import answers, wire
+from obspack.durations import format_s
 from obspack.errors import ObspackError
 
 T = TypeVar("T")
@@ -153,11 +154,6 @@ def size(n: float) -> str:
             return f"{n:g}{unit}" if unit == "B" or n != int(n) else f"{int(n)}{unit}"
         n /= 1024
     raise AssertionError("unreachable")
-
-
-def seconds(s: float) -> str:
-    """Seconds as a Prometheus duration: 0.5 -> 500ms, 90 -> 1m30s, 3600 -> 1h."""
-    return durations.format_ms(round(s * 1000))
 
 
 class PrometheusAPI:
@@ -294,7 +290,7 @@ class PrometheusAPI:
                 raise DoctorError(self._stopped)
             if self._ends is not None and time.monotonic() >= self._ends:
                 raise QueryFailed(
-                    f"{path}: not asked: the run's --max-time of {seconds(self.connection.max_time_s or 0)} "
+                    f"{path}: not asked: the run's --max-time of {format_s(self.connection.max_time_s or 0)} "
                     "is spent",
                     kind=NOT_ASKED,
                 )
@@ -319,7 +315,7 @@ class PrometheusAPI:
             try:
                 return self._decode(status, body, path)
             except QueryFailed as e:
-                why = f"asked to retry after {seconds(wait)}" if wait is not None else "no Retry-After"
+                why = f"asked to retry after {format_s(wait)}" if wait is not None else "no Retry-After"
                 tried = f"asked {attempt + 1} times" if attempt else "not asked again"
                 raise QueryFailed(f"{e} ({tried}: {why})", e.status, e.kind) from None
 
@@ -341,9 +337,9 @@ class PrometheusAPI:
         except httpx.TimeoutException:
             budget = self._ends is not None and deadline >= self._ends and time.monotonic() >= self._ends
             within = (
-                f"the run's --max-time of {seconds(self.connection.max_time_s or 0)}"
+                f"the run's --max-time of {format_s(self.connection.max_time_s or 0)}"
                 if budget
-                else f"{seconds(self.connection.timeout_s)} (--timeout)"
+                else f"{format_s(self.connection.timeout_s)} (--timeout)"
             )
             raise QueryFailed(
                 f"{path}: no whole answer within {within}", kind=NOT_ASKED if budget else UNAVAILABLE
@@ -455,6 +451,11 @@ class PrometheusAPI:
     def label_names(self, matches: Iterable[str], start: float, end: float) -> list[str]:
         params = {"match[]": list(matches), "start": f"{start:.3f}", "end": f"{end:.3f}"}
         return sorted(self.get("labels", params, shape="names") or [])
+
+    def alerts(self) -> list[dict[str, Any]]:
+        """The alerts pending or firing now (`/api/v1/alerts`): `labels`, `state`, `annotations`,
+        `activeAt`, `value`."""
+        return list(self.get("alerts", shape="alerts")["alerts"])
 
     def answers_since(self, mark: tuple[int, int]) -> tuple[int, int]:
         """(answered, failed) since `mark`, an earlier value of `tally`."""

@@ -21,7 +21,8 @@ from typing import Any, TypeVar
 from obspack import conventions as c
 from obspack.doctor import knowledge as k
 from obspack.doctor.api import PrometheusAPI
-from obspack.doctor.needs import Leaf, Matcher, Selector, duration
+from obspack.doctor.needs import Leaf, Matcher, Selector
+from obspack.durations import format_s
 
 T = TypeVar("T")
 
@@ -134,12 +135,12 @@ class SelectorChecks:
     def check(self, leaf: Leaf, *, diagnose: bool = True) -> Check:
         text = str(leaf.selector)
         if self.count(text) > 0:
-            if leaf.range_s and self.count(f"count_over_time({text}[{duration(leaf.range_s)}]) >= 2") == 0:
+            if leaf.range_s and self.count(f"count_over_time({text}[{format_s(leaf.range_s, coarse=True)}]) >= 2") == 0:
                 return Check(
                     leaf,
                     State.MISSING,
-                    f"fewer than two samples in {duration(leaf.range_s)}: scraped less often than every "
-                    f"{duration(leaf.range_s / 2)}",
+                    f"fewer than two samples in {format_s(leaf.range_s, coarse=True)}: scraped less often than every "
+                    f"{format_s(leaf.range_s / 2, coarse=True)}",
                 )
             return Check(leaf, State.OK)
         event = k.EVENTS.get(leaf.selector.metric)
@@ -160,14 +161,14 @@ class SelectorChecks:
 
     def diagnose(self, leaf: Leaf) -> Check:
         selector = leaf.selector
-        lookback = duration(self.window.lookback_s)
+        lookback = format_s(self.window.lookback_s, coarse=True)
         if self.names(str(selector)):
             last = self.last_seen(str(selector))
             if last is not None:
                 return Check(
                     leaf,
                     State.MISSING,
-                    f"gone: last seen {duration(self.window.at - last)} ago",
+                    f"gone: last seen {format_s(self.window.at - last, coarse=True)} ago",
                     last_seen=last,
                 )
             return Check(leaf, State.MISSING, f"gone: seen within the last {lookback}, not now")

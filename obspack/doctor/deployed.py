@@ -16,7 +16,7 @@ from obspack import durations
 from obspack.doctor.api import PrometheusAPI, QueryFailed
 from obspack.doctor.backends import Backend
 from obspack.doctor.findings import Finding, Topic, note, problem, unchecked
-from obspack.doctor.needs import Selector, duration
+from obspack.doctor.needs import Selector
 from obspack.rules.model import AlertRule, RuleGroup
 
 SLOW = 0.5  # a group that needs more than this share of its interval gets a note
@@ -221,7 +221,7 @@ def _group_findings(group: RuleGroup, status: GroupStatus) -> list[Finding]:
         )
     if status.evaluation_s is not None and status.interval_s:
         share = status.evaluation_s / status.interval_s
-        timing = f"evaluation takes {status.evaluation_s:.2f}s of its {duration(status.interval_s)} interval"
+        timing = f"evaluation takes {status.evaluation_s:.2f}s of its {durations.format_s(status.interval_s, coarse=True)} interval"
         if share >= 1:
             out.append(problem(Topic.RULES, group.name, f"{timing}: evaluations are skipped"))
         elif share >= SLOW:

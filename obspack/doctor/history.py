@@ -16,7 +16,8 @@ from dataclasses import dataclass
 
 from obspack.doctor.api import PrometheusAPI, QueryFailed
 from obspack.doctor.findings import Finding, Topic, note, unchecked
-from obspack.doctor.needs import Need, PackNeeds, duration, record_refs
+from obspack.doctor.needs import Need, PackNeeds, record_refs
+from obspack.durations import format_s
 from obspack.promql import grafana_to_promql
 
 
@@ -52,9 +53,9 @@ class Held:
     def text(self) -> str:
         if not self.now:
             return "no data yet"
-        less = f"less than {duration(self.short[0])}"
+        less = f"less than {format_s(self.short[0], coarse=True)}"
         return (
-            f"data for more than {duration(self.covered[-1])} but {less}"
+            f"data for more than {format_s(self.covered[-1], coarse=True)} but {less}"
             if self.covered
             else f"data for {less}"
         )
@@ -92,7 +93,7 @@ def history_findings(api: PrometheusAPI, needs: PackNeeds, at: float) -> list[Fi
 
 
 def _message(read: dict[str, tuple[int, ...]], short: dict[str, list[str]]) -> str:
-    longest = duration(max(w for spans in read.values() for w in spans))
+    longest = format_s(max(w for spans in read.values() for w in spans), coarse=True)
     if len(short) == 1 and len(next(iter(short.values()))) == len(
         read
     ):  # all alike: no need to name them again

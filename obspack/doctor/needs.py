@@ -20,10 +20,10 @@ import functools
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from datetime import timedelta
 
 import promql_parser as pp
 
+from obspack.durations import format_s
 from obspack.pack import Pack
 from obspack.pack.walk import Target, Variable, targets, variables
 from obspack.promql import Matcher, grafana_to_promql, may_match
@@ -57,12 +57,6 @@ def matches(matcher: Matcher, value: str) -> bool:
     pattern = _regex(expected)
     found = pattern is not None and pattern.fullmatch(value) is not None
     return found == (op == "=~")
-
-
-def duration(seconds: float) -> str:
-    """A Prometheus duration (`5m`, `1h30m`), rounded to the minute above one minute."""
-    whole = int(seconds) if seconds < 60 else int(round(seconds / 60) * 60)
-    return pp.display_duration(timedelta(seconds=max(whole, 0))) if whole > 0 else "0s"
 
 
 def _quote(value: str) -> str:
@@ -119,7 +113,7 @@ class Leaf:
         return self.text()
 
     def text(self, longest: int | None = None) -> str:
-        window = f"[{duration(self.range_s)}]" if self.range_s else ""
+        window = f"[{format_s(self.range_s, coarse=True)}]" if self.range_s else ""
         return self.selector.text(longest) + window
 
 

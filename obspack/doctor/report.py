@@ -15,8 +15,8 @@ from obspack.doctor.checks import Check, State
 from obspack.doctor.deployed import GroupStatus
 from obspack.doctor.findings import Finding, Level, Topic
 from obspack.doctor.fit import AlertFit, DashboardFit
-from obspack.doctor.needs import duration
 from obspack.doctor.sources import SourceReport
+from obspack.durations import format_s
 
 
 @dataclass(frozen=True)
@@ -103,7 +103,7 @@ def _rules_line(report: Report) -> str:
     if timed:
         slowest = max(timed, key=lambda g: g.evaluation_s / g.interval_s)  # type: ignore[operator]
         text += (
-            f"; slowest {slowest.name}: {slowest.evaluation_s:.3f}s of {duration(slowest.interval_s or 0)}"
+            f"; slowest {slowest.name}: {slowest.evaluation_s:.3f}s of {format_s(slowest.interval_s or 0, coarse=True)}"
         )
     return text
 
@@ -157,7 +157,7 @@ def text(report: Report, style: Callable[..., str]) -> str:
     lines = [
         style("obspack doctor", bold=True)
         + f"  {printable(report.url)}  {printable(b.title)}  at {_when(report.at)} "
-        f"(lookback {duration(report.lookback_s)})",
+        f"(lookback {format_s(report.lookback_s, coarse=True)})",
         f"pack: {report.pack}",
         "",
         style("Backend", bold=True),
@@ -226,7 +226,7 @@ def as_json(report: Report) -> dict[str, Any]:
     return {
         "url": report.url,
         "time": _when(report.at),
-        "lookback": duration(report.lookback_s),
+        "lookback": format_s(report.lookback_s, coarse=True),
         "pack": report.pack,
         "exit_code": report.exit_code,
         "counts": report.counts,

@@ -17,7 +17,8 @@ from obspack.doctor.api import PrometheusAPI, QueryFailed
 from obspack.doctor.checks import Check, State, Window
 from obspack.doctor.findings import Finding, Fix, Topic, note, problem, unchecked
 from obspack.doctor.fit import PodKind
-from obspack.doctor.needs import Leaf, PackNeeds, alternatives, duration, matches
+from obspack.doctor.needs import Leaf, PackNeeds, alternatives, matches
+from obspack.durations import format_s
 from obspack.pack import Pack
 
 
@@ -96,7 +97,7 @@ def _missing(ask: _Asker, source: k.Source, scope: str) -> tuple[SourceReport, F
     except QueryFailed as e:
         return _unasked(source, str(e))
     if seen:
-        summary = f"gone: no series now, some within the last {duration(ask.window.lookback_s)}{where}"
+        summary = f"gone: no series now, some within the last {format_s(ask.window.lookback_s, coarse=True)}{where}"
         action = f"{source.title}: its series stopped; check its pods and their scrape targets"
     else:
         summary = f"not found: no {' or '.join(source.inventory)} series{where}"

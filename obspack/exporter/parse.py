@@ -15,15 +15,17 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-CACHE_CONFIG_INFO = "vllm:cache_config_info"
-NUM_REQUESTS_RUNNING = "vllm:num_requests_running"
-KV_CACHE_USAGE = "vllm:kv_cache_usage_perc"
-GPU_CACHE_USAGE = "vllm:gpu_cache_usage_perc"
-PREFIX_CACHE_HITS = "vllm:prefix_cache_hits_total"
-PREFIX_CACHE_QUERIES = "vllm:prefix_cache_queries_total"
-GPU_PREFIX_CACHE_HITS = "vllm:gpu_prefix_cache_hits_total"
-GPU_PREFIX_CACHE_QUERIES = "vllm:gpu_prefix_cache_queries_total"
-GPU_PREFIX_CACHE_HIT_RATE = "vllm:gpu_prefix_cache_hit_rate"
+from obspack.catalogue.vllm import (
+    CACHE_CONFIG_INFO,
+    GPU_CACHE_USAGE,
+    GPU_PREFIX_CACHE_HIT_RATE,
+    GPU_PREFIX_CACHE_HITS,
+    GPU_PREFIX_CACHE_QUERIES,
+    KV_CACHE_USAGE,
+    NUM_REQUESTS_RUNNING,
+    PREFIX_CACHE_HITS,
+    PREFIX_CACHE_QUERIES,
+)
 
 NEEDED: tuple[str, ...] = (
     CACHE_CONFIG_INFO,

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import promql_parser
 
 from obspack.pack.model import Pack
+from obspack.durations import format_s
 from obspack.promql import grafana_to_promql
 
 _VARIABLE_QUERY = re.compile(r"(label_values|query_result)\((.*)\)", re.S)
@@ -121,7 +122,7 @@ def prometheus3_problems(pack: Pack, longest_scrape_interval: str) -> list[str]:
             window = next((a for a in node.args if isinstance(a, promql_parser.MatrixSelector)), None)
             if window is not None and window.range < shortest:
                 problems.append(
-                    f"{where}: {node.func.name} over {promql_parser.display_duration(window.range)} is shorter "
+                    f"{where}: {node.func.name} over {format_s(window.range.total_seconds())} is shorter "
                     f"than twice the longest scrape interval ({longest_scrape_interval})"
                 )
 

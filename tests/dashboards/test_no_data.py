@@ -1,5 +1,5 @@
 """No "No data" on a healthy fleet: every panel query, with its variables filled in, returns data from a real
-Prometheus holding a synthetic fleet (tests/support/fleet.py) and the backfilled recording rules.
+Prometheus holding a synthetic fleet (obspack/demo/fleet.py) and the backfilled recording rules.
 
 The fleet has two clusters with the same pod names, vLLM V1 and V0 pods, router copies, duplicate
 kube-state-metrics, and DCGM in both label modes; the triage page is evaluated for one pod of each kind.
@@ -19,10 +19,11 @@ import pytest
 from obspack import conventions as c
 from obspack.config import ObspackConfig
 from obspack.dashboards import all_dashboards
+from obspack.demo.fleet import FleetSpec, FleetSummary, Pod, fleet_pods, write_openmetrics
+from obspack.demo.prometheus import Prometheus
 from obspack.rules.recording import all_recording_groups
 from tests.dashboards.lint import panels
-from tests.support.fleet import FleetSpec, FleetSummary, Pod, fleet_pods, write_openmetrics
-from tests.support.prometheus import Prometheus, backfill_openmetrics, backfill_rules, running_prometheus
+from tests.support.prometheus import backfill_openmetrics, backfill_rules, running_prometheus
 from tests.support.tools import require_tool
 
 pytestmark = [pytest.mark.e2e, pytest.mark.tool]

@@ -18,10 +18,10 @@ from typing import Any
 from typer.testing import CliRunner
 
 from obspack.cli import app
+from obspack.demo.prometheus import Prometheus
 from obspack.pack import Pack
 from obspack.pack.walk import targets
 from obspack.promql import grafana_to_promql
-from tests.support.prometheus import Prometheus
 
 # event series -> the metric prefix of the source that reports them (None: Prometheus itself)
 EVENT_SERIES = {"ALERTS": None, "kube_pod_container_status_last_terminated_reason": "kube_"}

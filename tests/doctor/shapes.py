@@ -1,4 +1,4 @@
-"""Fleets of different shapes for the doctor: tests/support/fleet.py's healthy fleet, reshaped line by line.
+"""Fleets of different shapes for the doctor: obspack/demo/fleet.py's healthy fleet, reshaped line by line.
 
 A shape leaves out sources, strips labels (no cluster label, cAdvisor without image or container), moves
 dcgm-exporter to its old label names (`pod_name`, `pod_namespace`, `container_name`, `uuid`), stops a
@@ -17,8 +17,9 @@ from pathlib import Path
 
 import yaml
 
-from tests.support.fleet import FleetSpec, FleetSummary, write_openmetrics
-from tests.support.prometheus import Prometheus, backfill_openmetrics, running_prometheus
+from obspack.demo.fleet import FleetSpec, FleetSummary, write_openmetrics
+from obspack.demo.prometheus import Prometheus
+from tests.support.prometheus import backfill_openmetrics, running_prometheus
 
 _LABEL = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)="((?:[^"\\]|\\.)*)"')
 EXPORTER_POD = {

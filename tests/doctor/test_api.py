@@ -14,10 +14,10 @@ import pytest
 from typer.testing import CliRunner
 
 from obspack.cli import app
+from obspack.demo.processes import free_port
 from obspack.doctor.api import Connection, DoctorError, PrometheusAPI, QueryFailed
 from obspack.doctor.settings import connection as server
 from tests.doctor.fakes import Answer, Request, serve, vector
-from tests.support.prometheus import free_port
 from tests.support.tools import require_tool
 
 runner = CliRunner()
@@ -171,3 +171,21 @@ def test_threads_share_one_client() -> None:
         names = set()
         api.map(lambda i: names.add(threading.current_thread().name) or api.query("up", i), range(8))
         assert len(names) > 1 and api.requests == 8
+
+
+def test_alerts_lists_pending_and_firing_and_refuses_a_wrong_shape() -> None:
+    """/api/v1/alerts, which the demo's watcher polls: the list as Prometheus gives it; an alert without
+    labels is a wrong shape, one line naming the place, and the next request still works."""
+    firing = {"labels": {"alertname": "VLLMTargetDown"}, "state": "firing", "annotations": {"summary": "s"},
+              "activeAt": "2026-01-01T00:00:00Z", "value": "1e+00"}  # fmt: skip
+    answers = iter([{"alerts": [firing]}, {"alerts": [{"state": "pending"}]}, {"alerts": []}])
+
+    def answer(request: Request) -> Answer:
+        assert (request.method, request.path) == ("GET", "/api/v1/alerts")
+        return Answer(body={"status": "success", "data": next(answers)})
+
+    with serve(answer) as fake, PrometheusAPI(Connection(fake.url)) as api:
+        assert api.alerts() == [firing]
+        with pytest.raises(QueryFailed, match=r"^alerts: not an answer of this endpoint's shape: data.alerts\[0\].labels"):
+            api.alerts()
+        assert api.alerts() == []

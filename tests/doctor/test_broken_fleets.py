@@ -15,10 +15,10 @@ import pytest
 import yaml
 
 from obspack.config import ObspackConfig
+from obspack.demo.fleet import FleetSpec
 from obspack.pack import build
 from tests.doctor import oracle
 from tests.doctor.shapes import YOUNG_RECORDS, Served, Shape, serving
-from tests.support.fleet import FleetSpec
 
 pytestmark = [pytest.mark.e2e, pytest.mark.tool]
 

@@ -1,7 +1,7 @@
 """`obspack doctor` against a real Prometheus holding a healthy fleet with the rendered rules loaded.
 
 The fleet has two clusters with the same pod names, vLLM V1 and V0 pods, router copies, HA
-kube-state-metrics and DCGM in both label modes (tests/support/fleet.py). The doctor must find nothing that
+kube-state-metrics and DCGM in both label modes (obspack/demo/fleet.py). The doctor must find nothing that
 breaks the pack, say what the sources look like, and, run with a config that does not fit the fleet, name
 exactly what breaks and the change that fixes it.
 """
@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from obspack.config import ObspackConfig
+from obspack.demo.fleet import FleetSpec
 from obspack.doctor.api import Connection, PrometheusAPI
 from obspack.doctor.checks import SelectorChecks, State, Window
 from obspack.doctor.fit import evaluate_records
@@ -24,7 +25,6 @@ from obspack.doctor.needs import leaves, matches, read_pack, record_refs
 from obspack.pack import build
 from tests.doctor import oracle
 from tests.doctor.shapes import YOUNG_RECORDS, Served, Shape, serving
-from tests.support.fleet import FleetSpec
 
 pytestmark = [pytest.mark.e2e, pytest.mark.tool]
 

@@ -15,6 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from obspack.cli import app
+from obspack.demo.processes import free_port
 from obspack.doctor.api import Connection, PrometheusAPI, QueryFailed
 from obspack.doctor.backends import detect
 from tests.doctor.fakes import (
@@ -29,7 +30,6 @@ from tests.doctor.fakes import (
     vector,
 )
 from tests.support import packs
-from tests.support.prometheus import free_port
 
 runner = CliRunner()
 MIB = 1024 * 1024

@@ -12,12 +12,14 @@ import pytest
 from typer.testing import CliRunner
 
 from obspack.cli import app
+from obspack.demo.processes import free_port
+from obspack.demo.prometheus import Prometheus
 from obspack.doctor.api import DoctorError
 from obspack.doctor.settings import connection as server
 from obspack.doctor.settings import options
 from tests.doctor.fakes import Answer, Request, empty_prometheus, serve, vector
 from tests.support import packs
-from tests.support.prometheus import Prometheus, free_port, running_prometheus
+from tests.support.prometheus import running_prometheus
 
 runner = CliRunner()
 SOURCES = ("vLLM", "kube-state-metrics", "cAdvisor", "dcgm-exporter", "obspack exporter", "Prometheus")

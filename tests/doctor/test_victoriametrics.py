@@ -15,11 +15,12 @@ import pytest
 import yaml
 
 from obspack.config import ObspackConfig
+from obspack.demo.fleet import FleetSpec, FleetSummary
+from obspack.demo.processes import free_port
+from obspack.demo.prometheus import Prometheus
 from obspack.pack import build
 from tests.doctor import oracle
 from tests.doctor.shapes import YOUNG_RECORDS, Shape, wait_for_records, write_shape
-from tests.support.fleet import FleetSpec, FleetSummary
-from tests.support.prometheus import Prometheus, free_port
 from tests.support.tools import require_tool
 from tests.support.victoria import VictoriaMetrics, running_vmalert
 

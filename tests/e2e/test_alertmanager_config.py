@@ -13,7 +13,8 @@ import yaml
 
 from obspack.config import ObspackConfig
 from obspack.demo.clients import Alertmanager, wait_until
-from obspack.demo.stack import Tools, alertmanager_argv, start_server
+from obspack.demo.processes import alertmanager_argv, start_server
+from obspack.demo.stack import Tools
 from obspack.pack.alertmanager import alertmanager_example
 from obspack.render import yamlfmt
 from tests.support.tools import amtool_route

@@ -11,14 +11,15 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
 from obspack import __version__
+from obspack.demo.fake_vllm import FakeVLLM
+from obspack.demo.processes import free_port
 from obspack.exporter import collector as collector_module
 from obspack.exporter import derive
 from obspack.exporter.collector import ExporterCollector
 from obspack.exporter.scrape import ScrapeError
 from obspack.probe import Probe
 
-from .conftest import free_port, payload
-from .fake_vllm import FakeVLLM
+from .conftest import payload
 from .hostile_target import HostileTarget, trickles
 
 V1 = {"engine": "0", "model_name": "acme/llm-7b"}
@@ -288,7 +289,7 @@ def test_duplicate_targets_are_scraped_once(closing: list[ExporterCollector]) ->
 
 
 def test_real_targets_down_slow_and_healthy_side_by_side(fake_vllm: FakeVLLM) -> None:
-    slow = FakeVLLM(payload("v1_single.prom"))
+    slow = FakeVLLM(payload=payload("v1_single.prom"))
     slow.delay_s = 2.0
     refused = f"http://127.0.0.1:{free_port()}/metrics"
     registry = CollectorRegistry()

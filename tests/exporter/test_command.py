@@ -15,11 +15,12 @@ import pytest
 from typer.testing import CliRunner
 
 from obspack.cli import app
+from obspack.demo.fake_vllm import FakeVLLM
+from obspack.demo.processes import Server, free_port, wait_ready
 from obspack.exporter import command
 from obspack.exporter.command import OptionError, parse_duration, parse_size
 
-from .conftest import exporter_command, free_port, wait_for_http
-from .fake_vllm import FakeVLLM
+from .conftest import exporter_command
 from .hostile_target import HostileTarget, trickles
 
 runner = CliRunner()
@@ -220,17 +221,13 @@ def test_parse_size_rejects(text: str) -> None:
 # The installed command, as a process
 
 
-def test_installed_command_serves_and_stops_on_sigterm(fake_vllm: FakeVLLM) -> None:
-    port = free_port()
-    process = subprocess.Popen(
-        [*exporter_command(), "--target", fake_vllm.url, "--listen", f"127.0.0.1:{port}", "--timeout", "1s"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+def test_installed_command_serves_and_stops_on_sigterm(fake_vllm: FakeVLLM, tmp_path: Path) -> None:
+    address = f"127.0.0.1:{free_port()}"
+    argv = [*exporter_command(), "--target", fake_vllm.url, "--listen", address, "--timeout", "1s"]
+    server = Server.start("exporter", argv, tmp_path / "exporter.log", address)
     try:
-        wait_for_http(f"http://127.0.0.1:{port}/healthz", process)
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
+        wait_ready(server, f"{server.url}/healthz")
+        with urllib.request.urlopen(f"{server.url}/metrics", timeout=5) as response:
             body = response.read().decode()
         assert (
             'obspack_vllm_kv_cache_admission_headroom_requests{engine="0",model_name="acme/llm-7b",'
@@ -238,13 +235,11 @@ def test_installed_command_serves_and_stops_on_sigterm(fake_vllm: FakeVLLM) -> N
         )
         assert f'obspack_target_up{{target="{fake_vllm.url}"}} 1.0' in body
         assert "process_resident_memory_bytes" in body
-        process.send_signal(signal.SIGTERM)
-        assert process.wait(timeout=10) == 0
-        assert f"listening on http://127.0.0.1:{port}/metrics" in process.stderr.read()
+        server.process.send_signal(signal.SIGTERM)
+        assert server.process.wait(timeout=10) == 0
+        assert f"listening on {server.url}/metrics" in server.log.read_text()
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
+        server.stop()
 
 
 def test_installed_command_rejects_a_bad_option() -> None:
@@ -280,42 +275,25 @@ def test_busy_port_is_one_line_and_exit_1(fake_vllm: FakeVLLM) -> None:
     assert len(result.stderr.strip().splitlines()) == 1
 
 
-def test_sigterm_stops_the_exporter_promptly_while_a_scrape_hangs() -> None:
+def test_sigterm_stops_the_exporter_promptly_while_a_scrape_hangs(tmp_path: Path) -> None:
     # The target trickles its headers: with --timeout 30s the scrape would hold for 30 s. The command
     # runs as `python -m obspack.exporter`, the same function without the rest of the CLI (faster to start).
     with HostileTarget(trickles(b"HTTP/1.1 200 OK\r\nX-Slow: " + b"a" * 10_000)) as target:
-        port = free_port()
-        process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "obspack.exporter",
-                "--target",
-                target.url,
-                "--listen",
-                f"127.0.0.1:{port}",
-                "--timeout",
-                "30s",
-            ],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        address = f"127.0.0.1:{free_port()}"
+        argv = [sys.executable, "-m", "obspack.exporter", "--target", target.url, "--listen", address,
+                "--timeout", "30s"]  # fmt: skip
+        server = Server.start("exporter", argv, tmp_path / "exporter.log", address)
         try:
-            wait_for_http(f"http://127.0.0.1:{port}/healthz", process)
-            scrape = threading.Thread(
-                target=_scrape_quietly, args=(f"http://127.0.0.1:{port}/metrics",), daemon=True
-            )
+            wait_ready(server, f"{server.url}/healthz")
+            scrape = threading.Thread(target=_scrape_quietly, args=(f"{server.url}/metrics",), daemon=True)
             scrape.start()
             assert target.accepted.wait(5), "the exporter never reached the target"
-            process.send_signal(signal.SIGTERM)
+            server.process.send_signal(signal.SIGTERM)
             stopped = time.monotonic()
-            assert process.wait(timeout=10) == 0
+            assert server.process.wait(timeout=10) == 0
             assert time.monotonic() - stopped < 3.0
         finally:
-            if process.poll() is None:
-                process.kill()
-                process.wait()
+            server.stop()
 
 
 def _scrape_quietly(url: str) -> None:

@@ -2,20 +2,23 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import time
-import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
 
+from obspack.demo.fake_vllm import FakeVLLM
+from obspack.demo.processes import prometheus_argv, start_server
+from obspack.demo.prometheus import Prometheus
 from obspack.probe import Probe
+from tests.support.tools import require_tool
 
-from .conftest import exporter_command, free_port, payload, require_binary, wait_for_http
-from .fake_vllm import FakeVLLM
+from .conftest import exporter_command, payload
 
 pytestmark = pytest.mark.e2e
 
@@ -47,23 +50,13 @@ class MovingCounters:
 @dataclass
 class Stack:
     exporter_url: str
-    prometheus_url: str
+    prometheus: Prometheus
     probe_pid: int
-
-
-def _stop(process: subprocess.Popen) -> None:
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    prometheus = require_binary("prometheus")
+    prometheus = require_tool("prometheus")
     tmp = tmp_path_factory.mktemp("e2e")
     probe_dir = tmp / "probe"
     probe_dir.mkdir()
@@ -78,71 +71,34 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     }
     probe = Probe(probe_dir, interval_s=1, source=lambda: stats)
     probe.start()
-    fake = FakeVLLM(MovingCounters())
-    exporter_port, prometheus_port = free_port(), free_port()
-    processes: list[subprocess.Popen] = []
-    log = (tmp / "exporter.log").open("w")
-    try:
-        exporter = subprocess.Popen(
-            [
-                *exporter_command(),
-                "--target",
-                fake.url,
-                "--listen",
-                f"127.0.0.1:{exporter_port}",
-                "--window",
-                "1m",
-                "--timeout",
-                "1s",
-                "--probe-dir",
-                str(probe_dir),
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=log,
-        )
-        processes.append(exporter)
-        wait_for_http(f"http://127.0.0.1:{exporter_port}/healthz", exporter)
+    with contextlib.ExitStack() as cleanup:
+        cleanup.callback(probe.stop, timeout=5)
+        fake = FakeVLLM(payload=MovingCounters())
+        cleanup.callback(fake.stop)
+        exporter = start_server(
+            "exporter",
+            lambda address: [*exporter_command(), "--target", fake.url, "--listen", address, "--window", "1m",
+                             "--timeout", "1s", "--probe-dir", str(probe_dir)],
+            "/healthz", tmp, cleanup,
+        )  # fmt: skip
         config = tmp / "prometheus.yml"
         config.write_text(
             json.dumps(  # JSON is YAML
                 {
                     "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
                     "scrape_configs": [
-                        {
-                            "job_name": "obspack-exporter",
-                            "static_configs": [{"targets": [f"127.0.0.1:{exporter_port}"]}],
-                        }
+                        {"job_name": "obspack-exporter", "static_configs": [{"targets": [exporter.address]}]}
                     ],
                 }
             )
         )
-        server = subprocess.Popen(
-            [
-                prometheus,
-                f"--config.file={config}",
-                f"--storage.tsdb.path={tmp / 'data'}",
-                f"--web.listen-address=127.0.0.1:{prometheus_port}",
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        processes.append(server)
-        wait_for_http(f"http://127.0.0.1:{prometheus_port}/-/ready", server)
-        yield Stack(f"http://127.0.0.1:{exporter_port}", f"http://127.0.0.1:{prometheus_port}", probe.pid)
-    finally:
-        for process in reversed(processes):
-            _stop(process)
-        log.close()
-        fake.stop()
-        probe.stop(timeout=5)
+        server = start_server("prometheus", prometheus_argv(prometheus, config, tmp / "data"), "/-/ready", tmp, cleanup)
+        client = cleanup.enter_context(Prometheus(server.url))
+        yield Stack(exporter.url, client, probe.pid)
 
 
 def query(stack: Stack, promql: str) -> list[dict]:
-    url = f"{stack.prometheus_url}/api/v1/query?" + urllib.parse.urlencode({"query": promql})
-    with urllib.request.urlopen(url, timeout=5) as response:
-        answer = json.load(response)
-    assert answer["status"] == "success", answer
-    return answer["data"]["result"]
+    return stack.prometheus.query(promql)
 
 
 def wait_for(stack: Stack, promql: str, timeout_s: float = 30) -> list[dict]:
@@ -218,7 +174,7 @@ def test_cuda_probe_series_reach_prometheus(stack: Stack) -> None:
 
 
 def test_exposition_passes_promtool_lint(stack: Stack) -> None:
-    promtool = require_binary("promtool")
+    promtool = require_tool("promtool")
     with urllib.request.urlopen(f"{stack.exporter_url}/metrics", timeout=5) as response:
         body = response.read()
     lint = subprocess.run(

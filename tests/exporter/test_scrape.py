@@ -10,10 +10,10 @@ from collections.abc import Iterator
 
 import pytest
 
+from obspack.demo.fake_vllm import FakeVLLM
+from obspack.demo.processes import free_port
 from obspack.exporter.scrape import ScrapeError, fetch_metrics
 
-from .conftest import free_port
-from .fake_vllm import FakeVLLM
 from .hostile_target import (
     HostileTarget,
     Script,
@@ -32,7 +32,7 @@ BODY = b'# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{model
 
 @pytest.fixture
 def server() -> Iterator[FakeVLLM]:
-    fake = FakeVLLM(BODY)
+    fake = FakeVLLM(payload=BODY)
     try:
         yield fake
     finally:

@@ -10,10 +10,9 @@ from collections.abc import Iterator
 import pytest
 from prometheus_client import CollectorRegistry
 
+from obspack.demo.fake_vllm import FakeVLLM
 from obspack.exporter.collector import ExporterCollector
 from obspack.exporter.server import MetricsServer, parse_listen, start_server
-
-from .fake_vllm import FakeVLLM
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,7 @@ from typing import Any
 from typer.testing import CliRunner
 
 from obspack.cli import app
-from tests.rightsize.fleet import END
+from obspack.demo.rightsize_fleet import END
 
 GIB = 1024**3
 MIB = 1024**2

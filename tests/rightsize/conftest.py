@@ -1,4 +1,4 @@
-"""The rightsize fleet (tests/rightsize/fleet.py), written once per session for every module that serves it."""
+"""The rightsize fleet (obspack/demo/rightsize_fleet.py), written once per session for every module that serves it."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.rightsize.fleet import write_fleet
+from obspack.demo.rightsize_fleet import write_fleet
 
 
 @pytest.fixture(scope="session")

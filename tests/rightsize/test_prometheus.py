@@ -1,5 +1,5 @@
 """`obspack rightsize` against a real Prometheus holding a fleet whose right answers are known by construction
-(tests/rightsize/fleet.py). Each test names the tolerance it holds: exact where the samples are exact and the
+(obspack/demo/rightsize_fleet.py). Each test names the tolerance it holds: exact where the samples are exact and the
 rule is arithmetic, a stated margin where an estimate (interpolation in a histogram bucket, a rate's
 extrapolation, a share of time) sits between."""
 
@@ -12,10 +12,11 @@ import pytest
 import yaml
 
 from obspack.config import ObspackConfig
+from obspack.demo.prometheus import Prometheus
+from obspack.demo.rightsize_fleet import DAY, END
 from obspack.rightsize import queries
 from tests.rightsize.command import GIB, MIB, knob, report, run, workload
-from tests.rightsize.fleet import DAY, END
-from tests.support.prometheus import Prometheus, backfill_openmetrics, running_prometheus
+from tests.support.prometheus import backfill_openmetrics, running_prometheus
 
 pytestmark = [pytest.mark.e2e, pytest.mark.tool]
 

@@ -11,13 +11,15 @@ from pathlib import Path
 import pytest
 
 from obspack.config import ObspackConfig
+from obspack.demo.processes import free_port
+from obspack.demo.prometheus import Prometheus
+from obspack.demo.rightsize_fleet import END, write_without_vllm
 from obspack.doctor.api import Connection
 from obspack.rightsize.run import rightsize
 from obspack.rightsize.settings import Options
 from tests.doctor.fakes import Answer, Request, serve, vector
 from tests.rightsize.command import report, run
-from tests.rightsize.fleet import END, write_without_vllm
-from tests.support.prometheus import Prometheus, backfill_openmetrics, free_port, running_prometheus
+from tests.support.prometheus import backfill_openmetrics, running_prometheus
 
 CONTAINER = {"cluster": "gpu-east", "namespace": "llm", "pod": "api-5d8f9c7b6d-x2k9p", "container": "vllm"}
 

@@ -8,11 +8,12 @@ On a laptop a missing tool skips the test with the reason. In CI (CI=true) a mis
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+
+from obspack.demo import processes
 
 ROOT = Path(__file__).resolve().parents[2]
 _EXTRA_PATHS = {"helm": ROOT / ".tools" / "bin" / "helm", "prometheus-alertmanager": Path("/usr/bin/prometheus-alertmanager")}
@@ -23,7 +24,7 @@ def in_ci() -> bool:
 
 
 def find_tool(name: str) -> str | None:
-    found = shutil.which(name)
+    found = processes.find_tool(name)
     if found:
         return found
     extra = _EXTRA_PATHS.get(name)

@@ -8,13 +8,13 @@ data with vmalert, which writes records and `ALERTS` back through remote write.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import subprocess
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -22,7 +22,9 @@ from pathlib import Path
 import promql_parser
 import yaml
 
-from tests.support.prometheus import PrometheusError, free_port, stop, wait_ready
+from obspack.demo.processes import Server, free_port, start_server, wait_ready
+from obspack.demo.prometheus import Prometheus
+from obspack.doctor import answers
 
 _NUMBER = r"[-+]?(?:[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?|Inf|NaN)"
 _ITEM = re.compile(rf"^(?P<value>_|{_NUMBER})(?:(?P<step>[-+][0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)?x(?P<times>[0-9]+))?$")
@@ -66,31 +68,23 @@ class Sample:
     value: float
 
 
-def _start(args: list[str], url: str, log: Path) -> subprocess.Popen[bytes]:
-    """Start a VictoriaMetrics binary and wait until `url`/health answers; stopped again if it does not."""
-    process = subprocess.Popen(args, stdout=log.open("w"), stderr=subprocess.STDOUT)
-    try:
-        wait_ready(url, process, log, path="/health")
-    except PrometheusError:
-        stop(process)
-        raise
-    return process
-
-
 class VictoriaMetrics:
     """victoria-metrics (single node) with its own storage folder; stop() ends the process it started."""
 
     def __init__(self, binary: str, folder: Path, extra_args: Sequence[str] = ()) -> None:
-        self.url = f"http://127.0.0.1:{free_port()}"
-        self.log = folder / "victoria-metrics.log"
-        self._process = _start(
-            [binary, f"-httpListenAddr={self.url.removeprefix('http://')}", f"-storageDataPath={folder / 'data'}",
-             "-retentionPeriod=100y", "-search.disableCache", "-loggerLevel=WARN", *extra_args],
-            self.url, self.log,
-        )
+        folder.mkdir(parents=True, exist_ok=True)
+        self._cleanup = contextlib.ExitStack()
+        server = start_server(
+            "victoria-metrics",
+            lambda address: [binary, f"-httpListenAddr={address}", f"-storageDataPath={folder / 'data'}",
+                             "-retentionPeriod=100y", "-search.disableCache", "-loggerLevel=WARN", *extra_args],
+            "/health", folder, self._cleanup,
+        )  # fmt: skip
+        self.url, self.log = server.url, server.log
+        self.api = self._cleanup.enter_context(Prometheus(self.url))
 
     def stop(self) -> None:
-        stop(self._process)
+        self._cleanup.close()
 
     def load(self, series: list[tuple[str, str]], start: float, interval: float) -> None:
         """Import promtool `input_series` ((series, values) pairs) with the first sample at `start`."""
@@ -126,29 +120,23 @@ class VictoriaMetrics:
                     yield Sample(row["metric"], ts / 1000, float(value))
 
     def query(self, expr: str, at: float, step: str = "1m") -> list[tuple[dict[str, str], float]]:
-        params = urllib.parse.urlencode({"query": expr, "time": at, "step": step, "nocache": 1})
-        with urllib.request.urlopen(f"{self.url}/api/v1/query?{params}", timeout=30) as answer:
-            data = json.load(answer)
-        if data["status"] != "success":
-            raise RuntimeError(f"{expr}: {data}")
-        return [(r["metric"], float(r["value"][1])) for r in data["data"]["result"]]
+        """An instant query with VictoriaMetrics' own `step` (how far back it looks for a raw sample)."""
+        data = self.api.post("query", {"query": expr, "time": at, "step": step, "nocache": 1}, shape="query")
+        return [(r["metric"], float(r["value"][1])) for r in answers.check("vector", data["result"])]
 
 
-@contextmanager
+@contextlib.contextmanager
 def running_vmalert(vmalert: str, rules: Path, vm: VictoriaMetrics, port: int, folder: Path) -> Iterator[str]:
     """vmalert evaluating `rules` every second against `vm` and writing records back to it, listening on
     `port` (give VictoriaMetrics `-vmalert.proxyURL` to it to serve its rules API); its URL."""
-    url = f"http://127.0.0.1:{port}"
-    process = _start(
-        [vmalert, f"-rule={rules}", f"-datasource.url={vm.url}", f"-remoteWrite.url={vm.url}",
-         "-remoteWrite.flushInterval=1s", f"-notifier.url=http://127.0.0.1:{free_port()}",  # nobody listens
-         f"-httpListenAddr=127.0.0.1:{port}", "-evaluationInterval=1s", "-loggerLevel=WARN"],
-        url, folder / "vmalert.log",
-    )
-    try:
-        yield url
-    finally:
-        stop(process)
+    argv = [vmalert, f"-rule={rules}", f"-datasource.url={vm.url}", f"-remoteWrite.url={vm.url}",
+            "-remoteWrite.flushInterval=1s", f"-notifier.url=http://127.0.0.1:{free_port()}",  # nobody listens
+            f"-httpListenAddr=127.0.0.1:{port}", "-evaluationInterval=1s", "-loggerLevel=WARN"]  # fmt: skip
+    with contextlib.ExitStack() as cleanup:
+        server = Server.start("vmalert", argv, folder / "vmalert.log", f"127.0.0.1:{port}")
+        cleanup.callback(server.stop)
+        wait_ready(server, f"{server.url}/health")
+        yield server.url
 
 
 def replay(vmalert: str, rule_files: list[Path], vm: VictoriaMetrics, start: float, end: float, interval: str,

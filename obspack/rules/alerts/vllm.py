@@ -9,11 +9,11 @@ from __future__ import annotations
 import textwrap
 
 from obspack import conventions as c
+from obspack.catalogue.vllm import POD_MODEL
 from obspack.config import ObspackConfig, promql_string
 from obspack.rules.model import AlertRule
 from obspack.rules.recording.vllm import prefix_hits_rate, prefix_queries_rate
 
-POD_MODEL = ("namespace", "pod", "model_name")
 WHO = "{{ $labels.namespace }}/{{ $labels.pod }} ({{ $labels.model_name }})"
 TOP = "kubectl -n {{ $labels.namespace }} logs {{ $labels.pod }} --tail=200 | grep -iE 'preempt|KV cache|waiting'"
 

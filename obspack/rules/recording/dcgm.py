@@ -24,10 +24,10 @@ from dataclasses import dataclass
 import promql_parser
 
 from obspack import conventions as c
+from obspack.catalogue.vllm import HAS_MODEL, POD_MODEL
 from obspack.config import ObspackConfig
 from obspack.rules.model import RecordingRule, RuleGroup
 from obspack.rules.recording.kubernetes import vllm_pods
-from obspack.rules.recording.vllm import HAS_MODEL
 
 MIB = 1024 * 1024
 EXPORTED_POD = 'exported_pod!=""'
@@ -38,7 +38,6 @@ NO_OLD_POD = 'pod_name=""'
 # One dcgm-exporter series per GPU (or MIG instance) has this key in every label mode.
 KEY = ("instance", "gpu", "GPU_I_ID")
 HOLDER = ("namespace", "pod", "UUID", "Hostname", "modelName")  # what the attribution adds to the key
-POD_MODEL = ("namespace", "pod", "model_name")
 # The labels of a GPU as alerts and per-GPU panels show it.
 GPU_LABELS = ("namespace", "pod", "gpu", "UUID", "Hostname")
 

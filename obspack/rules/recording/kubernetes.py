@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from obspack import conventions as c
+from obspack.catalogue.vllm import HAS_MODEL
 from obspack.config import ObspackConfig, promql_string
 from obspack.rules.model import RecordingRule, RuleGroup
 
 HAS_CONTAINER = 'container!=""'
 NOT_PAUSE = 'container!="POD"'
-HAS_MODEL = 'model_name!=""'
 
 
 def vllm_source_selectors(cfg: ObspackConfig, with_container: bool) -> list[str]:

@@ -12,11 +12,9 @@
 from __future__ import annotations
 
 from obspack import conventions as c
+from obspack.catalogue.vllm import HAS_MODEL, POD_MODEL
 from obspack.config import ObspackConfig
 from obspack.rules.model import RecordingRule, RuleGroup
-
-HAS_MODEL = 'model_name!=""'
-POD_MODEL = ("namespace", "pod", "model_name")
 
 
 def sel(cfg: ObspackConfig, *extra: str) -> str:

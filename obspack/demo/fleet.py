@@ -35,6 +35,8 @@ from itertools import chain, repeat
 from pathlib import Path
 from typing import IO
 
+from obspack.catalogue import vllm
+
 MIB = 1024 * 1024
 GIB = 1024 * MIB
 
@@ -49,78 +51,8 @@ GPU_MODEL = "NVIDIA H100 80GB HBM3"
 GPU_FB_MIB = 81559
 GPUS_PER_NODE = 8
 
-# Histogram buckets as vLLM serves them (0.8.4+ for V1, <= 0.6.3 for V0).
-TTFT_V1 = (
-    0.001,
-    0.005,
-    0.01,
-    0.02,
-    0.04,
-    0.06,
-    0.08,
-    0.1,
-    0.25,
-    0.5,
-    0.75,
-    1.0,
-    2.5,
-    5.0,
-    7.5,
-    10.0,
-    20.0,
-    40.0,
-    80.0,
-    160.0,
-    640.0,
-    2560.0,
-)
-TTFT_V0 = TTFT_V1[:16]
-ITL_V1 = (
-    0.01,
-    0.025,
-    0.05,
-    0.075,
-    0.1,
-    0.15,
-    0.2,
-    0.3,
-    0.4,
-    0.5,
-    0.75,
-    1.0,
-    2.5,
-    5.0,
-    7.5,
-    10.0,
-    20.0,
-    40.0,
-    80.0,
-)
-ITL_V0 = ITL_V1[:13]
-PHASE_V1 = (
-    0.3,
-    0.5,
-    0.8,
-    1.0,
-    1.5,
-    2.0,
-    2.5,
-    5.0,
-    10.0,
-    15.0,
-    20.0,
-    30.0,
-    40.0,
-    50.0,
-    60.0,
-    120.0,
-    240.0,
-    480.0,
-    960.0,
-    1920.0,
-    7680.0,
-)
-E2E_V0 = (1.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0)
+# The vLLM release each generation imitates: its histograms and their buckets come from the catalogue.
+GENERATIONS = {"v1": vllm.V1, "v0": vllm.V0}
 
 Values = list[float]
 
@@ -175,7 +107,8 @@ class Pod:
 
     @property
     def image(self) -> str:
-        return "docker.io/vllm/vllm-openai:" + ("v0.33.0" if self.generation == "v1" else "v0.6.3.post1")
+        release = vllm.V1.release if self.generation == "v1" else f"{vllm.V0.release}.post1"
+        return f"docker.io/vllm/vllm-openai:v{release}"
 
 
 @dataclass(frozen=True)
@@ -521,47 +454,32 @@ class _Fleet:
                     w.series("http_requests_total", labels, [float(int(x * share)) for x in self.profile(pod).requests])
 
     def vllm_histograms(self, w: _Writer) -> None:
-        def histogram(name: str, help_text: str, shape: Callable[[Pod, Profile], tuple | None]) -> None:
+        def histogram(name: str, help_text: str, shape: Callable[[Pod, Profile], tuple[float, float]]) -> None:
+            """`shape`: the median and log-normal sigma of a pod's observations."""
             w.family(name, "histogram", help_text)
             for pod in self.pods:
-                p = self.profile(pod)
-                found = shape(pod, p)
-                if found is None:
+                bounds = vllm.bounds_in(name, GENERATIONS[pod.generation].release)
+                if bounds is None:  # not in this generation's release
                     continue
-                bounds, median, sigma = found
+                p = self.profile(pod)
+                median, sigma = shape(pod, p)
                 for e in pod.engines:
                     for suffix, le, values in _hist(p.requests, bounds, median, sigma):
                         labels = self.engine(pod, e) + (f",{le}" if le else "")
                         w.series(name + suffix, labels, values)
 
         histogram(
-            "vllm:time_to_first_token_seconds",
+            vllm.TTFT,
             "Histogram of time to first token in seconds.",
-            lambda pod, p: (
-                TTFT_V1 if pod.generation == "v1" else TTFT_V0,
-                0.18 + 0.05 * (pod.index % 3),
-                0.8,
-            ),
+            lambda pod, p: (0.18 + 0.05 * (pod.index % 3), 0.8),
+        )
+        histogram(vllm.ITL, "Histogram of inter-token latency in seconds.", lambda pod, p: (0.025, 0.5))
+        histogram(vllm.TPOT, "Histogram of time per output token in seconds.", lambda pod, p: (0.03, 0.5))
+        histogram(
+            vllm.E2E, "Histogram of end to end request latency in seconds.", lambda pod, p: (p.e2e_median, 0.6)
         )
         histogram(
-            "vllm:inter_token_latency_seconds",
-            "Histogram of inter-token latency in seconds.",
-            lambda pod, p: (ITL_V1, 0.025, 0.5) if pod.generation == "v1" else None,
-        )
-        histogram(
-            "vllm:time_per_output_token_seconds",
-            "Histogram of time per output token in seconds.",
-            lambda pod, p: None if pod.generation == "v1" else (ITL_V0, 0.03, 0.5),
-        )
-        histogram(
-            "vllm:e2e_request_latency_seconds",
-            "Histogram of end to end request latency in seconds.",
-            lambda pod, p: (PHASE_V1 if pod.generation == "v1" else E2E_V0, p.e2e_median, 0.6),
-        )
-        histogram(
-            "vllm:request_queue_time_seconds",
-            "Histogram of time spent in WAITING phase for request.",
-            lambda pod, p: (PHASE_V1, 0.02, 1.0) if pod.generation == "v1" else None,
+            vllm.QUEUE, "Histogram of time spent in WAITING phase for request.", lambda pod, p: (0.02, 1.0)
         )
 
     def router(self, pod: Pod) -> str:

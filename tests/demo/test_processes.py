@@ -1,0 +1,60 @@
+"""The process kit the demo, the tests and the benchmarks share: servers on free ports of 127.0.0.1, waited
+for, reported with their log when they fail, and always stopped."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import sys
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from obspack.demo import processes
+from obspack.demo.processes import StackError, start_server
+
+
+def http_server(address: str) -> list[str]:
+    host, port = address.split(":")
+    return [sys.executable, "-m", "http.server", "--bind", host, port]
+
+
+def test_a_server_is_started_waited_for_and_stopped(tmp_path: Path) -> None:
+    (tmp_path / "hello").write_text("hi")
+    with contextlib.ExitStack() as cleanup:
+        server = start_server("files", lambda a: [*http_server(a), "--directory", str(tmp_path)], "/hello", tmp_path, cleanup)
+        with urllib.request.urlopen(f"{server.url}/hello", timeout=5) as answer:
+            assert answer.read() == b"hi"
+    assert not server.alive()
+    with pytest.raises(OSError):
+        urllib.request.urlopen(f"{server.url}/hello", timeout=1)
+
+
+def test_a_server_that_exits_is_reported_with_its_log(tmp_path: Path) -> None:
+    argv = [sys.executable, "-c", "import sys; print('no config file', flush=True); sys.exit(3)"]
+    with contextlib.ExitStack() as cleanup, pytest.raises(StackError, match=r"(?s)broken exited with 3:.*no config file"):
+        start_server("broken", lambda _: argv, "/", tmp_path, cleanup)
+
+
+def test_a_port_taken_between_the_probe_and_the_bind_is_tried_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        ports = iter([taken.getsockname()[1], processes.free_port()])
+        monkeypatch.setattr(processes, "free_port", lambda: next(ports))
+        with contextlib.ExitStack() as cleanup:
+            server = start_server("files", http_server, "/", tmp_path, cleanup)
+            assert server.address != f"127.0.0.1:{taken.getsockname()[1]}" and server.alive()
+
+
+def test_missing_binaries_are_named_with_their_debian_packages(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(StackError, match="^prometheus and prometheus-alertmanager not found: apt-get install prometheus prometheus-alertmanager"):
+        processes.require("prometheus", "alertmanager")
+    for name in ("prometheus", "prometheus-alertmanager"):
+        (tmp_path / name).write_text("#!/bin/sh\n")
+        (tmp_path / name).chmod(0o755)
+    assert processes.require("prometheus", "alertmanager") == (str(tmp_path / "prometheus"), str(tmp_path / "prometheus-alertmanager"))
