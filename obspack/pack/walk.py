@@ -9,8 +9,8 @@ from dataclasses import dataclass
 
 import promql_parser
 
-from obspack.pack.model import Pack
 from obspack.durations import format_s
+from obspack.pack.model import Pack
 from obspack.promql import grafana_to_promql
 
 _VARIABLE_QUERY = re.compile(r"(label_values|query_result)\((.*)\)", re.S)
