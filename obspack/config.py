@@ -288,7 +288,7 @@ FOR = "how long the condition must hold before firing (0 to 1d)"
 SEVERITY = "severity label (critical, warning or info)"
 RATIO = "(0.001 to 0.999)"
 WINDOW = "(2x scrape_interval to 1d)"
-EVENT_WINDOW = "(2x scrape_interval and `for` + 2m, to 1d)"
+EVENT_WINDOW = "(2x scrape_interval and `for` + two rule evaluations, 2m by default, to 1d)"
 
 # ---------------------------------------------------------------------------------------------------------
 # Sources
@@ -636,13 +636,16 @@ def conflicts(cfg: ObspackConfig) -> list[Conflict]:
                 f"single sample and the rate is empty (allowed: at least {durations.format_ms(2 * scrape)})",
                 ("scrape_interval",),
             ))
+    # Two evaluations of the rule groups: every rule_interval when it is set, else Prometheus' default minute.
+    evaluation = durations.parse_ms(cfg.rule_interval) if cfg.rule_interval else _MINUTE
+    evaluations = f"rule_interval {cfg.rule_interval}" if cfg.rule_interval else "a minute"
     for loc, window in _event_windows(cfg):
-        need = durations.parse_ms(getattr(cfg.alerts, loc[1]).for_) + 2 * _MINUTE
+        need = durations.parse_ms(getattr(cfg.alerts, loc[1]).for_) + 2 * evaluation
         if durations.parse_ms(window) < need:
             found.append(Conflict(
                 loc,
                 f"{window!r} is shorter than `for` ({getattr(cfg.alerts, loc[1]).for_}, {{other}}) plus two "
-                "evaluations of a minute: the event leaves the window before the alert can fire "
+                f"evaluations of {evaluations}: the event leaves the window before the alert can fire "
                 f"(allowed: at least {durations.format_ms(need)})",
                 (*loc[:2], "for"),
             ))

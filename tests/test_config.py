@@ -197,7 +197,7 @@ def test_the_e2e_demo_config_is_valid() -> None:
 
 def test_init_comments_say_the_allowed_range(tmp_path: Path) -> None:
     text = annotated_defaults()
-    for key, allowed in [("for", "0 to 1d"), ("ratio", "0.001 to 0.999"), ("window", "2x scrape_interval"), ("lookback", "`for` + 2m"),
+    for key, allowed in [("for", "0 to 1d"), ("ratio", "0.001 to 0.999"), ("window", "2x scrape_interval"), ("lookback", "`for` + two rule evaluations"),
                          ("scrape_interval", "1s to 2m30s"), ("rule_interval", "1s to 5m"), ("refresh", "5s to 1d")]:
         lines = [line for line in text.splitlines() if line.strip().startswith(f"{key}:")]
         assert lines and all(allowed in line for line in lines if key != "ratio" or "hit rate" not in line), key

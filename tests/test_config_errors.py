@@ -91,6 +91,11 @@ ERRORS: dict[str, tuple[bytes | None, str]] = {
         "FILE:4: alerts.VLLMContainerOOMKilled.window: '6m' is shorter than `for` (5m, FILE:3) plus two evaluations "
         "of a minute: the event leaves the window before the alert can fire (allowed: at least 7m)",
     ),
+    "window shorter than for and two rule evaluations": (
+        b"rule_interval: 10s\nalerts:\n  VLLMContainerOOMKilled:\n    for: 1m\n    window: 70s\n",
+        "FILE:5: alerts.VLLMContainerOOMKilled.window: '70s' is shorter than `for` (1m, FILE:4) plus two evaluations "
+        "of rule_interval 10s: the event leaves the window before the alert can fire (allowed: at least 1m20s)",
+    ),
     "contradicting thresholds": (
         b"alerts:\n  VLLMKVCacheUsageHigh:\n    ratio: 0.96\n  VLLMKVCacheUsageCritical:\n    ratio: 0.95\n",
         "FILE:3: alerts.VLLMKVCacheUsageHigh.ratio: 0.96 is not below alerts.VLLMKVCacheUsageCritical.ratio "

@@ -69,7 +69,8 @@ DCGM_JOB = {True: "nvidia-dcgm-exporter-honor", False: "nvidia-dcgm-exporter"}
 def e2e_config(interval_s: int = INTERVAL_S) -> str:
     """The obspack config of the demo: every `for` cut to two evaluations (the muted exporter alert to
     three, longer than VLLMTargetDown that inhibits it), rule groups and scrapes on the stack's interval,
-    and the config-driven windows cut to fit a short run (the restart windows to the 2m the config allows). The recording rules' fixed 5m windows need no change:
+    and the config-driven windows cut to fit a short run (the restart windows to 45s: at least `for` plus two
+    rule evaluations). The recording rules' fixed 5m windows need no change:
     a rate has its two samples after two scrapes."""
     two, three = f"{2 * interval_s}s", f"{3 * interval_s}s"
     return f"""\
@@ -85,8 +86,8 @@ scrape_interval: {interval_s}s
 runbook_base_url: {RUNBOOK_BASE_URL}
 alerts:
   VLLMHostMemoryNearLimit: {{for: {two}}}
-  VLLMContainerOOMKilled: {{window: 2m}}  # the shortest allowed: `for` plus two evaluations of a minute
-  VLLMContainerRestarted: {{window: 2m}}
+  VLLMContainerOOMKilled: {{window: 45s}}  # `for` plus two rule evaluations is the least; a margin for the run
+  VLLMContainerRestarted: {{window: 45s}}
   VLLMGPUMemoryNearFull: {{for: {two}}}
   VLLMKVCacheUsageHigh: {{for: {two}}}
   VLLMKVCacheUsageCritical: {{for: {two}}}
