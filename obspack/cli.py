@@ -38,6 +38,9 @@ class _PlainHelp(TyperCommand):
         for param in self.params:
             if getattr(param, "is_flag", False):
                 param.metavar = ""
+            elif param.param_type_name == "argument" and param.metavar:
+                # an argument shows its metavar as its name already: no `<path>` type beside it
+                param.display_type_rich = lambda ctx=None: None  # type: ignore[method-assign]
 
 
 app = typer.Typer(
@@ -103,10 +106,12 @@ def command(*args: object) -> str:
 
 @app.command(cls=_PlainHelp)
 def init(
-    path: Annotated[Path, typer.Argument(help="Where to write the config.")] = Path("obspack.yaml"),
+    path: Annotated[Path, typer.Argument(metavar="FILE", help="Where to write the config.")] = Path("obspack.yaml"),
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing file.")] = False,
 ) -> None:
-    """Write a commented obspack.yaml with every setting at its default."""
+    """Write a commented obspack.yaml with every setting at its default.
+
+    Example: obspack init, edit obspack.yaml, then obspack render --out generated (it reads ./obspack.yaml)."""
     if path.exists() and not force:
         typer.secho(f"error: {path} exists; use --force to overwrite it", fg=typer.colors.RED, err=True)
         raise typer.Exit(code=1)
@@ -118,7 +123,7 @@ def init(
 @app.command(cls=_PlainHelp)
 def render(
     config: ConfigOption = None,
-    out: Annotated[Path, typer.Option("--out", "-o", help="Output folder of the pack.")] = Path("generated"),
+    out: Annotated[Path, typer.Option("--out", "-o", metavar="DIR", help="Output folder of the pack.")] = Path("generated"),
     check: Annotated[
         bool, typer.Option("--check", help="Write nothing; exit 1 if the output folder is not up to date.")
     ] = False,
@@ -131,7 +136,15 @@ def render(
         ),
     ] = None,
 ) -> None:
-    """Render rules, dashboards, runbooks and tests into OUT (or check that OUT is up to date)."""
+    """Render rules, dashboards, runbooks and tests into OUT (or check that OUT is up to date).
+
+    Examples:
+
+    obspack render --out generated
+
+    obspack render --config team.yaml --out monitoring/vllm --helm charts/obspack
+
+    obspack render --out generated --check   (in CI: exit 1 when generated/ is stale)"""
     from obspack.pack import build
     from obspack.render import write as output
     from obspack.render.files import pack_files
@@ -195,7 +208,9 @@ def _report_check(folder: Path, files: dict[str, str]) -> bool:
 
 @app.command(cls=_PlainHelp)
 def validate(config: ConfigOption = None) -> None:
-    """Check the config and parse every PromQL expression it renders (and run promtool when present)."""
+    """Check the config and parse every PromQL expression it renders (and run promtool when present).
+
+    Example: obspack validate --config obspack.yaml"""
     from obspack.pack.walk import expressions, parse_errors
     from obspack.render.files import ALERTS_FILE, RECORDING_FILE, pack_files
     from obspack.render.promtool import check_rules

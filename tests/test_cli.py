@@ -26,10 +26,13 @@ def snapshot(folder: Path) -> dict[str, bytes]:
 
 def test_version_and_help() -> None:
     assert run("--version").output.strip() == f"obspack {__version__}"
-    for command in ("init", "render", "validate", "exporter"):
-        result = run(command, "--help")
+    for command in ("init", "render", "validate", "exporter", "doctor", "rightsize", "demo"):
+        result = runner.invoke(app, [command, "--help"], env={"COLUMNS": "200", "TERM": "dumb"})
         assert result.exit_code == 0, result.output
         assert "Usage" in result.output
+        assert not re.search(r"<(bool|str|path|int|float)>", result.output), f"{command}: a type placeholder"
+        if command != "demo":
+            assert re.search(r"Examples?[:,]", result.output), f"{command}: no example"
 
 
 def test_render_writes_the_layout_and_is_deterministic(tmp_path: Path) -> None:
