@@ -358,7 +358,7 @@ def rightsize(
         bool, typer.Option("--json", help="Print the report, or the error, as JSON (schema obspack.rightsize/v1).")
     ] = False,
     patches: Annotated[
-        Path | None, typer.Option("--patches", help="Also write one strategic-merge patch file per owner here.")
+        Path | None, typer.Option("--patches", metavar="DIR", help="Also write one strategic-merge patch file per owner here.")
     ] = None,
     load_window: Annotated[
         str, typer.Option(metavar="DURATION", help="How long after a container start counts as model load.")
