@@ -433,7 +433,7 @@ app.command("exporter", cls=_PlainHelp)(exporter)
 def demo(
     workdir: Annotated[
         Path | None,
-        typer.Option(help="Where to keep the pack, configs, data and logs. Default: a new temporary folder."),
+        typer.Option(metavar="DIR", help="Where to keep the pack, configs, data and logs. Default: a new temporary folder."),
     ] = None,
     keep: Annotated[bool, typer.Option("--keep", help="Leave everything running at the end, until Ctrl-C.")] = False,
 ) -> None:
