@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable
 from obspack import conventions as c
 from obspack import slos
 from obspack.config import AlertSettings, ObspackConfig, SLOs
-from obspack.rules.alerts import exporter, memory, slo, vllm
+from obspack.rules.alerts import exporter, features, memory, slo, vllm
 from obspack.rules.model import AlertRule, RuleGroup
 
 AlertFn = Callable[[ObspackConfig], AlertRule]
@@ -17,6 +17,7 @@ TOPICS: tuple[tuple[str, tuple[AlertFn, ...]], ...] = (
     ("memory-planes", memory.ALERTS),
     ("vllm-engine", vllm.ALERTS),
     ("exporter", exporter.ALERTS),
+    ("vllm-features", features.ALERTS),
     ("slo", slo.ALERTS),
 )
 
