@@ -78,6 +78,7 @@ KV_OFFLOAD_CPU_USAGE = "vllm:kv_offload_cpu_cache_usage_perc"
 KV_OFFLOAD_TIERING_WRITE_USAGE = "vllm:kv_offload_tiering_primary_write_usage_perc"
 SIMPLE_OFFLOAD_USED = "vllm:simple_kv_offload_used_blocks"
 SIMPLE_OFFLOAD_INFO = "vllm:simple_kv_offload_info"  # `capacity_blocks` label
+SIMPLE_OFFLOAD_LOADED = "vllm:simple_kv_offload_load_blocks_total"
 EXTERNAL_PREFIX_QUERIES = "vllm:external_prefix_cache_queries_total"
 EXTERNAL_PREFIX_HITS = "vllm:external_prefix_cache_hits_total"
 

@@ -24,35 +24,43 @@ def _indent(text: str, by: str = "  ") -> str:
     return by + text.replace("\n", "\n" + by)
 
 
-def tagged_rates(cfg: ObspackConfig, counters: Sequence[tuple[str, dict[str, str]]], window: str) -> str:
-    """The summed rates of several counters per pod, model and the labels each is tagged with. Every rate
+def tagged_rates(
+    cfg: ObspackConfig,
+    counters: Sequence[tuple[str, dict[str, str]]],
+    window: str,
+    keep: tuple[str, ...] = POD_MODEL,
+    *extra: str,
+) -> str:
+    """The summed rates of several counters per `keep` and the tags (but `kind`) each is given. Every rate
     gets its tags first (label_replace), so `or` keeps them all: rates drop the metric name, and `or`
-    would otherwise keep only the first of two counters with the same labels."""
+    would otherwise keep only the first of two counters with the same labels. `extra` matchers narrow the
+    series (dashboards: their variables)."""
     terms = []
     for metric, tags in counters:
-        term = f"rate({metric}{sel(cfg)}[{window}])"
+        term = f"rate({metric}{sel(cfg, *extra)}[{window}])"
         for label, value in tags.items():
             term = f'label_replace({term}, "{label}", "{value}", "", "")'
         terms.append(term)
-    kept = dict.fromkeys(label for _, tags in counters for label in tags if label != "kind")
+    kept = dict.fromkeys(label for _, tags in counters for label in tags if label != "kind" or "kind" in keep)
     joined = "\n  or\n  ".join(terms)
-    return f"sum by ({c.by(cfg, *POD_MODEL, *kept)}) (\n  {joined}\n)"
+    return f"sum by ({c.by(cfg, *dict.fromkeys((*keep, *kept)))}) (\n  {joined}\n)"
 
 
-def transfer_failures(cfg: ObspackConfig, window: str) -> str:
-    """Failed and expired KV transfers per second, per pod, model and connector."""
+def transfer_failures(cfg: ObspackConfig, window: str, keep: tuple[str, ...] = POD_MODEL, *extra: str) -> str:
+    """Failed and expired KV transfers per second, per pod, model and connector (and `kind` if kept)."""
     counters = [
         (metric, {"kind": kind, "connector": connector})
         for connector, pairs in f.KV_TRANSFER_FAILURES.items()
         for metric, kind in pairs
     ]
-    return tagged_rates(cfg, counters, window)
+    return tagged_rates(cfg, counters, window, keep, *extra)
 
 
-def offload_allocation_failures(cfg: ObspackConfig, window: str) -> str:
+def offload_allocation_failures(cfg: ObspackConfig, window: str, *extra: str) -> str:
     """Failed KV offload allocations per second, per pod and model (the tiering spec counts its
     promotions' failures apart)."""
-    return tagged_rates(cfg, [(m, {"kind": m.split(":", 1)[1]}) for m in f.KV_OFFLOAD_ALLOCATION_FAILURES], window)
+    counters = [(m, {"kind": m.split(":", 1)[1]}) for m in f.KV_OFFLOAD_ALLOCATION_FAILURES]
+    return tagged_rates(cfg, counters, window, POD_MODEL, *extra)
 
 
 def kv_transfer_failures(cfg: ObspackConfig) -> AlertRule:
