@@ -335,3 +335,36 @@ def test_variables_list_values_and_narrow_each_other(fleet: Fleet) -> None:
     narrowed = values("pod", chosen)
     assert narrowed == {p.name for p in pods if p.cluster == cluster and p.model == model}
     assert len(narrowed) < len({p.name for p in pods if p.cluster == cluster})
+
+
+def _by_model(rows: list[dict[str, Any]], *extra: str) -> dict[tuple[str, ...], float]:
+    out: dict[tuple[str, ...], float] = {}
+    for r in rows:
+        key = (r["metric"][CFG.cluster_label], r["metric"]["namespace"], r["metric"]["model_name"])
+        key += tuple(r["metric"].get(label, "") for label in extra)
+        out[key] = out.get(key, 0.0) + float(r["value"][1])
+    return out
+
+
+def test_feature_panels_count_each_engine_once(fleet: Fleet) -> None:
+    """Engines that serve both KV offload counter generations count once; every waiting request is under
+    exactly one reason (older engines' under their own); the engines asleep are the fleet's."""
+    everything = {"cluster": ".*", "namespace": ".*", "model": ".*", "pod": ".*"}
+
+    def instant(title: str, ref: str = "A") -> list[dict[str, Any]]:
+        target = _panel_target("vllm-fleet", title, ref)
+        return fleet.prom.query(fill(target["expr"], with_hidden(fleet, "vllm-fleet", everything)), fleet.summary.end)
+
+    stored = _by_model(instant("KV offload traffic per model"))
+    newer = _by_model(fleet.prom.query(f"sum by ({CFG.cluster_label}, namespace, model_name) "
+                                       f"(rate(vllm:kv_offload_store_bytes_total[{RATE_INTERVAL}]))", fleet.summary.end))
+    assert stored and stored == pytest.approx(newer), "the older total_bytes{transfer_type} must not add up"
+    reasons = _by_model(instant("Requests waiting by reason"), "reason")
+    totals: dict[tuple[str, ...], float] = {}
+    for (cluster, namespace, model, _), value in reasons.items():
+        totals[(cluster, namespace, model)] = totals.get((cluster, namespace, model), 0.0) + value
+    waiting = _by_model(fleet.prom.query(c.WAITING, fleet.summary.end))
+    assert totals == pytest.approx(waiting)
+    assert {key[3] for key in reasons} == {"capacity", "deferred", "not reported (vLLM before 0.20)"}
+    asleep = sum(float(r["value"][1]) for r in instant("Engines asleep per model"))
+    assert asleep == sum(len(p.engines) for p in fleet.summary.pods if p.uses("asleep")) > 0
