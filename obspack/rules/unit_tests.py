@@ -612,7 +612,8 @@ def kv_transfer_failures(b: Builder) -> Incident:
     t = b.cfg.alerts.VLLMKVTransferFailures
     inc = Incident("VLLMKVTransferFailures: failing NIXL and Mooncake transfers fire; a burst, healthy "
                    "transfers and the other cluster do not")
-    n = int(minutes(t.window) + minutes(t.for_)) + 15
+    at = max(on_time(1, t.for_), 5 + minutes(t.window) + 2)  # llama-2's burst (minute 5) has left the window
+    n = math.ceil(at) + 5  # the series end soon after the check: every step evaluates every rule
     # Twice the threshold from the first rate on (per minute, the rate is a sixtieth of it).
     per_minute = max(6, math.ceil(t.rate * 120))
     counters = dict(f.KV_TRANSFER_FAILURES)
@@ -631,7 +632,6 @@ def kv_transfer_failures(b: Builder) -> Incident:
         b.vllm(inc, metric, where["llama-3"], f"0x{n}", engine="0")
         b.vllm(inc, metric, b.where("prod-b", "inference", "llama-0"), f"0x{n}", engine="0")
     b.vllm(inc, f.NIXL_XFER_TIME + "_count", where["llama-3"], f"0+40x{n}", engine="0")
-    at = max(on_time(1, t.for_), 5 + minutes(t.window) + 2)  # the burst has left the window
     inc.expect("VLLMKVTransferFailures", at, [
         ({**where["llama-0"], "model_name": MODEL, "connector": "nixl"}, per_minute / 60),
         ({**where["llama-1"], "model_name": MODEL, "connector": "mooncake"}, per_minute / 60),
@@ -642,7 +642,8 @@ def kv_transfer_failures(b: Builder) -> Incident:
 def admission_rejections(b: Builder) -> Incident:
     t = b.cfg.alerts.VLLMAdmissionRejections
     inc = Incident("VLLMAdmissionRejections: a pod that refuses a share of its requests fires; a few refusals do not")
-    n = int(minutes(t.window) + minutes(t.for_)) + 15
+    at = on_time(1, t.for_)
+    n = math.ceil(at) + 5
     per_minute = 1000  # requests reaching each engine per minute, refused or finished
     hot = _above(t.ratio)
     cases = (("llama-0", round(per_minute * hot)), ("llama-1", math.floor(per_minute * t.ratio / 2)), ("llama-2", 0))
@@ -654,7 +655,7 @@ def admission_rejections(b: Builder) -> Incident:
         finished = per_minute - refused
         b.vllm(inc, f.REQUEST_SUCCESS, where, f"0+{finished - finished // 10}x{n}", engine="0", finished_reason="stop")
         b.vllm(inc, f.REQUEST_SUCCESS, where, f"0+{finished // 10}x{n}", engine="0", finished_reason="length")
-    inc.expect("VLLMAdmissionRejections", on_time(1, t.for_),
+    inc.expect("VLLMAdmissionRejections", at,
                [({**b.where("prod-a", "inference", "llama-0"), "model_name": MODEL}, round(per_minute * hot) / per_minute)])
     return inc
 
@@ -662,7 +663,8 @@ def admission_rejections(b: Builder) -> Incident:
 def kv_offload_failures(b: Builder) -> Incident:
     t = b.cfg.alerts.VLLMKVOffloadAllocationFailures
     inc = Incident("VLLMKVOffloadAllocationFailures: steady failures of the CPU and tiering specs fire; a burst does not")
-    n = int(minutes(t.window) + minutes(t.for_)) + 15
+    at = max(on_time(1, t.for_), 5 + minutes(t.window) + 2)  # llama-2's burst (minute 5) has left the window
+    n = math.ceil(at) + 5
     per_minute = max(4, math.ceil(t.rate * 120))
     allocation, promotion = f.KV_OFFLOAD_ALLOCATION_FAILURES
     cpu, tiering, burst = (b.where("prod-a", "inference", pod) for pod in ("llama-0", "llama-1", "llama-2"))
@@ -672,7 +674,6 @@ def kv_offload_failures(b: Builder) -> Incident:
     b.vllm(inc, promotion, tiering, f"0+{per_minute / 2:g}x{n}", engine="0")
     b.vllm(inc, allocation, burst, f"0x4 {per_minute * 5}x{n - 4}", engine="0")
     b.vllm(inc, f.KV_OFFLOAD_STORE_BYTES, burst, f"0+1000000x{n}", engine="0")
-    at = max(on_time(1, t.for_), 5 + minutes(t.window) + 2)
     inc.expect("VLLMKVOffloadAllocationFailures", at, [
         ({**cpu, "model_name": MODEL}, per_minute / 60),
         ({**tiering, "model_name": MODEL}, per_minute / 60),
@@ -684,7 +685,8 @@ def spec_decode(b: Builder) -> Incident:
     t = b.cfg.alerts.VLLMSpecDecodeAcceptanceLow
     inc = Incident("VLLMSpecDecodeAcceptanceLow: collapsed acceptance fires (V1 and V0); a good drafter and a pod "
                    "that hardly drafts do not")
-    n = int(minutes(t.window) + minutes(t.for_)) + 15
+    at = on_time(1, t.for_)
+    n = math.ceil(at) + 5
     drafted = max(6000, math.ceil(t.min_draft_tokens_per_second * 60 * 10))
     low, good = round(t.ratio / 2.5, 4), min(0.95, round(t.ratio * 2, 4))
     idle = math.floor(t.min_draft_tokens_per_second * 60 / 2)
@@ -696,7 +698,7 @@ def spec_decode(b: Builder) -> Incident:
         b.vllm(inc, f.SPEC_DRAFT_TOKENS, where, f"0+{tokens}x{n}", **extra)
         b.vllm(inc, f.SPEC_ACCEPTED_TOKENS, where, f"0+{int(tokens * accepted)}x{n}", **extra)
         b.vllm(inc, f.SPEC_DRAFTS, where, f"0+{tokens // 4}x{n}", **extra)
-    inc.expect("VLLMSpecDecodeAcceptanceLow", on_time(1, t.for_), [
+    inc.expect("VLLMSpecDecodeAcceptanceLow", at, [
         ({**b.where("prod-a", "inference", pod), "model_name": MODEL}, int(drafted * low) / drafted)
         for pod in ("llama-0", "llama-3")
     ])
