@@ -338,6 +338,8 @@ class SizeResult:
     variables: dict[str, Timed] = field(default_factory=dict)
     targets: dict[str, Timed] = field(default_factory=dict)
     naive: dict[str, Timed] = field(default_factory=dict)
+    rows_unused: list[str] = field(default_factory=list)  # feature rows whose variable counts no engine
+    unused_targets: list[str] = field(default_factory=list)  # targets of those rows (not expected to show data)
     query_sessions: int = 0
     compactions_during_queries: float = 0.0
 
@@ -439,6 +441,10 @@ def measure_queries(
         for dashboard in dashboards:
             values = resolve_variables(dashboard, _timed_label_values(server, window, result, dashboard))
             first_load[dashboard.name] = values
+            for variable, count in dashboard.rows:
+                if not server.get().query(fill(count, values, window), window.end):
+                    result.rows_unused.append(f"{dashboard.name} / {variable}")
+                    result.unused_targets += [t.key for t in dashboard.targets if t.row == variable]
             for target in dashboard.targets:
                 plan.append(
                     _Planned(result.targets, target.key, fill(target.expr, values, window), target.instant)

@@ -29,6 +29,7 @@ class Target:
     ref: str
     expr: str  # as in the dashboard JSON, Grafana variables unfilled
     instant: bool
+    row: str = ""  # the variable its (collapsed) row repeats over: a feature row
 
     @property
     def key(self) -> str:
@@ -51,12 +52,14 @@ class Dashboard:
     name: str
     variables: tuple[Variable, ...]
     targets: tuple[Target, ...]
+    rows: tuple[tuple[str, str], ...] = ()  # (variable, its query_result expression) of each feature row
 
 
-def _panels(panels: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+def _panels(panels: list[dict[str, Any]], row: str = "") -> Iterator[tuple[dict[str, Any], str]]:
+    """Every panel, with the variable its row repeats over (collapsed rows hold their panels)."""
     for panel in panels:
-        yield panel
-        yield from _panels(panel.get("panels") or [])
+        yield panel, row
+        yield from _panels(panel.get("panels") or [], str(panel.get("repeat") or row))
 
 
 def load_dashboards(grafana_dir: Path) -> list[Dashboard]:
@@ -84,12 +87,17 @@ def load_dashboards(grafana_dir: Path) -> list[Dashboard]:
                 )
             )
         targets = [
-            Target(path.stem, panel.get("title", ""), t.get("refId", "A"), t["expr"], bool(t.get("instant")))
-            for panel in _panels(model.get("panels", []))
+            Target(path.stem, panel.get("title", ""), t.get("refId", "A"), t["expr"], bool(t.get("instant")), row)
+            for panel, row in _panels(model.get("panels", []))
             for t in panel.get("targets") or []
             if t.get("expr")
         ]
-        out.append(Dashboard(path.stem, tuple(variables), tuple(targets)))
+        rows = tuple(
+            (v["name"], v["query"].removeprefix("query_result(").removesuffix(")"))
+            for v in model.get("templating", {}).get("list", [])
+            if isinstance(v.get("query"), str) and v["query"].startswith("query_result(")
+        )
+        out.append(Dashboard(path.stem, tuple(variables), tuple(targets), rows))
     return out
 
 

@@ -190,6 +190,15 @@ def _summary(results: list[Any]) -> list[str]:
         f"- At {n} pods, {len(slow)} of {len(big.targets)} dashboard targets miss {TARGET_MS:.0f} ms at p50; "
         f"the slowest is {worst[0]} at {(_p50(worst[1]) or 0) * 1000:.0f} ms."
     ]
+    for r in results:
+        unused = set(getattr(r, "unused_targets", []))
+        empty = sorted(k for k, t in r.targets.items() if t.seconds and not t.series and k not in unused)
+        lines.append(
+            f"- At {r.pods} pods, {len(empty)} of {len(r.targets) - len(unused)} targets return no data"
+            + (f" ({'; '.join(empty)})" if empty else "")
+            + (f"; feature rows not in use (their variable counts no engine): {len(r.rows_unused)}" if r.rows_unused else "")
+            + "."
+        )
     if len(results) > 1 and growth:
         lines.append(
             f"- From {first.pods} to {n} pods ({n // first.pods}x the fleet) the p50 of the targets that pass "

@@ -68,7 +68,7 @@ MAX_ENTRIES = 32
 RULE_LABELS = frozenset({
     "alertname", "severity", "namespace", "pod", "container", "model_name", "job", "instance", "le", "engine",
     "pid", "reason", "finished_reason", "gpu", "UUID", "Hostname", "modelName", "GPU_I_ID", "slo",
-    "long", "short",
+    "long", "short", "connector", "kind",
 })
 
 
@@ -405,6 +405,40 @@ class ExporterTargetDown(AlertSettings):
     pass
 
 
+class KVTransferFailures(AlertSettings):
+    for_: Duration = Field("10m", alias="for", description=FOR)
+    window: Window = Field("5m", description=f"window of the failure rate {WINDOW}")
+    rate: Number = Field(
+        0.0,
+        ge=0,
+        le=1_000_000,
+        description="failed or expired KV transfers per second above this (0: any, in every window of `for`; at most 1000000)",
+    )
+
+
+class AdmissionRejections(AlertSettings):
+    ratio: Ratio = Field(0.01, description=f"refused requests / (refused + finished) above this fires {RATIO}")
+    window: Window = Field("5m", description=f"window of the refused share {WINDOW}")
+
+
+class KVOffloadAllocationFailures(AlertSettings):
+    for_: Duration = Field("15m", alias="for", description=FOR)
+    window: Window = Field("5m", description=f"window of the failure rate {WINDOW}")
+    rate: Number = Field(
+        0.0, ge=0, le=1_000_000, description="allocation failures per second above this (0: any; at most 1000000)"
+    )
+
+
+class SpecDecodeAcceptanceLow(AlertSettings):
+    for_: Duration = Field("30m", alias="for", description=FOR)
+    severity: SeverityName = Field(Severity.INFO, description=SEVERITY)
+    ratio: Ratio = Field(0.25, description=f"accepted / drafted tokens below this fires {RATIO}")
+    window: Window = Field("30m", description=f"window of the acceptance rate {WINDOW}")
+    min_draft_tokens_per_second: Number = Field(
+        1.0, ge=0, le=1_000_000, description="ignore pods that draft fewer tokens per second (0 to 1000000)"
+    )
+
+
 class Alerts(_Model):
     """Per-alert settings. Keys are alert names."""
 
@@ -422,6 +456,10 @@ class Alerts(_Model):
     VLLMKVCacheFragmentationHigh: KVCacheFragmentationHigh = KVCacheFragmentationHigh()
     VLLMCUDAAllocatorFragmentationHigh: CUDAAllocatorFragmentationHigh = CUDAAllocatorFragmentationHigh()
     ObspackExporterTargetDown: ExporterTargetDown = ExporterTargetDown()
+    VLLMKVTransferFailures: KVTransferFailures = KVTransferFailures()
+    VLLMAdmissionRejections: AdmissionRejections = AdmissionRejections()
+    VLLMKVOffloadAllocationFailures: KVOffloadAllocationFailures = KVOffloadAllocationFailures()
+    VLLMSpecDecodeAcceptanceLow: SpecDecodeAcceptanceLow = SpecDecodeAcceptanceLow()
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -6,9 +6,10 @@ from grafanalib.core import Dashboard
 
 from obspack import conventions as c
 from obspack.config import ObspackConfig
+from obspack.dashboards import feature_queries as fq
+from obspack.dashboards import features, variables
 from obspack.dashboards import panels as p
 from obspack.dashboards import queries as q
-from obspack.dashboards import variables
 from obspack.dashboards.defaults import dashboard, runbook_link, triage_from_row, triage_from_series
 
 NAME = "vllm-fleet"
@@ -117,7 +118,7 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
                 "out of KV cache or batch slots: scale out, or lower max_tokens / max_num_seqs."
             ),
             links=[runbook_link(cfg, "vllm-request-queue-backlog", "request queue backlog")],
-            w=8,
+            w=6,
         ),
         p.timeseries(
             "Tokens per second",
@@ -131,7 +132,7 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
                 "requests run means a stuck engine (VLLMZeroThroughput): restart the pod after saving its logs."
             ),
             links=[runbook_link(cfg, "vllm-zero-throughput", "zero throughput")],
-            w=8,
+            w=6,
         ),
         p.timeseries(
             "Finished requests by reason",
@@ -143,7 +144,21 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
                 "Many 'length' finishes mean max_tokens cuts answers short."
             ),
             stacked=True,
-            w=8,
+            w=6,
+        ),
+        p.timeseries(
+            "Requests waiting by reason",
+            p.target(fq.waiting_by_reason(cfg), "{{reason}} " + MODEL_LEGEND),
+            unit=p.SHORT,
+            description=(
+                "Waiting requests per model by why they wait (vLLM 0.20+): capacity (no KV cache blocks or batch "
+                "slot free: more replicas or a bigger cache help) or deferred (set aside until something else is "
+                "ready: a KV transfer from a prefill pod, a structured-output grammar, a LoRA slot; capacity does "
+                "not help). VLLMRequestQueueBacklog counts only capacity."
+            ),
+            stacked=True,
+            links=[runbook_link(cfg, "vllm-request-queue-backlog", "request queue backlog")],
+            w=6,
         ),
         p.section("Latency (per model, all pods)"),
         _latency(cfg, "time_to_first_token", "Time to first token", "Time from arrival to the first token"),
@@ -239,11 +254,15 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
             row_links=[triage_from_row(cfg)],
             h=6,
         ),
+        *features.rows(cfg),
     ]
     return dashboard(
         cfg,
         NAME,
-        description="Every vLLM model and pod at a glance: load, throughput, latency, KV cache, alerts.",
-        variables=variables.fleet(cfg),
+        description=(
+            "Every vLLM model and pod at a glance: load, throughput, latency, KV cache, alerts, and the features "
+            "some engines run (collapsed rows; their titles count the engines that use each feature)."
+        ),
+        variables=[*variables.fleet(cfg), *features.variables(cfg)],
         panels=panels,
     )

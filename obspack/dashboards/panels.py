@@ -13,7 +13,7 @@ import textwrap
 from collections.abc import Iterable, Sequence
 
 import attr
-from grafanalib.core import GridPos, Panel, RowPanel, Stat, Table, Target, TimeSeries
+from grafanalib.core import GridPos, Panel, Repeat, RowPanel, Stat, Table, Target, TimeSeries
 
 DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
 WIDTH = 24
@@ -257,19 +257,43 @@ def section(title: str) -> RowPanel:
     return RowPanel(title=title, gridPos=GridPos(h=1, w=WIDTH, x=0, y=0))
 
 
-def layout(panels: Sequence[Panel]) -> list[Panel]:
-    """Place panels left to right, wrapping at 24 columns; a row header always starts a new line."""
+def repeated_section(title: str, variable: str, panels: Sequence[Panel]) -> RowPanel:
+    """A collapsed row holding `panels`, repeated once per value of `variable` (a hidden variable whose
+    values exist only where a feature is in use). Its panels query nothing until the row is opened.
+
+    Grafana draws a repeated row once even when its variable has no value (with the value "None"), so
+    the title should carry the variable: it then says the feature is not in use."""
+    return RowPanel(
+        title=title,
+        gridPos=GridPos(h=1, w=WIDTH, x=0, y=0),
+        collapsed=True,
+        panels=list(panels),
+        repeat=Repeat(variable=variable),
+    )
+
+
+def _place(panels: Sequence[Panel], y: int) -> tuple[list[Panel], int]:
+    """Panels left to right from line `y`, wrapping at 24 columns; a row header always starts a new line
+    and a collapsed row's panels are placed below it, as Grafana shows them when it is opened. Returns
+    the panels and the next free line."""
     placed: list[Panel] = []
-    x = y = line_height = 0
+    x = line_height = 0
     for panel in panels:
         pos = panel.gridPos
         if isinstance(panel, RowPanel) or x + pos.w > WIDTH:
             y += line_height
             x = line_height = 0
+        if isinstance(panel, RowPanel):
+            inside, _ = _place(panel.panels, y + pos.h)
+            placed.append(attr.evolve(panel, gridPos=GridPos(h=pos.h, w=pos.w, x=0, y=y), panels=inside))
+            y += pos.h
+            continue
         placed.append(attr.evolve(panel, gridPos=GridPos(h=pos.h, w=pos.w, x=x, y=y)))
         x += pos.w
         line_height = max(line_height, pos.h)
-        if isinstance(panel, RowPanel):
-            y += pos.h
-            x = line_height = 0
-    return placed
+    return placed, y + line_height
+
+
+def layout(panels: Sequence[Panel]) -> list[Panel]:
+    """Place panels left to right, wrapping at 24 columns; a row header always starts a new line."""
+    return _place(panels, 0)[0]

@@ -14,6 +14,12 @@ What it holds, per cluster (every cluster has the same namespace and pod names):
   `exported_pod=` with `pod=` naming the exporter pod; `Hostname` in one cluster, `hostname` in the
   next; one idle GPU per node that no pod holds.
 - the obspack exporter sidecar (derived KV and prefix-cache series, CUDA allocator series).
+- vLLM features of 0.31 to 0.33 on some V1 pods (`Pod.features`, `FEATURES`): every 0.33 engine's sleep
+  state, queue reasons and external prefix-cache counters; disaggregated prefill/decode over NIXL (a
+  decode and a prefill pod) and Mooncake, KV offload (CPU spec, tiering spec, simple CPU offload),
+  speculative decoding, LoRA adapters, admission rejections, and one engine put to sleep for the last
+  third of the span (its counters stop, its gauges freeze). One V1 pod in twelve is a 0.11 engine (both
+  inter-token latency names, no sleep state or queue reasons).
 
 `write_openmetrics(spec, path)` streams the file family by family (all samples of one family
 together, each series in time order), which is what `promtool tsdb create-blocks-from openmetrics`
@@ -51,8 +57,16 @@ GPU_MODEL = "NVIDIA H100 80GB HBM3"
 GPU_FB_MIB = 81559
 GPUS_PER_NODE = 8
 
-# The vLLM release each generation imitates: its histograms and their buckets come from the catalogue.
-GENERATIONS = {"v1": vllm.V1, "v0": vllm.V0}
+# The vLLM release each pod imitates (`Pod.release`): its histograms and their buckets come from the
+# catalogue. Most V1 pods run the newest release, one in twelve an 0.11 engine.
+RELEASES = {"0.33": vllm.V1.release, "0.11": "0.11.0", "0.6": vllm.V0.release}
+# KV connector histograms of vLLM 0.33 (nixl/stats.py, mooncake/stats.py, offloading/metrics.py)
+NIXL_TIME = (0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 5.0)
+NIXL_POST = (0.001, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 5.0)
+NIXL_BYTES = tuple(float(2048 * 4**i) for i in range(12))
+NIXL_DESCRIPTORS = (10.0, 20.0, 30.0, 50.0, 75.0, 100.0, 200.0, 400.0, 1000.0, 2000.0, 4000.0, 10000.0, 20000.0, 50000.0)
+OFFLOAD_SIZE = (1e6, 5e6, 1e7, 2e7, 4e7, 6e7, 8e7, 1e8, 1.5e8, 2e8)
+LOOKUP_DELAY = (1e-05, 5e-05, 0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0)
 
 Values = list[float]
 
@@ -104,11 +118,16 @@ class Pod:
     uid: str
     rps: float  # mean requests per second
     phase: float
+    release: str = "0.33"  # "0.33", "0.11" (V1) or "0.6" (V0)
+    features: tuple[str, ...] = ()  # names from FEATURES
 
     @property
     def image(self) -> str:
-        release = vllm.V1.release if self.generation == "v1" else f"{vllm.V0.release}.post1"
-        return f"docker.io/vllm/vllm-openai:v{release}"
+        release = RELEASES[self.release]
+        return f"docker.io/vllm/vllm-openai:v{release}" + (".post1" if self.generation == "v0" else "")
+
+    def uses(self, *features: str) -> bool:
+        return bool(set(features) & set(self.features))
 
 
 @dataclass(frozen=True)
@@ -139,6 +158,19 @@ def _suffix(*parts: object) -> str:
         n, r = divmod(n, len(alphabet))
         out.append(alphabet[r])
     return "".join(out)
+
+
+# The features of the V1 0.33 pods, by pod index modulo 12 (indexes 3, 7 and 11 are V0, 2 is vLLM 0.11).
+FEATURES: dict[int, tuple[str, ...]] = {
+    0: ("nixl-decode", "spec_decode"),
+    1: ("offload-cpu", "admission"),
+    4: ("nixl-prefill", "lora", "offload-simple"),
+    5: ("asleep", "mooncake-decode", "spec_decode"),
+    6: ("mooncake-decode", "spec_decode"),
+    8: ("offload-simple",),
+    9: ("lora", "admission"),
+    10: ("nixl-decode", "offload-tiering"),
+}
 
 
 def fleet_pods(spec: FleetSpec) -> list[Pod]:
@@ -178,6 +210,8 @@ def fleet_pods(spec: FleetSpec) -> list[Pod]:
                     uid=f"{_hash('uid', ci, i):08x}-0000-4000-8000-{_hash('uid2', ci, i):012x}"[:36],
                     rps=0.6 + (_hash("rps", i) % 100) / 40,
                     phase=(_hash("phase", ci, i) % 628) / 100,
+                    release="0.6" if generation == "v0" else "0.11" if i % 12 == 2 else "0.33",
+                    features=FEATURES.get(i % 12, ()) if generation == "v1" else (),
                 )
             )
     return pods
@@ -205,6 +239,11 @@ class Profile:
         self.running = [round(r * self.e2e_median * 1.2) for r in self.rps]
         self.waiting = [1 if math.sin(k / 7 + pod.phase) > 0.97 else 0 for k in range(n)]
         self.kv = [min(0.8, 0.2 + 0.04 * r) for r in self.running]
+        # An engine put to sleep serves nothing: no requests, and the gauges it no longer updates freeze.
+        self.asleep_from = n - n // 3 if pod.uses("asleep") else n
+        for series in (self.running, self.waiting, self.kv):
+            series[self.asleep_from :] = series[self.asleep_from - 1 : self.asleep_from] * (n - self.asleep_from)
+        self.rps[self.asleep_from :] = [0.0] * (n - self.asleep_from)
         requests = 0.0
         self.requests = []
         for r in self.rps:
@@ -288,6 +327,13 @@ class _Writer:
         self.out.write("".join(chain.from_iterable(zip(repeat(prefix, n), text, self._tails))))
         self.count += 1
         self.samples += n
+
+    def sparse(self, name: str, labels: str, values: Values, first: int) -> None:
+        """A series that appears at step `first` (a label combination that did not exist before)."""
+        text = _fmt_all(values)
+        self.out.write("".join(f"{name}{{{labels}}} {text[k]}{self._tails[k]}" for k in range(first, len(values))))
+        self.count += 1
+        self.samples += len(values) - first
 
     def _text(self, values: Values) -> list[str]:
         cached = self._formatted.get(id(values))
@@ -458,8 +504,8 @@ class _Fleet:
             """`shape`: the median and log-normal sigma of a pod's observations."""
             w.family(name, "histogram", help_text)
             for pod in self.pods:
-                bounds = vllm.bounds_in(name, GENERATIONS[pod.generation].release)
-                if bounds is None:  # not in this generation's release
+                bounds = vllm.bounds_in(name, RELEASES[pod.release])
+                if bounds is None:  # not in this pod's release
                     continue
                 p = self.profile(pod)
                 median, sigma = shape(pod, p)
@@ -481,6 +527,149 @@ class _Fleet:
         histogram(
             vllm.QUEUE, "Histogram of time spent in WAITING phase for request.", lambda pod, p: (0.02, 1.0)
         )
+
+    def vllm_features(self, w: _Writer) -> None:
+        """The series of vLLM 0.31-0.33 features (`Pod.features`), in the shapes the wheels define them."""
+        n = self.spec.steps
+        zero = [0.0] * n
+        recent = [pod for pod in self.pods if pod.release == "0.33"]
+
+        def family(name: str, kind: str, help_text: str, pods: Iterable[Pod], per_engine: bool,
+                   values: Callable[[Pod, Profile], Iterable[tuple[dict[str, str], Values | float]]]) -> None:
+            w.family(name.removesuffix("_total"), kind, help_text)
+            for pod in pods:
+                for engine in pod.engines if per_engine else ("",):
+                    for extra, series in values(pod, self.profile(pod)):
+                        w.series(name, self.engine(pod, engine, **extra), series)
+
+        def histogram(name: str, help_text: str, pods: Iterable[Pod], bounds: tuple[float, ...],
+                      median: float, counts: Callable[[Profile], Values], **extra: str) -> None:
+            w.family(name, "histogram", help_text)
+            for pod in pods:
+                p = self.profile(pod)
+                for engine in pod.engines:
+                    for suffix, le, values in _hist(counts(p), bounds, median, 0.7):
+                        labels = self.engine(pod, engine, **extra) + (f",{le}" if le else "")
+                        w.series(name + suffix, labels, values)
+
+        def asleep(p: Profile, awake: bool) -> Values:
+            return [float((k < p.asleep_from) == awake) for k in range(n)]
+
+        family("vllm:engine_sleep_state", "gauge", "Engine sleep state: 1 for the current state.", recent, True,
+               lambda pod, p: [({"sleep_state": "awake"}, asleep(p, True)),
+                               ({"sleep_state": "weights_offloaded"}, asleep(p, False)),
+                               ({"sleep_state": "discard_all"}, 0.0)])  # fmt: skip
+
+        def reasons(pod: Pod, p: Profile) -> list[tuple[dict[str, str], Values | float]]:
+            deferred = pod.uses("nixl-decode", "mooncake-decode")  # waiting for KV from a prefill pod
+            return [({"reason": "capacity"}, zero if deferred else p.waiting),
+                    ({"reason": "deferred"}, p.waiting if deferred else zero)]  # fmt: skip
+
+        family("vllm:num_requests_waiting_by_reason", "gauge", "Waiting requests by reason.", recent, True, reasons)
+        connected = ("nixl-decode", "mooncake-decode", "offload-cpu", "offload-tiering", "offload-simple")
+        for name, share in (("queries", 0.5), ("hits", 0.2)):
+            family(f"vllm:external_prefix_cache_{name}_total", "counter", f"External prefix cache {name} (tokens).",
+                   recent, True,
+                   lambda pod, p, sh=share: [({}, [float(int(x * sh)) for x in p.prompt] if pod.uses(*connected) else zero)])  # fmt: skip
+        admission = [pod for pod in recent if pod.uses("admission")]
+        family("vllm:admission_rejections_total", "counter", "Requests rejected at admission.", admission, False,
+               lambda pod, p: [({"reason": "max_num_queued_reqs"}, [float(k // 4) for k in range(n)]),
+                               ({"reason": "max_num_queued_tokens"}, zero)])  # fmt: skip
+
+        # Disaggregated prefill/decode: NIXL on both roles, Mooncake on its decode pods
+        for connector, failures in (
+            ("nixl", ("failed_transfers", "failed_notifications", "kv_expired_reqs", "notifications_after_expiry")),
+            ("mooncake", ("failed_transfers", "failed_recvs", "kv_expired_reqs")),
+        ):
+            pods = [pod for pod in recent if pod.uses(f"{connector}-decode", f"{connector}-prefill")]
+            decode = [pod for pod in pods if pod.uses(f"{connector}-decode")]
+            for failure in failures:
+                # prefill pods see a request's blocks expire now and then
+                family(f"vllm:{connector}_num_{failure}_total", "counter", f"{connector} KV transfer {failure}.", pods,
+                       True, lambda pod, p, f=failure: [({}, [float(k // 20) for k in range(n)]
+                                                          if f == "kv_expired_reqs" and pod.uses("nixl-prefill") else zero)])  # fmt: skip
+            histogram(f"vllm:{connector}_xfer_time_seconds", "KV transfer time.", decode, NIXL_TIME, 0.02, lambda p: p.requests)
+            histogram(f"vllm:{connector}_bytes_transferred", "Bytes per KV transfer.", decode, NIXL_BYTES, 2e7,
+                      lambda p: p.requests)
+            histogram(f"vllm:{connector}_num_descriptors", "Descriptors per KV transfer.", decode, NIXL_DESCRIPTORS, 400,
+                      lambda p: p.requests)
+        nixl_decode = [pod for pod in recent if pod.uses("nixl-decode")]
+        histogram("vllm:nixl_post_time_seconds", "NIXL post time.", nixl_decode, NIXL_POST, 0.002, lambda p: p.requests)
+        family("vllm:num_requests_kv_fetch_by_stage", "gauge", "Requests fetching KV, by stage.",
+               [pod for pod in recent if pod.uses("nixl-decode", "mooncake-decode")], True,
+               lambda pod, p: [({"stage": "waiting_to_start"}, p.waiting), ({"stage": "in_progress"}, p.waiting),
+                               ({"stage": "completed_waiting"}, 0.0)])  # fmt: skip
+
+        # KV offload: the OffloadingConnector (CPU or tiering spec) and the simple CPU offload connector
+        offload = [pod for pod in recent if pod.uses("offload-cpu", "offload-tiering")]
+        block = 16 * 128 * 1024  # bytes of one offloaded block (any size will do)
+
+        def moved(p: Profile, direction: str) -> Values:
+            return [float(int(x * (0.3 if direction == "store" else 0.1)) * block) for x in p.prompt]
+
+        for direction in ("store", "load"):
+            family(f"vllm:kv_offload_{direction}_bytes_total", "counter", f"KV offload {direction} bytes.", offload, True,
+                   lambda pod, p, d=direction: [({}, moved(p, d))])  # fmt: skip
+            family(f"vllm:kv_offload_{direction}_time_total", "counter", f"KV offload {direction} seconds.", offload, True,
+                   lambda pod, p, d=direction: [({}, [x / 2e10 for x in moved(p, d)])])  # fmt: skip
+            histogram(f"vllm:kv_offload_{direction}_size", f"KV offload {direction} sizes.", offload, OFFLOAD_SIZE, 2e7,
+                      lambda p: p.requests)
+        family("vllm:kv_offload_total_bytes_total", "counter", "KV offload bytes (deprecated).", offload, True,
+               lambda pod, p: [({"transfer_type": "GPU_to_CPU"}, moved(p, "store")),
+                               ({"transfer_type": "CPU_to_GPU"}, moved(p, "load"))])  # fmt: skip
+        w.family("vllm:kv_offload_size", "histogram", "KV offload sizes (deprecated).")
+        for pod in offload:
+            for engine in pod.engines:
+                for transfer in ("GPU_to_CPU", "CPU_to_GPU"):
+                    for suffix, le, values in _hist(self.profile(pod).requests, OFFLOAD_SIZE, 2e7, 0.7):
+                        labels = self.engine(pod, engine, transfer_type=transfer) + (f",{le}" if le else "")
+                        w.series("vllm:kv_offload_size" + suffix, labels, values)
+        histogram("vllm:kv_offload_lookup_sync_delay_seconds", "KV offload lookup delay.", offload, LOOKUP_DELAY, 2e-4,
+                  lambda p: p.requests)
+        family("vllm:kv_offload_allocation_failure_total", "counter", "KV offload allocation failures.", offload, True,
+               lambda pod, p: [({}, zero)])
+        cpu = [pod for pod in offload if pod.uses("offload-cpu")]
+        for name in ("usage", "read_usage", "write_usage"):
+            family(f"vllm:kv_offload_cpu_cache_{name}_perc", "gauge", f"KV offload CPU cache {name}.", cpu, True,
+                   lambda pod, p: [({}, [min(0.95, 0.3 + kv) for kv in p.kv])])  # fmt: skip
+        tiering = [pod for pod in offload if pod.uses("offload-tiering")]
+        for name in ("write", "read"):
+            family(f"vllm:kv_offload_tiering_primary_{name}_usage_perc", "gauge", f"Tiering primary {name} usage.",
+                   tiering, True, lambda pod, p: [({"tier": "0:CPU"}, [min(0.95, 0.4 + kv) for kv in p.kv])])  # fmt: skip
+        family("vllm:kv_offload_tiering_promotion_allocation_failures_total", "counter", "Failed promotions.",
+               tiering, True, lambda pod, p: [({}, zero)])
+        simple = [pod for pod in recent if pod.uses("offload-simple")]
+        family("vllm:simple_kv_offload_used_blocks", "gauge", "Blocks in the CPU offload cache.", simple, True,
+               lambda pod, p: [({}, [float(int(20000 * (0.3 + kv))) for kv in p.kv])])  # fmt: skip
+        family("vllm:simple_kv_offload_info", "gauge", "Simple CPU offload settings.", simple, True,
+               lambda pod, p: [({"backend": "cpu", "page_cache": "False", "lazy_offload": "True",
+                                 "capacity_blocks": "32768"}, 1.0)])  # fmt: skip
+        family("vllm:simple_kv_offload_load_blocks_total", "counter", "Blocks loaded back.", simple, True,
+               lambda pod, p: [({}, [float(int(x * 0.02)) for x in p.prompt])])  # fmt: skip
+
+        # Speculative decoding: three draft positions
+        spec = [pod for pod in recent if pod.uses("spec_decode")]
+        drafted = {"drafts": 1.0, "draft_tokens": 3.0, "accepted_tokens": 1.9}
+        for name, per_token in drafted.items():
+            family(f"vllm:spec_decode_num_{name}_total", "counter", f"Speculative decoding {name}.", spec, True,
+                   lambda pod, p, k=per_token: [({}, [float(int(x * k / 3)) for x in p.generation])])  # fmt: skip
+        family("vllm:spec_decode_num_accepted_tokens_per_pos_total", "counter", "Accepted draft tokens by position.",
+               spec, True, lambda pod, p: [({"position": str(i)}, [float(int(x * a / 3)) for x in p.generation])
+                                           for i, a in enumerate((0.8, 0.65, 0.45))])  # fmt: skip
+
+        # LoRA: one series per adapter combination, valued with the time of its last update (no model_name)
+        w.family("vllm:lora_requests_info", "gauge", "Running and waiting LoRA adapters.")
+        stamps = [float(t) for t in w.stamps]
+        half = n // 2
+        for pod in (pod for pod in recent if pod.uses("lora")):
+            labels = self.target(pod, "vllm", "vllm", 8000)
+            combos = (
+                ({"running_lora_adapters": "sql", "waiting_lora_adapters": ""}, 0, half),
+                ({"running_lora_adapters": "sql,chat", "waiting_lora_adapters": "summarize"}, half, n),
+            )
+            for adapters, first, last in combos:
+                values = [stamps[min(k, last - 1)] for k in range(n)]
+                w.sparse("vllm:lora_requests_info", _labels(**labels, max_lora="4", **adapters), values, first)
 
     def router(self, pod: Pod) -> str:
         """production-stack's router re-exports engine gauges under the same names: `server`, no model_name."""
@@ -923,7 +1112,7 @@ class _Fleet:
 
 # The families by source, in file order. `write_openmetrics_by_source` writes one file per entry.
 SOURCES: dict[str, tuple[str, ...]] = {
-    "vllm": ("vllm_gauges", "vllm_counters", "vllm_histograms"),
+    "vllm": ("vllm_gauges", "vllm_counters", "vllm_histograms", "vllm_features"),
     "kubernetes": ("cadvisor", "kube_state_metrics"),
     "dcgm": ("dcgm",),
     "exporter": ("exporter",),

@@ -4,8 +4,9 @@
 2. otherwise, seen within the lookback window: gone, and since when;
 3. otherwise, the metric itself: never present; or a label a matcher needs that never appears on it; or a
    matcher whose value never matches (with the values the label does have);
-4. a series that exists only after an event (a terminated container, a firing alert) is not missing while
-   the source that would report it is there.
+4. a series that exists only after an event (a terminated container, a firing alert), or only where an
+   engine runs a vLLM feature (a KV connector, speculative decoding, LoRA, a recent release), is not
+   missing while the source that would report it is there.
 """
 
 from __future__ import annotations
@@ -143,7 +144,7 @@ class SelectorChecks:
                     f"{format_s(leaf.range_s / 2, coarse=True)}",
                 )
             return Check(leaf, State.OK)
-        event = k.EVENTS.get(leaf.selector.metric)
+        event = k.event_of(leaf.selector.metric)
         if event is not None:
             sibling = self._sibling(leaf.selector, event.sibling)
             if sibling is None or self.count(sibling) > 0:

@@ -9,6 +9,7 @@ and on per-pod pages for one pod of each kind (vLLM generation, DCGM label mode)
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -298,6 +299,30 @@ def escape(value: str) -> str:
     return re.sub(r"([\\.+*?()|\[\]{}^$])", r"\\\\\1", value)
 
 
+def listed(regex: str, results: Iterable[Mapping[str, object]]) -> list[str]:
+    """What Grafana lists for a query_result() variable: each series of the instant query written as
+    `name{labels} value timestamp`, through the variable's regex (`/.../`, its first group), without
+    repeats. Without a regex, the whole text."""
+    pattern = re.fullmatch(r"/(.*)/[a-z]*", regex)
+    out: list[str] = []
+    for series in results:
+        labels = dict(series.get("metric") or {})  # type: ignore[call-overload]
+        stamp, value = series.get("value") or (0, "")  # type: ignore[misc]
+        name = labels.pop("__name__", "")
+        inner = ",".join(f'{k}="{v}"' for k, v in labels.items())
+        text = f"{name}{{{inner}}} {value} {int(float(stamp) * 1000)}"
+        if pattern is None:
+            item = text
+        else:
+            found = re.search(pattern.group(1), text)
+            if found is None:
+                continue
+            item = found.group(1) if found.groups() else found.group(0)
+        if item not in out:
+            out.append(item)
+    return out
+
+
 def _values(
     variable: Variable,
     chosen: Mapping[str, str],
@@ -307,6 +332,8 @@ def _values(
     at: float,
 ) -> list[str]:
     selector = grafana_to_promql(variable.selector, chosen)
+    if variable.function == "query_result":
+        return listed(variable.regex, api.query(selector, at))
     need = needs.need(selector)
     if isinstance(need, Record):
         return sorted({row.get(variable.label, "") for row in rows_of(need, records)} - {""})
@@ -442,7 +469,10 @@ def dashboard_findings(dashboards: Iterable[DashboardFit]) -> list[Finding]:
     queries that are empty while the rest of their panel shows data."""
     out: list[Finding] = []
     for d in dashboards:
-        empty = {name: s.name for s in reversed(d.samples) for name in s.empty}
+        # A row repeated over a variable with no value is a feature nobody uses: Grafana shows it closed,
+        # titled "None", and its panels are not there to be empty.
+        repeats = {fit.target.row for fit in d.panels if fit.target.row}
+        empty = {name: s.name for s in reversed(d.samples) for name in s.empty if name not in repeats}
         for name in (n for s in d.samples for n in s.empty):
             if name not in empty:
                 continue
@@ -459,7 +489,11 @@ def dashboard_findings(dashboards: Iterable[DashboardFit]) -> list[Finding]:
         for fit in d.panels:
             panels.setdefault(fit.target.panel_id or fit.target.panel, []).append(fit)
         for queries in panels.values():
-            out.extend(_panel_findings(queries, set(unasked)))
+            hidden = {s.name for s in d.samples if queries[0].target.row in s.empty}
+            if "defaults" in hidden:
+                continue
+            shown = [dataclasses.replace(q, verdicts=tuple(v for v in q.verdicts if v[0] not in hidden)) for q in queries]
+            out.extend(_panel_findings(shown, set(unasked)))
     return out
 
 

@@ -97,12 +97,40 @@ EVENTS = {
     ),
 }
 
+# Series of vLLM features only some engines run, and of recent releases (obspack/catalogue/vllm_features.py):
+# absent where no engine uses the feature, which is no fault of the fleet's or the pack's. The alerts on them
+# can fire once an engine uses it; the dashboard rows that show them stay closed until then.
+FEATURE_EVENTS = (
+    ("vllm:nixl_", "an engine uses the NIXL connector (disaggregated prefill/decode)"),
+    ("vllm:mooncake_", "an engine uses the Mooncake connector"),
+    ("vllm:num_requests_kv_fetch_by_stage", "a decode pod fetches KV from prefill pods (vLLM 0.32 and later)"),
+    ("vllm:simple_kv_offload_", "an engine uses the simple CPU KV offload connector"),
+    ("vllm:kv_offload_", "an engine offloads KV with the OffloadingConnector"),
+    ("vllm:spec_decode_", "an engine runs speculative decoding"),
+    ("vllm:lora_requests_info", "an engine serves LoRA adapters"),
+    ("vllm:admission_rejections_total", "an engine with a queue cap (vLLM 0.32 and later) refused a request"),
+    ("vllm:engine_sleep_state", "engines run vLLM 0.11.1 or later"),
+    ("vllm:external_prefix_cache_", "engines run vLLM 0.11.1 or later"),
+    ("vllm:num_requests_waiting_by_reason", "engines run vLLM 0.20 or later"),
+)
+FEATURE_SIBLING = "vllm:num_requests_running"
+
+
+def event_of(metric: str) -> Event | None:
+    """The event (or vLLM feature) a series waits for, if it is one that exists only after it."""
+    if metric in EVENTS:
+        return EVENTS[metric]
+    when = next((text for prefix, text in FEATURE_EVENTS if metric.startswith(prefix)), None)
+    return Event(when, FEATURE_SIBLING) if when else None
+
+
 # vLLM generations, newest first: a pod is the first entry whose metrics it all serves. From the metric
 # renames and additions of vLLM 0.4 to 0.33 (V0 engine up to 0.10, V1 from 0.7, default from 0.8).
 VLLM_GENERATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("V1 >= 0.30", ("vllm:request_num_preemptions_count",)),
     ("V1 >= 0.20", ("vllm:num_requests_waiting_by_reason",)),
     ("V1 >= 0.16", ("vllm:prompt_tokens_by_source_total",)),
+    ("V1 >= 0.11.1", ("vllm:engine_sleep_state",)),
     ("V1 >= 0.11", ("vllm:request_time_per_output_token_seconds_count",)),
     ("V1 >= 0.9.2", ("vllm:kv_cache_usage_perc",)),
     ("V0 <= 0.6", ("vllm:avg_generation_throughput_toks_per_s",)),

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from obspack import conventions as c
+from obspack.catalogue import vllm_features as vf
 from obspack.doctor import knowledge as k
 from obspack.doctor.api import PrometheusAPI, QueryFailed
 from obspack.doctor.checks import Check, State, Window
@@ -141,6 +142,7 @@ def survey(
             by_key[source.key], finding = _missing(ask, source, scope[source.key])
         findings.append(finding)
     vllm_pods, vllm_report = _vllm(ask, pack, scope["vllm"], found)
+    features = _features(ask, pack, scope["vllm"], found)
     dcgm_modes, dcgm_report, dcgm_findings = _dcgm(ask, pack, scope, found, needs, checks)
     computed = {
         "vllm": vllm_report,
@@ -151,6 +153,8 @@ def survey(
     }
     by_key.update((key, report) for key, report in computed.items() if report is not None)
     reports = [r for s in k.SOURCES for r in (by_key.get(s.key),) if r is not None]
+    if features is not None:  # next to the vLLM source
+        reports.insert(next((i + 1 for i, r in enumerate(reports) if r.title == "vLLM"), len(reports)), features)
     findings.extend(dcgm_findings)
     findings.extend(_cadvisor_findings(reports))
     findings.extend(_vllm_containers(ask, pack, scope, found))
@@ -202,6 +206,48 @@ def _vllm(
         summary += f"; {router} router copies (no model_name) left out"
     details = {"pods": len(pods), "generations": dict(counts), "router_series": router}
     return pods, SourceReport("vLLM", True, summary, details)
+
+
+MAX_NAMED = 10  # pods named per feature in the report's details
+
+
+def _features(ask: _Asker, pack: Pack, scope: str, found: Mapping[str, str]) -> SourceReport | None:
+    """Which pods run which vLLM feature, and through which connector or spec, from the feature's own
+    series (obspack/catalogue/vllm_features.py); and which engines sleep now."""
+    if "vllm" not in found:
+        return None
+    pod = f"{pack.cluster_label}, namespace, pod"
+    queries: dict[str, str] = {}
+    for feature in vf.FEATURES:
+        engine = "" if feature.key == vf.LORA.key else k.VLLM_ENGINE  # LoRA's series have no model_name
+        for marker in dict.fromkeys((*feature.markers, *(m for m, _ in feature.connectors))):
+            queries[f"{feature.key}|{marker}"] = f"group by ({pod}) ({marker}{c.selector(scope, engine)})"
+    awake = f"{vf.SLEEP_STATE}{c.selector(scope, k.VLLM_ENGINE, vf.AWAKE)}"
+    queries["asleep"] = f"group by ({pod}) ({awake} == 0)"
+    rows = ask.rows(queries, "vLLM features")
+
+    def pods(*keys: str) -> list[str]:
+        named = {"/".join(filter(None, (r.get(x, "") for x in (pack.cluster_label, "namespace", "pod")))) for key in keys for r in rows[key]}
+        return sorted(named)
+
+    parts, details = [], {}
+    for feature in vf.FEATURES:
+        if feature.key == vf.SLEEP.key:
+            using = pods("asleep")
+            reporting = pods(*(f"{feature.key}|{m}" for m in feature.markers))
+            details[feature.key] = {"pods": len(using), "reporting": len(reporting), "named": using[:MAX_NAMED]}
+            if using:
+                parts.append(f"{len(using)} of {len(reporting)} pods with a sleep state asleep now")
+            continue
+        using = pods(*(f"{feature.key}|{m}" for m in feature.markers))
+        connectors = {name: len(pods(f"{feature.key}|{m}")) for m, name in feature.connectors}
+        connectors = {name: n for name, n in connectors.items() if n}
+        details[feature.key] = {"pods": len(using), "connectors": connectors, "named": using[:MAX_NAMED]}
+        if using:
+            how = f" ({', '.join(f'{name} {n}' for name, n in connectors.items())})" if connectors else ""
+            parts.append(f"{feature.title.lower()} on {len(using)} pods{how}")
+    summary = "; ".join(parts) if parts else "none of the tracked features (KV connectors, offload, speculative decoding, LoRA, admission control, sleep mode)"
+    return SourceReport("vLLM features", True, summary, details)
 
 
 def _vllm_containers(

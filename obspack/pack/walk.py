@@ -25,6 +25,7 @@ class Target:
     ref: str
     expr: str
     panel_id: int = 0
+    row: str = ""  # the variable its (collapsed) row repeats over: no value, no row to open
 
     @property
     def panel_where(self) -> str:
@@ -46,6 +47,7 @@ class Variable:
     label: str  # empty for query_result
     multi: bool
     all_value: str | None
+    regex: str = ""  # Grafana's regex over the listed values (`/.../`; its first group is the value)
 
 
 def _walk_panels(panels: list[dict[str, object]]) -> Iterator[dict[str, object]]:
@@ -54,13 +56,28 @@ def _walk_panels(panels: list[dict[str, object]]) -> Iterator[dict[str, object]]
         yield from _walk_panels(panel.get("panels", []) or [])  # type: ignore[arg-type]
 
 
+def _rows(panels: list[dict[str, object]]) -> Iterator[tuple[dict[str, object], str]]:
+    """Every panel with the variable its row repeats over ("" outside repeated rows); a collapsed row
+    holds its panels, an open one is followed by them."""
+    repeat = ""
+    for panel in panels:
+        if panel.get("type") == "row":
+            repeat = str(panel.get("repeat") or "")
+            yield panel, ""
+            for inner in _walk_panels(panel.get("panels", []) or []):  # type: ignore[arg-type]
+                yield inner, repeat
+            continue
+        for inner in _walk_panels([panel]):
+            yield inner, repeat
+
+
 def targets(pack: Pack) -> Iterator[Target]:
     for dashboard in pack.dashboards:
-        for panel in _walk_panels(dashboard.model.get("panels", [])):  # type: ignore[arg-type]
+        for panel, row in _rows(dashboard.model.get("panels", [])):  # type: ignore[arg-type]
             for target in panel.get("targets", []) or []:  # type: ignore[union-attr]
                 if target.get("expr"):
                     title, ref = str(panel.get("title")), str(target.get("refId"))
-                    yield Target(dashboard.name, title, ref, target["expr"], int(panel.get("id") or 0))
+                    yield Target(dashboard.name, title, ref, target["expr"], int(panel.get("id") or 0), row)
 
 
 def variables(pack: Pack) -> Iterator[Variable]:
@@ -83,6 +100,7 @@ def variables(pack: Pack) -> Iterator[Variable]:
                 label=label.strip(),
                 multi=bool(variable.get("multi")),
                 all_value=variable.get("allValue") if variable.get("includeAll") else None,
+                regex=str(variable.get("regex") or ""),
             )
 
 

@@ -8,7 +8,9 @@ evaluation (the rule writes nothing, an alert keeps its state) and `warn` evalua
   each aggregation and each vector match keeps the cluster label (so one answer holds all of a series'
   inputs: a store serves whole clusters) and nothing negates (`unless`, `absent`), where a missing
   input would add series instead of removing them. Then a store's outage only removes that cluster's
-  records, and the dashboards keep the clusters that answered.
+  records, and the dashboards keep the clusters that answered. The SLO event rates negate (they leave
+  engines put to sleep out with `unless`), so their groups abort rather than count a sleeping engine's
+  503s as errors when the store with its sleep state is missing.
 
 promtool and vmalert reject the field, which is why these files are separate (a test proves that
 dropping it gives the Prometheus files back).

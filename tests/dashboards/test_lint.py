@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from obspack import conventions as c
+from obspack.catalogue import vllm_features
 from obspack.config import ObspackConfig
 from obspack.dashboards import all_dashboards
 from tests.dashboards.lint import annotations, lint, panels, queries
@@ -182,7 +183,8 @@ def _variables(model: dict[str, Any]) -> dict[str, dict[str, Any]]:
 def test_variables_are_chained(name: str) -> None:
     v = _variables(_dashboards(ObspackConfig())[name])
     assert list(v)[:5] == ["datasource", "cluster", "namespace", "model", "pod"]
-    assert list(v)[5:] in ([], ["gpu_instance"])
+    features = [feature.key for feature in vllm_features.FEATURES] if name == "vllm-fleet" else []
+    assert list(v)[5:] in ([], ["gpu_instance"], features)
     assert "$cluster" in v["namespace"]["query"]
     assert "$namespace" in v["model"]["query"] and "$cluster" in v["model"]["query"]
     assert "$model" in v["pod"]["query"], "picking a model must narrow the pods"
@@ -289,7 +291,10 @@ def _broken(mutate: Any) -> list[str]:
         (lambda m, p: p.update(title=m["panels"][0]["title"]), "panel titles repeated"),
         (lambda m, p: p["gridPos"].update(x=0, y=0), "overlaps"),
         (lambda m, p: m.update(uid="changed"), "stable"),
-        (lambda m, p: m["templating"]["list"].pop(), "missing variables ['pod']"),
+        (
+            lambda m, p: m["templating"].update(list=[v for v in m["templating"]["list"] if v["name"] != "pod"]),
+            "missing variables ['pod']",
+        ),
         (lambda m, p: m.update(rows=[{"panels": []}]), "legacy rows"),
     ],
 )

@@ -1,9 +1,13 @@
 """No "No data" on a healthy fleet: every panel query, with its variables filled in, returns data from a real
 Prometheus holding a synthetic fleet (obspack/demo/fleet.py) and the backfilled recording rules.
 
-The fleet has two clusters with the same pod names, vLLM V1 and V0 pods, router copies, duplicate
-kube-state-metrics, and DCGM in both label modes; the triage page is evaluated for one pod of each kind.
-Panels empty by design on a healthy fleet are listed in EMPTY_BY_DESIGN, each with its reason.
+The fleet has two clusters with the same pod names, vLLM V1 (0.33 and 0.11) and V0 pods, router copies,
+duplicate kube-state-metrics, DCGM in both label modes, and pods running each vLLM feature (NIXL and
+Mooncake, KV offload, speculative decoding, LoRA, admission rejections, one engine asleep); the triage
+page is evaluated for one pod of each kind. Panels empty by design on a healthy fleet are listed in
+EMPTY_BY_DESIGN, each with its reason. The fleet page's feature rows repeat over hidden variables that
+count the engines using each feature: every feature is in use here, so each row and all its panels must
+show data.
 """
 
 from __future__ import annotations
@@ -125,15 +129,46 @@ def scenarios(pods: tuple[Pod, ...]) -> list[Scenario]:
 
 
 def with_hidden(fleet: Fleet, dashboard: str, values: dict[str, str]) -> dict[str, str]:
-    """Add the hidden chained variables (the selected pod's GPU exporters): All without an allValue is
-    the regex alternation of every value found, as Grafana interpolates it."""
+    """Add the hidden chained variables: the selected pod's GPU exporters (All without an allValue is
+    the regex alternation of every value found, as Grafana interpolates it), and the feature counts the
+    fleet page's rows repeat over (their first value; empty when none)."""
     out = dict(values)
     for v in DASHBOARDS[dashboard]["templating"]["list"]:
         if v["type"] == "query" and v["hide"] == 2 and v["name"] not in out:
+            if v["query"].startswith("query_result("):
+                found = query_result_values(fleet, v, out)
+                out[v["name"]] = _escape(found[0]) if found else ""
+                continue
             selector, label = re.fullmatch(r"label_values\((.*), (\w+)\)", v["query"]).groups()
             found = fleet.prom.label_values(label, fill(selector, out), fleet.summary.start, fleet.summary.end)
             out[v["name"]] = "|".join(_escape(x) for x in sorted(found))
     return out
+
+
+def query_result_values(fleet: Fleet, variable: dict[str, Any], values: dict[str, str]) -> list[str]:
+    """A query_result() variable as Grafana lists it: the instant query at the end of the range, each
+    series written `name{labels} value timestamp`, through the variable's regex (its first group)."""
+    expr = fill(variable["query"].removeprefix("query_result(").removesuffix(")"), values)
+    pattern = re.fullmatch(r"/(.*)/", variable["regex"])
+    assert pattern, variable["regex"]
+    found: list[str] = []
+    for series in fleet.prom.query(expr, fleet.summary.end):
+        labels = dict(series["metric"])
+        text = labels.pop("__name__", "") + "{" + ",".join(f'{k}="{v}"' for k, v in labels.items()) + "}"
+        match = re.search(pattern.group(1), f"{text} {series['value'][1]} {int(series['value'][0] * 1000)}")
+        if match and match.group(1) not in found:
+            found.append(match.group(1))
+    return found
+
+
+def repeated_rows(dashboard: str) -> dict[str, str]:
+    """Panel title -> the variable its (collapsed) row repeats over."""
+    return {
+        panel["title"]: row["repeat"]
+        for row in DASHBOARDS[dashboard]["panels"]
+        if row["type"] == "row" and row.get("repeat")
+        for panel in row.get("panels") or []
+    }
 
 
 def fill(expr: str, values: dict[str, str]) -> str:
@@ -194,6 +229,8 @@ def test_every_panel_query_returns_data(fleet: Fleet, scenario: Scenario) -> Non
     empty = []
     values = with_hidden(fleet, scenario.dashboard, scenario.values)
     by_design = EMPTY_BY_DESIGN | dict(scenario.empty)
+    unused = {v for v in repeated_rows(scenario.dashboard).values() if not values.get(v)}
+    assert not unused, f"feature rows this fleet uses show no engine: {sorted(unused)}"
     for panel, target in _targets(scenario.dashboard):
         key = (scenario.dashboard, panel["title"], target["refId"])
         result = fleet.evaluate(fill(target["expr"], values), bool(target.get("instant")))
@@ -203,6 +240,29 @@ def test_every_panel_query_returns_data(fleet: Fleet, scenario: Scenario) -> Non
         elif not has_data:
             empty.append(f"{panel['title']} [{target['refId']}]: {target['expr']}")
     assert not empty, "No data:\n" + "\n".join(empty)
+
+
+def test_feature_rows_count_the_engines_that_use_each_feature(fleet: Fleet) -> None:
+    """The hidden variables of the fleet page's feature rows count what the fleet runs: each feature's
+    engines (pods for LoRA and admission control), and the engines asleep within the range."""
+    everything = {"cluster": ".*", "namespace": ".*", "model": ".*", "pod": ".*"}
+    variables = {v["name"]: v for v in DASHBOARDS["vllm-fleet"]["templating"]["list"]}
+    pods = fleet.summary.pods
+    engines = {
+        "disaggregation": [p for p in pods if p.uses("nixl-decode", "nixl-prefill", "mooncake-decode")],
+        "kv_offload": [p for p in pods if p.uses("offload-cpu", "offload-tiering")],
+        "simple_offload": [p for p in pods if p.uses("offload-simple")],
+        "spec_decode": [p for p in pods if p.uses("spec_decode")],
+        "sleep": [p for p in pods if p.uses("asleep")],
+    }
+    for key, using in engines.items():
+        expected = str(sum(len(p.engines) for p in using))
+        assert query_result_values(fleet, variables[key], everything) == [expected], key
+    for key, feature in (("lora", "lora"), ("admission", "admission")):
+        expected = str(sum(1 for p in pods if p.uses(feature)))
+        assert query_result_values(fleet, variables[key], everything) == [expected], key
+    one_model = {**everything, "model": _escape(next(p.model for p in pods if p.generation == "v0"))}
+    assert query_result_values(fleet, variables["sleep"], one_model) == [], "no pod of this model sleeps"
 
 
 def test_empty_by_design_list_names_real_targets() -> None:
@@ -283,3 +343,36 @@ def test_variables_list_values_and_narrow_each_other(fleet: Fleet) -> None:
     narrowed = values("pod", chosen)
     assert narrowed == {p.name for p in pods if p.cluster == cluster and p.model == model}
     assert len(narrowed) < len({p.name for p in pods if p.cluster == cluster})
+
+
+def _by_model(rows: list[dict[str, Any]], *extra: str) -> dict[tuple[str, ...], float]:
+    out: dict[tuple[str, ...], float] = {}
+    for r in rows:
+        key = (r["metric"][CFG.cluster_label], r["metric"]["namespace"], r["metric"]["model_name"])
+        key += tuple(r["metric"].get(label, "") for label in extra)
+        out[key] = out.get(key, 0.0) + float(r["value"][1])
+    return out
+
+
+def test_feature_panels_count_each_engine_once(fleet: Fleet) -> None:
+    """Engines that serve both KV offload counter generations count once; every waiting request is under
+    exactly one reason (older engines' under their own); the engines asleep are the fleet's."""
+    everything = {"cluster": ".*", "namespace": ".*", "model": ".*", "pod": ".*"}
+
+    def instant(title: str, ref: str = "A") -> list[dict[str, Any]]:
+        target = _panel_target("vllm-fleet", title, ref)
+        return fleet.prom.query(fill(target["expr"], with_hidden(fleet, "vllm-fleet", everything)), fleet.summary.end)
+
+    stored = _by_model(instant("KV offload traffic per model"))
+    newer = _by_model(fleet.prom.query(f"sum by ({CFG.cluster_label}, namespace, model_name) "
+                                       f"(rate(vllm:kv_offload_store_bytes_total[{RATE_INTERVAL}]))", fleet.summary.end))
+    assert stored and stored == pytest.approx(newer), "the older total_bytes{transfer_type} must not add up"
+    reasons = _by_model(instant("Requests waiting by reason"), "reason")
+    totals: dict[tuple[str, ...], float] = {}
+    for (cluster, namespace, model, _), value in reasons.items():
+        totals[(cluster, namespace, model)] = totals.get((cluster, namespace, model), 0.0) + value
+    waiting = _by_model(fleet.prom.query(c.WAITING, fleet.summary.end))
+    assert totals == pytest.approx(waiting)
+    assert {key[3] for key in reasons} == {"capacity", "deferred", "not reported (vLLM before 0.20)"}
+    asleep = sum(float(r["value"][1]) for r in instant("Engines asleep per model"))
+    assert asleep == sum(len(p.engines) for p in fleet.summary.pods if p.uses("asleep")) > 0

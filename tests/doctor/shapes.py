@@ -17,7 +17,7 @@ from pathlib import Path
 
 import yaml
 
-from obspack.demo.fleet import FleetSpec, FleetSummary, write_openmetrics
+from obspack.demo.fleet import FleetSpec, FleetSummary, Pod, write_openmetrics
 from obspack.demo.prometheus import Prometheus
 from tests.support.prometheus import backfill_openmetrics, running_prometheus
 
@@ -42,6 +42,12 @@ class Shape:
     dcgm_old: bool = False
     stop: Mapping[str, int] = field(default_factory=dict)  # name prefix -> seconds before the end it stops
     generations: tuple[str, ...] = ("v0", "v1")  # vLLM pods of other generations are left out
+
+
+def generation(pod: Pod) -> str:
+    """The vLLM generation the doctor names for a pod of the synthetic fleet: 0.33 engines report the queue's
+    reasons (0.20+), 0.11 engines are told by their KV usage gauge, V0 by its prefix-cache hit-rate gauge."""
+    return {"0.33": "V1 >= 0.20", "0.11": "V1 >= 0.9.2"}.get(pod.release, "V0 <= 0.9.0")
 
 
 def _parse(labels: str) -> dict[str, str]:

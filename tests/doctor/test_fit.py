@@ -3,17 +3,23 @@ a panel's queries make the panel empty or not."""
 
 from __future__ import annotations
 
+import dataclasses
+
 from obspack.doctor.checks import Check, State
 from obspack.doctor.findings import Level
 from obspack.doctor.fit import (
     MAX_REASONS,
     OK,
+    DashboardFit,
     PanelFit,
     RecordData,
+    Sample,
     Verdict,
     _panel_findings,
+    dashboard_findings,
     escape,
     judge,
+    listed,
     of_check,
     of_record,
 )
@@ -121,3 +127,27 @@ def test_a_panel_is_empty_only_when_all_its_queries_are() -> None:
     (by_design,) = _panel_findings(panel(State.EVENT))
     assert (by_design.level, by_design.subject) == (Level.NOTE, "d / Panel")
     assert _panel_findings(panel(State.OK, State.OK)) == []
+
+
+def test_a_query_result_variable_lists_what_grafana_would() -> None:
+    """Grafana writes each series of the instant query as `name{labels} value timestamp` and takes the
+    regex's first group: the fleet page's feature counts."""
+    regex = r"/^\{\} (\d+) /"
+    assert listed(regex, [{"metric": {}, "value": [1700000000.0, "12"]}]) == ["12"]
+    assert listed(regex, []) == []
+    series = [{"metric": {"__name__": "up", "job": "a"}, "value": [1.5, "1"]}] * 2
+    assert listed("", series) == ['up{job="a"} 1 1500'] and listed("/job=\"(\\w+)\"/", series) == ["a"]
+
+
+def test_a_panel_of_a_row_whose_feature_nobody_runs_is_no_finding() -> None:
+    """A repeated row whose variable lists nothing is drawn closed with its title saying None: its panels
+    are not there to be empty, and the variable is no note either. The same panel outside the row is."""
+    queries = panel(State.MISSING)
+    hidden = [dataclasses.replace(q, target=dataclasses.replace(q.target, row="spec_decode")) for q in queries]
+    sample = Sample("defaults", {"spec_decode": ""}, empty=("spec_decode",))
+    assert dashboard_findings([DashboardFit("d", (sample,), tuple(hidden))]) == []
+    shown = dashboard_findings([DashboardFit("d", (sample,), tuple(queries))])
+    assert [(f.level, f.topic.value, f.subject) for f in shown] == [
+        (Level.NOTE, "variable", "d / $spec_decode"),
+        (Level.PROBLEM, "panel", "d / Panel"),
+    ]

@@ -24,7 +24,7 @@ from obspack.doctor.fit import evaluate_records
 from obspack.doctor.needs import leaves, matches, read_pack, record_refs
 from obspack.pack import build
 from tests.doctor import oracle
-from tests.doctor.shapes import YOUNG_RECORDS, Served, Shape, serving
+from tests.doctor.shapes import YOUNG_RECORDS, Served, Shape, generation, serving
 
 pytestmark = [pytest.mark.e2e, pytest.mark.tool]
 
@@ -40,6 +40,11 @@ VLLM_ALERTS = {  # every alert that reads vLLM engine series and nothing else th
     "VLLMRequestPreemptions",
     "VLLMPrefixCacheHitRateLow",
     "VLLMErrorBudgetBurn",  # its SLO records read the engines' histograms and HTTP counters
+    # the features' alerts: absent feature series are no fault, but a selector that hides the engines is
+    "VLLMKVTransferFailures",
+    "VLLMAdmissionRejections",
+    "VLLMKVOffloadAllocationFailures",
+    "VLLMSpecDecodeAcceptanceLow",
 }
 
 
@@ -109,7 +114,7 @@ def test_the_sources_are_described_as_the_fleet_has_them(fleet: Served, healthy)
     _, report = healthy
     sources = {s["title"]: s for s in report["sources"]}
     pods = fleet.summary.pods
-    generations = Counter("V1 >= 0.9.2" if p.generation == "v1" else "V0 <= 0.9.0" for p in pods)
+    generations = Counter(generation(p) for p in pods)
     assert sources["vLLM"]["details"]["generations"] == dict(generations)
     assert sources["vLLM"]["details"]["router_series"] == len(pods)  # one router copy per pod's gauge
     assert sources["kube-state-metrics"]["details"]["replicas"] == 2
@@ -126,6 +131,32 @@ def test_the_sources_are_described_as_the_fleet_has_them(fleet: Served, healthy)
     assert {s["title"] for s in report["sources"] if not s["found"]} == set()
 
 
+def test_the_vllm_features_each_pod_runs_are_named_with_their_connector(fleet: Served, healthy) -> None:
+    """The sources section says which pods run which feature and through which connector or spec; features
+    nobody here runs (LoRA, sleep mode, Mooncake, simple offload on this small fleet) are no finding: their
+    alerts can fire once an engine uses them, and their dashboard rows stay closed."""
+    code, report = healthy
+    features = next(s for s in report["sources"] if s["title"] == "vLLM features")
+    pods = fleet.summary.pods
+
+    def named(*using: str) -> list[str]:
+        return sorted(f"{p.cluster}/{p.namespace}/{p.name}" for p in pods if p.uses(*using))
+
+    details = features["details"]
+    assert details["disaggregation"]["named"] == named("nixl-decode", "nixl-prefill", "mooncake-decode") != []
+    assert details["kv_offload"]["connectors"] == {"CPU spec": len(named("offload-cpu"))}
+    assert details["spec_decode"]["pods"] == len(named("spec_decode")) > 0
+    assert details["admission"]["pods"] == len(named("admission")) > 0
+    assert details["lora"]["pods"] == 0 and details["sleep"]["pods"] == 0
+    assert details["sleep"]["reporting"] == len([p for p in pods if p.release == "0.33"])
+    assert "disaggregated prefill/decode on" in features["summary"] and "lora" not in features["summary"]
+    assert code == 0
+    assert not [f for f in report["findings"] if "lora" in f["subject"].lower() or "sleep" in f["subject"].lower()]
+    fired = {a["alert"]: a["can_fire"] for a in report["alerts"]}
+    assert all(fired[name] for name in ("VLLMKVTransferFailures", "VLLMAdmissionRejections",
+                                        "VLLMKVOffloadAllocationFailures", "VLLMSpecDecodeAcceptanceLow"))  # fmt: skip
+
+
 def test_the_deployed_rules_are_loaded_healthy_and_the_same_as_this_render(healthy) -> None:
     _, report = healthy
     groups = report["rule_groups"]
@@ -137,16 +168,13 @@ def test_the_deployed_rules_are_loaded_healthy_and_the_same_as_this_render(healt
     assert all(c["available"] for c in report["backend"]["capabilities"].values())
 
 
-def test_per_pod_pages_are_checked_for_one_pod_of_each_kind(healthy) -> None:
+def test_per_pod_pages_are_checked_for_one_pod_of_each_kind(fleet: Served, healthy) -> None:
     _, report = healthy
     triage = next(d for d in report["dashboards"] if any(s["name"] != "defaults" for s in d["samples"]))
     kinds = sorted(s["name"].split(" (", 1)[1] for s in triage["samples"] if s["name"] != "defaults")
-    assert kinds == [
-        "vLLM V0 <= 0.9.0, DCGM exported_pod=)",
-        "vLLM V0 <= 0.9.0, DCGM pod=)",
-        "vLLM V1 >= 0.9.2, DCGM exported_pod=)",
-        "vLLM V1 >= 0.9.2, DCGM pod=)",
-    ]
+    modes = {"pod": "pod", "exported": "exported_pod"}
+    expected = {f"vLLM {generation(p)}, DCGM {modes[p.dcgm_mode]}=)" for p in fleet.summary.pods}
+    assert kinds == sorted(expected) and len(expected) == 6  # 0.33, 0.11 and V0 in both DCGM label modes
 
 
 def test_a_selector_that_matches_nothing_breaks_what_reads_it_and_the_advice_fixes_it(

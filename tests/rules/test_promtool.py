@@ -60,6 +60,7 @@ def test_rendered_unit_tests_pass(rendered: Path) -> None:
         "memory-planes_test.yaml",
         *(["slo_test.yaml"] if slos else []),
         "vllm-engine_test.yaml",
+        "vllm-features_test.yaml",
     ]
     done = promtool("test", "rules", *[f.name for f in files], cwd=rendered / "tests")
     assert done.returncode == 0, done.stdout + done.stderr
@@ -150,7 +151,8 @@ def test_alert_catalogue_contract() -> None:
         "VLLMZeroThroughput": "critical", "VLLMTargetDown": "critical", "VLLMRequestPreemptions": "warning",
         "VLLMPrefixCacheHitRateLow": "info", "VLLMKVCacheFragmentationHigh": "warning",
         "VLLMCUDAAllocatorFragmentationHigh": "warning", "ObspackExporterTargetDown": "warning",
-        "VLLMContainerRestarted": "warning",
+        "VLLMContainerRestarted": "warning", "VLLMKVTransferFailures": "warning", "VLLMAdmissionRejections": "warning",
+        "VLLMKVOffloadAllocationFailures": "warning", "VLLMSpecDecodeAcceptanceLow": "info",
     }
     got = {a.alert: a.severity.value for a in all_alerts(ObspackConfig()) if a.alert != SLO_ALERT}
     assert got == expected  # VLLMErrorBudgetBurn's contract: tests/rules/test_slo.py

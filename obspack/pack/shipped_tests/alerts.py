@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from obspack import conventions as c
 from obspack import durations
+from obspack.catalogue import vllm_features as f
 from obspack.config import ObspackConfig
 from obspack.pack.shipped_tests import sampling, satisfy
 from obspack.rules.alerts import alert_groups, all_alerts, enabled
@@ -177,6 +178,13 @@ class Builder:
     def vllm(self, inc: Incident, metric: str, where: dict[str, str], values: str, **extra: str) -> None:
         labels = {**self.sel["vllm"], **where, "model_name": MODEL, **extra}
         inc.add(metric, labels, values)
+
+    def sleep_state(self, inc: Incident, where: dict[str, str], *spans: tuple[bool, int], **extra: str) -> None:
+        """vLLM's sleep state (0.11.1+), span by span (awake or not, promtool's `xN`): `awake` reads 1, or 0
+        while the engine sleeps, when the level it sleeps at (here 1, weights_offloaded) reads 1."""
+        for state, when in (("awake", True), ("weights_offloaded", False), ("discard_all", None)):
+            values = " ".join(f"{int(awake == when)}x{k}" for awake, k in spans)
+            self.vllm(inc, f.SLEEP_STATE, where, values, sleep_state=state, **extra)
 
     def vllm_container(self, inc: Incident, where: dict[str, str], container: str, duration: int) -> None:
         """Mark a container as vLLM: by its image when the config's regex takes it, else by its metrics."""
@@ -358,7 +366,7 @@ def gpu_memory(b: Builder) -> Incident:
 
 
 def _kv(b: Builder, alert: str, ratio: float, for_: str) -> Incident:
-    inc = Incident(f"{alert}: both metric names, data-parallel engines, one alert per pod")
+    inc = Incident(f"{alert}: both metric names, data-parallel engines, one alert per pod, asleep engines quiet")
     n = int(minutes(for_)) + 15
     hot, cool = _above(ratio), round(ratio * 0.8, 4)
     # vLLM 0.33: kv_cache_usage_perc on two data-parallel engines; the fuller one counts
@@ -373,6 +381,10 @@ def _kv(b: Builder, alert: str, ratio: float, for_: str) -> Incident:
         b.vllm(inc, "vllm:kv_cache_usage_perc", b.where("prod-a", "inference", "llama-3"), f"{cool}x{n}", engine="0", pid=pid)
     # the same pod name in another cluster, below the threshold
     b.vllm(inc, "vllm:kv_cache_usage_perc", b.where("prod-b", "inference", "llama-0"), f"{cool}x{n}", engine="0")
+    # sleep mode (0.11.1+): an engine put to sleep keeps its last usage and stays quiet; the awake one fires
+    for pod, awake in (("llama-5", False), ("llama-6", True)):
+        b.vllm(inc, "vllm:kv_cache_usage_perc", b.where("prod-a", "inference", pod), f"{hot}x{n}", engine="0")
+        b.sleep_state(inc, b.where("prod-a", "inference", pod), (awake, n), engine="0")
     # a spike shorter than `for` (`vxk` is k+1 samples a minute apart)
     if minutes(for_) >= 1:
         spike = int(minutes(for_)) - 1
@@ -380,7 +392,7 @@ def _kv(b: Builder, alert: str, ratio: float, for_: str) -> Incident:
                f"{cool}x2 {hot}x{spike} {cool}x{n}", engine="0")
     model = {"model_name": MODEL}
     inc.expect(alert, on_time(0, for_), [
-        ({**b.where("prod-a", "inference", pod), **model}, hot) for pod in ("llama-0", "llama-1", "llama-2")
+        ({**b.where("prod-a", "inference", pod), **model}, hot) for pod in ("llama-0", "llama-1", "llama-2", "llama-6")
     ])
     return inc
 
@@ -397,7 +409,8 @@ def kv_critical(b: Builder) -> Incident:
 
 def queue_backlog(b: Builder) -> Incident:
     t = b.cfg.alerts.VLLMRequestQueueBacklog
-    inc = Incident("VLLMRequestQueueBacklog: backlog fires; router copies, small queues and busy engines do not")
+    inc = Incident("VLLMRequestQueueBacklog: backlog fires; router copies, small queues, busy, asleep engines and "
+                   "deferred requests do not")
     n = int(minutes(t.for_)) + 15
     waiting = math.ceil(max(t.min_waiting, t.waiting_to_running * 4 + 1))
     cases = (
@@ -415,14 +428,26 @@ def queue_backlog(b: Builder) -> Incident:
               "pod": "vllm-router-5f9c", "server": "http://10.1.2.3:8000"}
     inc.add("vllm:num_requests_waiting", router, f"{waiting * 5}x{n}")
     inc.add("vllm:num_requests_running", router, f"0x{n}")
-    inc.expect("VLLMRequestQueueBacklog", on_time(0, t.for_),
-               [({**b.where("prod-a", "inference", "llama-0"), "model_name": MODEL}, waiting)])
+    # vLLM 0.20+ tells why requests wait: llama-3's queue waits for capacity (fires, counting only those),
+    # llama-4's is deferred (on KV from a prefill pod: more replicas would not help), llama-5 sleeps
+    queues = (("llama-3", waiting + 2, 2, True), ("llama-4", 1, waiting * 3, True), ("llama-5", waiting, 0, False))
+    for pod, capacity, deferred, awake in queues:
+        where = b.where("prod-a", "inference", pod)
+        b.vllm(inc, "vllm:num_requests_running", where, f"1x{n}", engine="0")
+        b.vllm(inc, "vllm:num_requests_waiting", where, f"{capacity + deferred}x{n}", engine="0")
+        b.vllm(inc, f.WAITING_BY_REASON, where, f"{capacity}x{n}", engine="0", reason="capacity")
+        b.vllm(inc, f.WAITING_BY_REASON, where, f"{deferred}x{n}", engine="0", reason="deferred")
+        b.sleep_state(inc, where, (awake, n), engine="0")
+    inc.expect("VLLMRequestQueueBacklog", on_time(0, t.for_), [
+        ({**b.where("prod-a", "inference", "llama-0"), "model_name": MODEL}, waiting),
+        ({**b.where("prod-a", "inference", "llama-3"), "model_name": MODEL}, waiting + 2),
+    ])
     return inc
 
 
 def zero_throughput(b: Builder) -> Incident:
     t = b.cfg.alerts.VLLMZeroThroughput
-    inc = Incident("VLLMZeroThroughput: a stuck engine fires; idle and busy engines do not")
+    inc = Incident("VLLMZeroThroughput: a stuck engine fires; idle, busy and asleep engines do not")
     stall = 20
     n = int(stall + minutes(t.window) + minutes(t.for_) + 15)
     # llama-0 generates until minute 20, then stalls with 6 requests running and 3 waiting
@@ -440,8 +465,17 @@ def zero_throughput(b: Builder) -> Incident:
     b.vllm(inc, "vllm:num_requests_running", busy, f"8x{n}", engine="0")
     b.vllm(inc, "vllm:num_requests_waiting", busy, f"0x{n}", engine="0")
     b.vllm(inc, "vllm:generation_tokens_total", busy, f"0+2000x30 0+2000x{n - 31}", engine="0")
+    # llama-3 and llama-4 stall the same way; llama-3 was put to sleep (its gauges froze), llama-4 is awake
+    for pod, awake in (("llama-3", False), ("llama-4", True)):
+        where = b.where("prod-a", "inference", pod)
+        b.vllm(inc, "vllm:num_requests_running", where, f"6x{n}", engine="0")
+        b.vllm(inc, "vllm:num_requests_waiting", where, f"3x{n}", engine="0")
+        b.vllm(inc, "vllm:generation_tokens_total", where, f"0+3000x{stall} {3000 * stall}x{n - stall}", engine="0")
+        b.sleep_state(inc, where, (True, stall), (awake, n - stall - 1), engine="0")
     # the counter's last step is at minute 20: from stall + window on, the window holds no increase
-    inc.expect("VLLMZeroThroughput", on_time(stall + minutes(t.window), t.for_), [({**stuck, "model_name": MODEL}, 9)])
+    awake = b.where("prod-a", "inference", "llama-4")
+    inc.expect("VLLMZeroThroughput", on_time(stall + minutes(t.window), t.for_),
+               [({**stuck, "model_name": MODEL}, 9), ({**awake, "model_name": MODEL}, 9)])
     inc.expect("VLLMZeroThroughput", stall - 2, [])
     return inc
 
@@ -488,7 +522,8 @@ def preemptions(b: Builder) -> Incident:
 
 def prefix_cache(b: Builder) -> Incident:
     t = b.cfg.alerts.VLLMPrefixCacheHitRateLow
-    inc = Incident("VLLMPrefixCacheHitRateLow: low hit rate with traffic fires; high, idle and disabled do not")
+    inc = Incident("VLLMPrefixCacheHitRateLow: low hit rate with traffic fires; high, idle, disabled and "
+                   "recently asleep do not")
     n = int(minutes(t.window) + minutes(t.for_)) + 20
     queries = max(6000, math.ceil(t.min_query_tokens_per_second * 60 * 10))
     low, good = round(t.ratio / 3, 4), min(0.95, round(t.ratio * 2, 4))
@@ -511,11 +546,25 @@ def prefix_cache(b: Builder) -> Incident:
         v0 = b.where("prod-a", "inference", pod)
         b.vllm(inc, "vllm:gpu_prefix_cache_hit_rate", v0, f"{gauge}x{n}")
         b.vllm(inc, "vllm:prompt_tokens_total", v0, f"0+{queries}x{n}")
+    # sleep mode: llama-7 slept two minutes before the check (it woke with an empty cache, then hits well),
+    # llama-8 stayed awake
+    at = on_time(1, t.for_)
+    slept = int(at) - 2
+    hits, good_hits = int(queries * low), int(queries * good)
+    where = b.where("prod-a", "inference", "llama-7")
+    b.vllm(inc, "vllm:prefix_cache_queries_total", where, f"0+{queries}x{n}", engine="0")
+    b.vllm(inc, "vllm:prefix_cache_hits_total", where,
+           f"0+{hits}x{slept + 1} {hits * (slept + 1) + good_hits}+{good_hits}x{n - slept - 2}", engine="0")
+    b.sleep_state(inc, where, (True, slept - 1), (False, 1), (True, n - slept - 2), engine="0")
+    awake = b.where("prod-a", "inference", "llama-8")
+    b.vllm(inc, "vllm:prefix_cache_queries_total", awake, f"0+{queries}x{n}", engine="0")
+    b.vllm(inc, "vllm:prefix_cache_hits_total", awake, f"0+{hits}x{n}", engine="0")
+    b.sleep_state(inc, awake, (True, n), engine="0")
     # rates need two samples: the condition holds from the first minute
-    inc.expect("VLLMPrefixCacheHitRateLow", on_time(1, t.for_), [
+    inc.expect("VLLMPrefixCacheHitRateLow", at, [
         ({**b.where("prod-a", "inference", pod), "model_name": MODEL}, value)
         for pod, value in (("llama-0", int(queries * low) / queries), ("llama-2", int(queries * low) / queries),
-                           ("llama-5", low))
+                           ("llama-5", low), ("llama-8", int(queries * low) / queries))
     ])
     return inc
 
@@ -559,6 +608,103 @@ def exporter_down(b: Builder) -> Incident:
     return inc
 
 
+def kv_transfer_failures(b: Builder) -> Incident:
+    t = b.cfg.alerts.VLLMKVTransferFailures
+    inc = Incident("VLLMKVTransferFailures: failing NIXL and Mooncake transfers fire; a burst, healthy "
+                   "transfers and the other cluster do not")
+    at = max(on_time(1, t.for_), 5 + minutes(t.window) + 2)  # llama-2's burst (minute 5) has left the window
+    n = math.ceil(at) + 5  # the series end soon after the check: every step evaluates every rule
+    # Twice the threshold from the first rate on (per minute, the rate is a sixtieth of it).
+    per_minute = max(6, math.ceil(t.rate * 120))
+    counters = dict(f.KV_TRANSFER_FAILURES)
+    nixl, mooncake = counters["nixl"], counters["mooncake"]
+    where = {pod: b.where("prod-a", "inference", pod) for pod in ("llama-0", "llama-1", "llama-2", "llama-3")}
+    # llama-0 is a NIXL decode pod whose reads keep failing; llama-1 a Mooncake pod whose receives fail and
+    # whose blocks expire, half and half (both count); llama-2 had one burst; llama-3 transfers fine.
+    b.vllm(inc, nixl[0][0], where["llama-0"], f"0+{per_minute}x{n}", engine="0")
+    for metric, _ in nixl[1:]:
+        b.vllm(inc, metric, where["llama-0"], f"0x{n}", engine="0")
+    b.vllm(inc, mooncake[0][0], where["llama-1"], f"0x{n}", engine="0")
+    for metric, _ in mooncake[1:]:
+        b.vllm(inc, metric, where["llama-1"], f"0+{per_minute / 2:g}x{n}", engine="0")
+    for metric, _ in nixl:
+        b.vllm(inc, metric, where["llama-2"], f"0x4 {per_minute * 3}x{n - 4}", engine="0")
+        b.vllm(inc, metric, where["llama-3"], f"0x{n}", engine="0")
+        b.vllm(inc, metric, b.where("prod-b", "inference", "llama-0"), f"0x{n}", engine="0")
+    b.vllm(inc, f.NIXL_XFER_TIME + "_count", where["llama-3"], f"0+40x{n}", engine="0")
+    inc.expect("VLLMKVTransferFailures", at, [
+        ({**where["llama-0"], "model_name": MODEL, "connector": "nixl"}, per_minute / 60),
+        ({**where["llama-1"], "model_name": MODEL, "connector": "mooncake"}, per_minute / 60),
+    ])
+    return inc
+
+
+def admission_rejections(b: Builder) -> Incident:
+    t = b.cfg.alerts.VLLMAdmissionRejections
+    inc = Incident("VLLMAdmissionRejections: a pod that refuses a share of its requests fires; a few refusals do not")
+    at = on_time(1, t.for_)
+    n = math.ceil(at) + 5
+    per_minute = 1000  # requests reaching each engine per minute, refused or finished
+    hot = _above(t.ratio)
+    cases = (("llama-0", round(per_minute * hot)), ("llama-1", math.floor(per_minute * t.ratio / 2)), ("llama-2", 0))
+    for pod, refused in cases:
+        where = b.where("prod-a", "inference", pod)
+        # refusals carry the cap that was reached and no engine label (vLLM 0.32+)
+        b.vllm(inc, f.ADMISSION_REJECTIONS, where, f"0+{refused}x{n}", reason="max_num_queued_reqs")
+        b.vllm(inc, f.ADMISSION_REJECTIONS, where, f"0x{n}", reason="max_num_queued_tokens")
+        finished = per_minute - refused
+        b.vllm(inc, f.REQUEST_SUCCESS, where, f"0+{finished - finished // 10}x{n}", engine="0", finished_reason="stop")
+        b.vllm(inc, f.REQUEST_SUCCESS, where, f"0+{finished // 10}x{n}", engine="0", finished_reason="length")
+    inc.expect("VLLMAdmissionRejections", at,
+               [({**b.where("prod-a", "inference", "llama-0"), "model_name": MODEL}, round(per_minute * hot) / per_minute)])
+    return inc
+
+
+def kv_offload_failures(b: Builder) -> Incident:
+    t = b.cfg.alerts.VLLMKVOffloadAllocationFailures
+    inc = Incident("VLLMKVOffloadAllocationFailures: steady failures of the CPU and tiering specs fire; a burst does not")
+    at = max(on_time(1, t.for_), 5 + minutes(t.window) + 2)  # llama-2's burst (minute 5) has left the window
+    n = math.ceil(at) + 5
+    per_minute = max(4, math.ceil(t.rate * 120))
+    allocation, promotion = f.KV_OFFLOAD_ALLOCATION_FAILURES
+    cpu, tiering, burst = (b.where("prod-a", "inference", pod) for pod in ("llama-0", "llama-1", "llama-2"))
+    b.vllm(inc, allocation, cpu, f"0+{per_minute}x{n}", engine="0")
+    # the tiering spec counts its failed promotions apart: both counters add up
+    b.vllm(inc, allocation, tiering, f"0+{per_minute / 2:g}x{n}", engine="0")
+    b.vllm(inc, promotion, tiering, f"0+{per_minute / 2:g}x{n}", engine="0")
+    b.vllm(inc, allocation, burst, f"0x4 {per_minute * 5}x{n - 4}", engine="0")
+    b.vllm(inc, f.KV_OFFLOAD_STORE_BYTES, burst, f"0+1000000x{n}", engine="0")
+    inc.expect("VLLMKVOffloadAllocationFailures", at, [
+        ({**cpu, "model_name": MODEL}, per_minute / 60),
+        ({**tiering, "model_name": MODEL}, per_minute / 60),
+    ])
+    return inc
+
+
+def spec_decode(b: Builder) -> Incident:
+    t = b.cfg.alerts.VLLMSpecDecodeAcceptanceLow
+    inc = Incident("VLLMSpecDecodeAcceptanceLow: collapsed acceptance fires (V1 and V0); a good drafter and a pod "
+                   "that hardly drafts do not")
+    at = on_time(1, t.for_)
+    n = math.ceil(at) + 5
+    drafted = max(6000, math.ceil(t.min_draft_tokens_per_second * 60 * 10))
+    low, good = round(t.ratio / 2.5, 4), min(0.95, round(t.ratio * 2, 4))
+    idle = math.floor(t.min_draft_tokens_per_second * 60 / 2)
+    cases = (("llama-0", drafted, low, "0"), ("llama-1", drafted, good, "0"), ("llama-2", idle, low, "0"),
+             ("llama-3", drafted, low, None))  # llama-3 is vLLM V0: the same counters, no engine label
+    for pod, tokens, accepted, engine in cases:
+        where = b.where("prod-a", "inference", pod)
+        extra = {"engine": engine} if engine is not None else {}
+        b.vllm(inc, f.SPEC_DRAFT_TOKENS, where, f"0+{tokens}x{n}", **extra)
+        b.vllm(inc, f.SPEC_ACCEPTED_TOKENS, where, f"0+{int(tokens * accepted)}x{n}", **extra)
+        b.vllm(inc, f.SPEC_DRAFTS, where, f"0+{tokens // 4}x{n}", **extra)
+    inc.expect("VLLMSpecDecodeAcceptanceLow", at, [
+        ({**b.where("prod-a", "inference", pod), "model_name": MODEL}, int(drafted * low) / drafted)
+        for pod in ("llama-0", "llama-3")
+    ])
+    return inc
+
+
 INCIDENTS: dict[str, Callable[[Builder], Incident]] = {
     "VLLMHostMemoryNearLimit": host_memory,
     "VLLMContainerOOMKilled": oom_killed,
@@ -574,6 +720,10 @@ INCIDENTS: dict[str, Callable[[Builder], Incident]] = {
     "VLLMKVCacheFragmentationHigh": kv_fragmentation,
     "VLLMCUDAAllocatorFragmentationHigh": cuda_fragmentation,
     "ObspackExporterTargetDown": exporter_down,
+    "VLLMKVTransferFailures": kv_transfer_failures,
+    "VLLMAdmissionRejections": admission_rejections,
+    "VLLMKVOffloadAllocationFailures": kv_offload_failures,
+    "VLLMSpecDecodeAcceptanceLow": spec_decode,
 }
 
 TOPIC_FILES = {
@@ -582,6 +732,8 @@ TOPIC_FILES = {
     "vllm-engine": ("VLLMKVCacheUsageHigh", "VLLMKVCacheUsageCritical", "VLLMRequestQueueBacklog",
                     "VLLMZeroThroughput", "VLLMTargetDown", "VLLMRequestPreemptions", "VLLMPrefixCacheHitRateLow"),
     "exporter": ("VLLMKVCacheFragmentationHigh", "VLLMCUDAAllocatorFragmentationHigh", "ObspackExporterTargetDown"),
+    "vllm-features": ("VLLMKVTransferFailures", "VLLMAdmissionRejections", "VLLMKVOffloadAllocationFailures",
+                      "VLLMSpecDecodeAcceptanceLow"),
 }
 
 

@@ -3,7 +3,7 @@ and windows, rendered as OUT/tests/slo_test.yaml.
 
 Every enabled SLI plays the same scenarios, each on a model of its own: a fast burn pages within minutes
 while the same model in another cluster stays quiet; a slow burn opens tickets and never pages; a brief
-spike, no traffic, low traffic and a pod restart (counter reset) stay quiet. Latency buckets come in both
+spike, no traffic, low traffic, a pod restart (counter reset) and engines put to sleep stay quiet. Latency buckets come in both
 `le` spellings, inter-token latency in both metric names, HTTP counters with a router that has no model.
 
 The expected alerts come from a small model of the rules (`_Predictor`): it averages the simulated traffic
@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from obspack import conventions as c
 from obspack import slos
+from obspack.catalogue import vllm_features as f
 from obspack.config import ObspackConfig, Severity
 from obspack.pack.shipped_tests import satisfy
 from obspack.pack.shipped_tests.alerts import Builder, expected_alert, expected_sample, series_text
@@ -41,6 +42,7 @@ GAPS_PER_REQUEST = 100  # token gaps per request, for inter-token latency
 MARGIN = 0.1  # a window's burn (or request count) must clear a threshold by 10% to count as clear
 LAG = 1  # steps an alert group may read behind the records (group order)
 _NAN4 = (math.nan,) * 4
+ASLEEP = "prod-c"  # the cluster whose pods were put to sleep in the fast burn
 
 
 def _window_steps(window: str, step_s: int) -> int:
@@ -345,7 +347,7 @@ class _Suite:
         route = _route(cfg, builder.constraints) if any(s.name == "availability" for s in self.slis) else ""
         used = [
             {cfg.cluster_label: cluster, "namespace": NAMESPACE, "pod": pod, "model_name": sli.model, "handler": route}
-            for cluster in ("prod-a", "prod-b")
+            for cluster in ("prod-a", "prod-b", ASLEEP)
             for sli in self.slis
             for pod in (*_pods(sli.model), ROUTER_POD)
         ]
@@ -450,7 +452,9 @@ def fast_burn(suite: _Suite) -> _Case:
     """Healthy for over an hour, then as many bad events as the lowest objective allows to be bad at all
     (every request bad for a 99% objective, one in ten for 99.9%, so every SLI burns equally fast); the
     same model in the second cluster stays healthy. The page over 1h/5m fires within minutes, the one over
-    6h/30m soon after."""
+    6h/30m soon after. In a third cluster the same burn comes from pods put to sleep (vLLM's sleep mode:
+    the API answers 503 on purpose), which never page; the burning pods of the first report their sleep
+    state too, awake."""
     start = suite.pairs[0].long + suite.base + 5
     end = start + 60
     plays, at = {}, [start - 1]
@@ -468,8 +472,17 @@ def fast_burn(suite: _Suite) -> _Case:
             first = _first_clear(suite, predictor, start, end, pair)
             if first is not None:
                 at.append(first)
-    return suite.play("VLLMErrorBudgetBurn: a fast burn pages within minutes; the other cluster stays quiet",
-                      max(at) + 5, plays, sorted(set(at)))  # fmt: skip
+    steps = max(at) + 5
+    case = suite.play("VLLMErrorBudgetBurn: a fast burn pages within minutes; the other cluster and engines put "
+                      "to sleep stay quiet", steps, plays, sorted(set(at)))  # fmt: skip
+    for sli in suite.slis:
+        suite.writer.write(case, sli.name, sli.model, ASLEEP, plays[sli.name][1], sli.threshold)
+        for cluster, awake in (("prod-a", True), (ASLEEP, False)):
+            for pod in _pods(sli.model):
+                where = {**suite.builder.where(cluster, NAMESPACE, pod), "model_name": sli.model, "engine": "0"}
+                for state, value in (("awake", awake), ("weights_offloaded", not awake), ("discard_all", False)):
+                    suite.writer.vllm(case, f.SLEEP_STATE, where, f"{int(value)}x{steps}", sleep_state=state)
+    return case
 
 
 def slow_burn(suite: _Suite) -> _Case:

@@ -9,7 +9,7 @@ from obspack import conventions as c
 from obspack import slos
 from obspack.config import AlertSettings, ObspackConfig, SLOs
 from obspack.memo import per_config
-from obspack.rules.alerts import exporter, memory, slo, vllm
+from obspack.rules.alerts import exporter, features, memory, slo, vllm
 from obspack.rules.model import AlertRule, RuleGroup
 
 AlertFn = Callable[[ObspackConfig], AlertRule]
@@ -18,6 +18,7 @@ TOPICS: tuple[tuple[str, tuple[AlertFn, ...]], ...] = (
     ("memory-planes", memory.ALERTS),
     ("vllm-engine", vllm.ALERTS),
     ("exporter", exporter.ALERTS),
+    ("vllm-features", features.ALERTS),
     ("slo", slo.ALERTS),
 )
 

@@ -2,6 +2,12 @@
 
 All of them read the recording rules of obspack/rules/recording/vllm.py, which already merge vLLM's
 renamed metrics, drop production-stack router copies and collapse per-process and per-engine series.
+
+Engines put to sleep (vLLM's sleep mode) serve nothing on purpose, and the gauges they stopped updating
+keep their last values: the KV cache, queue, throughput and prefix-cache alerts leave those pods out
+(`recording.vllm.unless_asleep`, read from the raw sleep state, so still one group hop from raw series).
+Preemptions cannot move while an engine sleeps, and a target that stops answering is down whether it
+slept or not.
 """
 
 from __future__ import annotations
@@ -12,7 +18,12 @@ from obspack import conventions as c
 from obspack.catalogue.vllm import POD_MODEL
 from obspack.config import ObspackConfig, promql_string
 from obspack.rules.model import AlertRule
-from obspack.rules.recording.vllm import prefix_hits_rate, prefix_queries_rate
+from obspack.rules.recording.vllm import (
+    prefix_hits_rate,
+    prefix_queries_rate,
+    unless_asleep,
+    waiting_for_capacity,
+)
 
 WHO = "{{ $labels.namespace }}/{{ $labels.pod }} ({{ $labels.model_name }})"
 TOP = "kubectl -n {{ $labels.namespace }} logs {{ $labels.pod }} --tail=200 | grep -iE 'preempt|KV cache|waiting'"
@@ -22,7 +33,7 @@ def kv_cache_usage_high(cfg: ObspackConfig) -> AlertRule:
     t = cfg.alerts.VLLMKVCacheUsageHigh
     return AlertRule(
         alert="VLLMKVCacheUsageHigh",
-        expr=f"{c.KV_USAGE} > {t.ratio}",
+        expr=unless_asleep(cfg, f"{c.KV_USAGE} > {t.ratio}"),
         for_=t.for_,
         severity=t.severity,
         summary="vLLM KV cache is nearly full; new requests queue and running ones may be preempted.",
@@ -36,7 +47,7 @@ def kv_cache_usage_critical(cfg: ObspackConfig) -> AlertRule:
     t = cfg.alerts.VLLMKVCacheUsageCritical
     return AlertRule(
         alert="VLLMKVCacheUsageCritical",
-        expr=f"{c.KV_USAGE} > {t.ratio}",
+        expr=unless_asleep(cfg, f"{c.KV_USAGE} > {t.ratio}"),
         for_=t.for_,
         severity=t.severity,
         summary="vLLM KV cache is full; requests are being preempted or stuck in the queue.",
@@ -49,17 +60,17 @@ def kv_cache_usage_critical(cfg: ObspackConfig) -> AlertRule:
 def request_queue_backlog(cfg: ObspackConfig) -> AlertRule:
     t = cfg.alerts.VLLMRequestQueueBacklog
     on = c.by(cfg, *POD_MODEL)
+    waiting = waiting_for_capacity(cfg)
+    # Only requests waiting for capacity count: a queue deferred on something else (a KV transfer from a
+    # prefill pod, a grammar, a LoRA slot) does not shrink with more replicas (docs/rules.md).
+    backlog = f"({waiting} >= {t.min_waiting})\nand on ({on})\n({waiting} > {t.waiting_to_running} * {c.RUNNING})"
     return AlertRule(
         alert="VLLMRequestQueueBacklog",
-        expr=f"""
-            ({c.WAITING} >= {t.min_waiting})
-            and on ({on})
-            ({c.WAITING} > {t.waiting_to_running} * {c.RUNNING})
-        """,
+        expr=unless_asleep(cfg, backlog),
         for_=t.for_,
         severity=t.severity,
         summary="vLLM requests are piling up in the queue faster than the engine admits them.",
-        description=WHO + " has {{ $value }} requests waiting, more than "
+        description=WHO + " has {{ $value }} requests waiting for KV cache or batch capacity, more than "
         f"{t.waiting_to_running:g}x the requests running.",
         runbook="vllm-request-queue-backlog",
         triage=TOP,
@@ -73,15 +84,16 @@ def zero_throughput(cfg: ObspackConfig) -> AlertRule:
     # Requests in flight but the generated-token counter did not move (or vanished) over the window:
     # the engine is stuck. An idle model (nothing running or waiting) never matches. A counter seen only
     # once in the window (first scrape, a target back from a gap) cannot tell yet, so it does not count.
+    stuck = f"""
+        (({c.RUNNING} + on ({on}) {c.WAITING}) or {c.RUNNING} or {c.WAITING}) > 0
+        unless on ({on})
+        sum by ({on}) (increase(vllm:generation_tokens_total{gen}[{t.window}])) > 0
+        unless on ({on})
+        min by ({on}) (count_over_time(vllm:generation_tokens_total{gen}[{t.window}])) < 2
+    """
     return AlertRule(
         alert="VLLMZeroThroughput",
-        expr=f"""
-            (({c.RUNNING} + on ({on}) {c.WAITING}) or {c.RUNNING} or {c.WAITING}) > 0
-            unless on ({on})
-            sum by ({on}) (increase(vllm:generation_tokens_total{gen}[{t.window}])) > 0
-            unless on ({on})
-            min by ({on}) (count_over_time(vllm:generation_tokens_total{gen}[{t.window}])) < 2
-        """,
+        expr=unless_asleep(cfg, textwrap.dedent(stuck).strip()),
         for_=t.for_,
         severity=t.severity,
         summary="vLLM has requests in flight but generates no tokens: the engine is stuck.",
@@ -153,12 +165,11 @@ def prefix_cache_hit_rate_low(cfg: ObspackConfig) -> AlertRule:
         f"and on ({on}) {c.PROMPT_RATE} > 0"
     )
     either = textwrap.indent(f"{counters}\nor\n(\n{textwrap.indent(gauge, '  ')}\n)", "  ")
+    # A pod that slept within the window woke with an empty cache (sleep discards the KV cache).
+    low = f"(\n{either}\n) < {t.ratio}\nunless on ({c.by(cfg, 'namespace', 'pod')})\nvllm:cache_config_info{disabled}"
     return AlertRule(
         alert="VLLMPrefixCacheHitRateLow",
-        expr=(
-            f"(\n{either}\n) < {t.ratio}\n"
-            f"unless on ({c.by(cfg, 'namespace', 'pod')})\nvllm:cache_config_info{disabled}"
-        ),
+        expr=unless_asleep(cfg, low, t.window),
         for_=t.for_,
         severity=t.severity,
         summary="vLLM prefix caching rarely hits; it costs memory and hashing for little gain.",

@@ -21,6 +21,8 @@ How each SLI counts, per series before any sum (so a restarting pod's counter re
 - Availability: http_requests_total (vLLM 0.8.3 and later) with a 5xx status is bad. It has no
   model_name: each pod's rate is joined to the model its engine serves (vllm:num_requests_running); the
   production-stack router, which has no model_name, drops out of the join.
+- Sleep mode: a pod whose engine slept at any sample of the window is left out of both sides (its API
+  answers 503 on purpose while it sleeps; engines before 0.11.1 report no sleep state and always count).
 - Requests (the low-traffic guard counts these): the events of time to first token and availability,
   which are requests; inter-token latency counts token gaps, so its guard counts first tokens.
 """
@@ -60,8 +62,11 @@ class Scope:
 RECORDS = Scope()
 
 
-def _sum(cfg: ObspackConfig, scope: Scope, expr: str) -> str:
-    return f"sum by ({c.by(cfg, *scope.keep)}) (\n  {expr}\n)"
+def _sum(cfg: ObspackConfig, scope: Scope, expr: str, window: str) -> str:
+    """Per-series rates summed by the scope's labels, leaving out the pods that slept within the window:
+    a sleeping engine answers 503 on purpose and serves nothing (its events are no one's failure)."""
+    awake = vllm.unless_asleep(cfg, f"(\n  {expr}\n)", window, scope.engine)
+    return f"sum by ({c.by(cfg, *scope.keep)}) (\n  {awake}\n)"
 
 
 def _latency(cfg: ObspackConfig, sli: str, branch: slos.Branch, window: str, scope: Scope) -> tuple[str, str]:
@@ -74,7 +79,7 @@ def _latency(cfg: ObspackConfig, sli: str, branch: slos.Branch, window: str, sco
         bucket = f"{metric}_bucket{vllm.sel(cfg, *branch.matchers, scope.engine, le)}"
         bad.append(f"(\n    {count}\n    - ignoring (le)\n    rate({bucket}[{window}])\n  )")
         every.append(f"(\n    {count}\n    and ignoring (le)\n    {bucket}\n  )")
-    return _sum(cfg, scope, "\n  or\n  ".join(bad)), _sum(cfg, scope, "\n  or\n  ".join(every))
+    return _sum(cfg, scope, "\n  or\n  ".join(bad), window), _sum(cfg, scope, "\n  or\n  ".join(every), window)
 
 
 def _availability(cfg: ObspackConfig, branch: slos.Branch, window: str, scope: Scope) -> tuple[str, str]:
@@ -90,6 +95,7 @@ def _availability(cfg: ObspackConfig, branch: slos.Branch, window: str, scope: S
             scope,
             f"sum by ({pod}) (rate(http_requests_total{http}[{window}]))\n"
             f"  * on ({pod}) group_left (model_name)\n  {served}",
+            window,
         )
 
     return joined('status=~"5.."'), joined()

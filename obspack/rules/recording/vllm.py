@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 from obspack import conventions as c
+from obspack.catalogue import vllm_features as f
 from obspack.catalogue.vllm import HAS_MODEL, POD_MODEL
 from obspack.config import ObspackConfig
 from obspack.rules.model import RecordingRule, RuleGroup
@@ -22,9 +23,9 @@ def sel(cfg: ObspackConfig, *extra: str) -> str:
     return c.selector(cfg.selectors.vllm, HAS_MODEL, *extra)
 
 
-def gauge_sum(cfg: ObspackConfig, metric: str) -> str:
+def gauge_sum(cfg: ObspackConfig, metric: str, *extra: str) -> str:
     """Sum a vLLM gauge over engines per pod and model, after collapsing per-process copies."""
-    return f"sum by ({c.by(cfg, *POD_MODEL)}) (max without (pid) ({metric}{sel(cfg)}))"
+    return f"sum by ({c.by(cfg, *POD_MODEL)}) (max without (pid) ({metric}{sel(cfg, *extra)}))"
 
 
 def counter_rate(
@@ -43,6 +44,30 @@ def pod_model(cfg: ObspackConfig, running: str = c.RUNNING) -> str:
     join labels even if it ever reported two model names."""
     pod = c.by(cfg, "namespace", "pod")
     return f"topk by ({pod}) (1, group by ({pod}, model_name) ({running}))"
+
+
+def asleep(cfg: ObspackConfig, window: str = "", *extra: str) -> str:
+    """The pods with an engine put to sleep (its `awake` sleep state reads 0), one series per pod: now, or
+    at any sample within `window`. A sleeping engine serves nothing on purpose (its API answers 503), and
+    the gauges it stopped updating keep their last values, so serving alerts leave these pods out with
+    `unless on (cluster, namespace, pod)`. Engines older than 0.11.1 have no sleep state: never asleep."""
+    awake = f"{f.SLEEP_STATE}{sel(cfg, f.AWAKE, *extra)}"
+    series = f"min_over_time({awake}[{window}])" if window else awake
+    return f"group by ({c.by(cfg, 'namespace', 'pod')}) ({series} == 0)"
+
+
+def unless_asleep(cfg: ObspackConfig, expr: str, window: str = "", *extra: str) -> str:
+    """`expr` without the pods that sleep now (or slept within `window`)."""
+    return f"{expr}\nunless on ({c.by(cfg, 'namespace', 'pod')})\n{asleep(cfg, window, *extra)}"
+
+
+def waiting_for_capacity(cfg: ObspackConfig) -> str:
+    """Requests waiting for KV blocks or a batch slot, per pod and model: the `capacity` reason where the
+    engine reports reasons (0.20+), else every waiting request (older engines cannot tell). Requests
+    deferred on something else (a KV transfer from a prefill pod, a grammar, a LoRA slot) are left out:
+    more capacity would not admit them."""
+    capacity = gauge_sum(cfg, f.WAITING_BY_REASON, f.CAPACITY)
+    return f"(\n  {capacity}\n  or\n  {c.WAITING}\n)"
 
 
 KV_USAGE = ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc")  # 0.9.2+ name first
