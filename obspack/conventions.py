@@ -39,6 +39,7 @@ POD_GPU_POWER = record_name("namespace_pod_model", "vllm_gpu_power_watts", "sum"
 KV_USAGE = record_name("namespace_pod_model", "vllm_kv_cache_usage", "max")
 RUNNING = record_name("namespace_pod_model", "vllm_num_requests_running", "sum")
 WAITING = record_name("namespace_pod_model", "vllm_num_requests_waiting", "sum")
+WAITING_BY_REASON = record_name("namespace_model_reason", "vllm_num_requests_waiting", "sum")
 GENERATION_RATE = record_name("namespace_pod_model", "vllm_generation_tokens", "rate5m")
 PROMPT_RATE = record_name("namespace_pod_model", "vllm_prompt_tokens", "rate5m")
 PREEMPTION_RATE = record_name("namespace_pod_model", "vllm_num_preemptions", "rate5m")

@@ -17,7 +17,7 @@ from obspack.config import (
 from obspack.rules.model import AlertRule
 
 # ---------------------------------------------------------------------------------------------------------
-# The alert settings the chart exposes, read from the per-alert settings classes in obspack/config.py
+# The alert settings the chart exposes, read from the per-alert settings classes in obspack/config/alerts.py
 
 
 @dataclass(frozen=True)

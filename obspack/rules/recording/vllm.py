@@ -70,6 +70,34 @@ def waiting_for_capacity(cfg: ObspackConfig) -> str:
     return f"(\n  {capacity}\n  or\n  {c.WAITING}\n)"
 
 
+NOT_REPORTED = "not reported (vLLM before 0.20)"
+
+
+def waiting_by_reason(cfg: ObspackConfig) -> str:
+    """Waiting requests per model and reason (vLLM 0.20+: `capacity`, `deferred`). The requests of engines
+    that report no reason (before 0.20) are the model's queue less the reasons reported, under a reason of
+    their own, for the models that have such pods (more pods in the queue record than reporting reasons),
+    so that the reasons add up to the queue. Subtraction and `and`, not `unless`: the record stays right
+    on partial data (Thanos) and its group keeps `warn`."""
+    keep = c.by(cfg, "namespace", "model_name")
+    pm = c.by(cfg, *POD_MODEL)
+    reported = f"max without (pid) ({f.WAITING_BY_REASON}{sel(cfg)})"
+
+    def per_model(what: str, of: str) -> str:
+        return f"{what} by ({keep}) ({of})"
+
+    def less(total: str, part: str) -> str:
+        return f"{total} - ({part} or 0 * {total})"
+
+    unexplained = less(per_model("sum", c.WAITING), per_model("sum", reported))
+    older_pods = less(per_model("count", c.WAITING), per_model("count", f"group by ({pm}) ({reported})"))
+    return (
+        f"sum by ({keep}, reason) ({reported})\nor\n"
+        f"label_replace(\n  ({unexplained})\n  and on ({keep})\n  ({older_pods} > 0),\n"
+        f'  "reason", "{NOT_REPORTED}", "", ""\n)'
+    )
+
+
 KV_USAGE = ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc")  # 0.9.2+ name first
 PREFIX_HITS = ("vllm:prefix_cache_hits_total", "vllm:gpu_prefix_cache_hits_total")
 PREFIX_QUERIES = ("vllm:prefix_cache_queries_total", "vllm:gpu_prefix_cache_queries_total")
@@ -98,6 +126,7 @@ def group(cfg: ObspackConfig) -> RuleGroup:
         ),
         RecordingRule(record=c.RUNNING, expr=gauge_sum(cfg, "vllm:num_requests_running")),
         RecordingRule(record=c.WAITING, expr=gauge_sum(cfg, "vllm:num_requests_waiting")),
+        RecordingRule(record=c.WAITING_BY_REASON, expr=waiting_by_reason(cfg)),
         RecordingRule(record=c.GENERATION_RATE, expr=counter_rate(cfg, ("vllm:generation_tokens_total",), "5m")),
         RecordingRule(record=c.PROMPT_RATE, expr=counter_rate(cfg, ("vllm:prompt_tokens_total",), "5m")),
         RecordingRule(record=c.PREEMPTION_RATE, expr=counter_rate(cfg, ("vllm:num_preemptions_total",), "5m")),

@@ -1,0 +1,168 @@
+"""Alert settings: one class per alert, its defaults from the alert catalogue."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from obspack.config.values import (
+    EVENT_WINDOW,
+    FOR,
+    RATIO,
+    SEVERITY,
+    WINDOW,
+    Duration,
+    HitRatio,
+    LabelMap,
+    Number,
+    Ratio,
+    Regex,
+    Severity,
+    SeverityName,
+    Window,
+    _Model,
+)
+
+
+class AlertSettings(_Model):
+    enabled: bool = Field(True, description="render this alert")
+    for_: Duration = Field("5m", alias="for", description=FOR)
+    severity: SeverityName = Field(Severity.WARNING, description=SEVERITY)
+    labels: LabelMap = Field(
+        default_factory=dict,
+        description="extra static labels, e.g. team: ml-platform (values: no {{ }})",
+    )
+
+
+class HostMemoryNearLimit(AlertSettings):
+    ratio: Ratio = Field(0.9, description=f"working set / memory limit above this fires {RATIO}")
+
+
+class ContainerOOMKilled(AlertSettings):
+    for_: Duration = Field("0m", alias="for", description=FOR)
+    severity: SeverityName = Field(Severity.CRITICAL, description=SEVERITY)
+    window: Window = Field("15m", description=f"a restart within this window counts {EVENT_WINDOW}")
+
+
+class ContainerRestarted(AlertSettings):
+    for_: Duration = Field("0m", alias="for", description=FOR)
+    window: Window = Field("15m", description=f"a restart within this window counts {EVENT_WINDOW}")
+
+
+class GPUMemoryNearFull(AlertSettings):
+    ratio: Ratio = Field(0.97, description=f"framebuffer used / (used + free) above this fires {RATIO}")
+
+
+class KVCacheUsageHigh(AlertSettings):
+    ratio: Ratio = Field(0.9, description="KV cache usage above this fires (0.001 to 0.999, below the critical one)")
+
+
+class KVCacheUsageCritical(AlertSettings):
+    for_: Duration = Field("2m", alias="for", description=FOR)
+    severity: SeverityName = Field(Severity.CRITICAL, description=SEVERITY)
+    ratio: Ratio = Field(0.95, description="KV cache usage above this fires (0.001 to 0.999, above the high one)")
+
+
+class RequestQueueBacklog(AlertSettings):
+    waiting_to_running: Number = Field(
+        3.0, gt=0, le=1000, description="waiting requests above this multiple of running (above 0, at most 1000)"
+    )
+    min_waiting: Number = Field(5.0, ge=1, le=100_000, description="and at least this many requests waiting (1 to 100000)")
+
+
+class ZeroThroughput(AlertSettings):
+    severity: SeverityName = Field(Severity.CRITICAL, description=SEVERITY)
+    window: Window = Field("5m", description=f"no generated token in this window, with requests in flight {WINDOW}")
+
+
+class TargetDown(AlertSettings):
+    severity: SeverityName = Field(Severity.CRITICAL, description=SEVERITY)
+    lookback: Window = Field("1h", description=f"only targets that served vLLM metrics within this window {EVENT_WINDOW}")
+    job_regex: Regex = Field(".*vllm.*", description="also targets of jobs matching this that were up in the window")
+
+
+class RequestPreemptions(AlertSettings):
+    for_: Duration = Field("15m", alias="for", description=FOR)
+    rate: Number = Field(
+        0.0, ge=0, le=1_000_000, description="preemptions per second above this (0: any preemption; at most 1000000)"
+    )
+
+
+class PrefixCacheHitRateLow(AlertSettings):
+    for_: Duration = Field("30m", alias="for", description=FOR)
+    severity: SeverityName = Field(Severity.INFO, description=SEVERITY)
+    ratio: HitRatio = Field(0.3, description="hit rate (hits / queried tokens) below this fires (0.001 to 0.9)")
+    window: Window = Field("30m", description=f"window of the hit-rate computation {WINDOW}")
+    min_query_tokens_per_second: Number = Field(
+        1.0, ge=0, le=1_000_000, description="ignore pods with less prefix-cache traffic (0 to 1000000)"
+    )
+
+
+class KVCacheFragmentationHigh(AlertSettings):
+    for_: Duration = Field("15m", alias="for", description=FOR)
+    ratio: Ratio = Field(0.3, description=f"estimated share of used KV slots left empty above this fires {RATIO}")
+
+
+class CUDAAllocatorFragmentationHigh(AlertSettings):
+    for_: Duration = Field("30m", alias="for", description=FOR)
+    ratio: Ratio = Field(0.3, description=f"inactive split bytes / reserved bytes above this fires {RATIO}")
+
+
+class ExporterTargetDown(AlertSettings):
+    pass
+
+
+class KVTransferFailures(AlertSettings):
+    for_: Duration = Field("10m", alias="for", description=FOR)
+    window: Window = Field("5m", description=f"window of the failure rate {WINDOW}")
+    rate: Number = Field(
+        0.0,
+        ge=0,
+        le=1_000_000,
+        description="failed or expired KV transfers per second above this (0: any, in every window of `for`; at most 1000000)",
+    )
+
+
+class AdmissionRejections(AlertSettings):
+    ratio: Ratio = Field(0.01, description=f"refused requests / (refused + finished) above this fires {RATIO}")
+    window: Window = Field("5m", description=f"window of the refused share {WINDOW}")
+
+
+class KVOffloadAllocationFailures(AlertSettings):
+    for_: Duration = Field("15m", alias="for", description=FOR)
+    window: Window = Field("5m", description=f"window of the failure rate {WINDOW}")
+    rate: Number = Field(
+        0.0, ge=0, le=1_000_000, description="allocation failures per second above this (0: any; at most 1000000)"
+    )
+
+
+class SpecDecodeAcceptanceLow(AlertSettings):
+    for_: Duration = Field("30m", alias="for", description=FOR)
+    severity: SeverityName = Field(Severity.INFO, description=SEVERITY)
+    ratio: Ratio = Field(0.25, description=f"accepted / drafted tokens below this fires {RATIO}")
+    window: Window = Field("30m", description=f"window of the acceptance rate {WINDOW}")
+    min_draft_tokens_per_second: Number = Field(
+        1.0, ge=0, le=1_000_000, description="ignore pods that draft fewer tokens per second (0 to 1000000)"
+    )
+
+
+class Alerts(_Model):
+    """Per-alert settings. Keys are alert names."""
+
+    VLLMHostMemoryNearLimit: HostMemoryNearLimit = HostMemoryNearLimit()
+    VLLMContainerOOMKilled: ContainerOOMKilled = ContainerOOMKilled()
+    VLLMContainerRestarted: ContainerRestarted = ContainerRestarted()
+    VLLMGPUMemoryNearFull: GPUMemoryNearFull = GPUMemoryNearFull()
+    VLLMKVCacheUsageHigh: KVCacheUsageHigh = KVCacheUsageHigh()
+    VLLMKVCacheUsageCritical: KVCacheUsageCritical = KVCacheUsageCritical()
+    VLLMRequestQueueBacklog: RequestQueueBacklog = RequestQueueBacklog()
+    VLLMZeroThroughput: ZeroThroughput = ZeroThroughput()
+    VLLMTargetDown: TargetDown = TargetDown()
+    VLLMRequestPreemptions: RequestPreemptions = RequestPreemptions()
+    VLLMPrefixCacheHitRateLow: PrefixCacheHitRateLow = PrefixCacheHitRateLow()
+    VLLMKVCacheFragmentationHigh: KVCacheFragmentationHigh = KVCacheFragmentationHigh()
+    VLLMCUDAAllocatorFragmentationHigh: CUDAAllocatorFragmentationHigh = CUDAAllocatorFragmentationHigh()
+    ObspackExporterTargetDown: ExporterTargetDown = ExporterTargetDown()
+    VLLMKVTransferFailures: KVTransferFailures = KVTransferFailures()
+    VLLMAdmissionRejections: AdmissionRejections = AdmissionRejections()
+    VLLMKVOffloadAllocationFailures: KVOffloadAllocationFailures = KVOffloadAllocationFailures()
+    VLLMSpecDecodeAcceptanceLow: SpecDecodeAcceptanceLow = SpecDecodeAcceptanceLow()

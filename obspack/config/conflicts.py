@@ -1,0 +1,91 @@
+"""Settings that are valid alone but not together: windows against the scrape interval, thresholds
+against each other, static labels against the cluster label.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from obspack import durations
+from obspack.config.alerts import Alerts
+from obspack.config.model import ObspackConfig
+from obspack.config.values import _MINUTE, Window, has_type
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """Settings that are valid alone but not together; `other` names the setting it conflicts with."""
+
+    loc: tuple[str, ...]
+    message: str  # "{other}" in it is replaced by where the other setting is: FILE:LINE, or "the default"
+    other: tuple[str, ...] | None = None
+
+
+def windows(cfg: ObspackConfig) -> list[tuple[tuple[str, ...], str]]:
+    """Every configured range window of rate/increase/*_over_time, with its key path."""
+    out = []
+    for alert in Alerts.model_fields:
+        settings = getattr(cfg.alerts, alert)
+        for name, info in type(settings).model_fields.items():
+            if has_type(info, Window):
+                out.append((("alerts", alert, name), getattr(settings, name)))
+    return out
+
+
+def _event_windows(cfg: ObspackConfig) -> list[tuple[tuple[str, ...], str]]:
+    """Windows of alerts that hold only while a past event (a restart, the last sample of a target that
+    went down) is inside the window: the alert must get through `for` before the event leaves it."""
+    return [
+        (("alerts", "VLLMContainerOOMKilled", "window"), cfg.alerts.VLLMContainerOOMKilled.window),
+        (("alerts", "VLLMContainerRestarted", "window"), cfg.alerts.VLLMContainerRestarted.window),
+        (("alerts", "VLLMTargetDown", "lookback"), cfg.alerts.VLLMTargetDown.lookback),
+    ]
+
+
+def conflicts(cfg: ObspackConfig) -> list[Conflict]:
+    """Relations between settings: windows against the scrape interval, thresholds against each other."""
+    found = []
+    scrape = durations.parse_ms(cfg.scrape_interval)
+    for loc, window in windows(cfg):
+        if durations.parse_ms(window) < 2 * scrape:
+            found.append(Conflict(
+                loc,
+                f"{window!r} is shorter than two scrapes (scrape_interval {cfg.scrape_interval}, {{other}}), so it can hold a "
+                f"single sample and the rate is empty (allowed: at least {durations.format_ms(2 * scrape)})",
+                ("scrape_interval",),
+            ))
+    # Two evaluations of the rule groups: every rule_interval when it is set, else Prometheus' default minute.
+    evaluation = durations.parse_ms(cfg.rule_interval) if cfg.rule_interval else _MINUTE
+    evaluations = f"rule_interval {cfg.rule_interval}" if cfg.rule_interval else "a minute"
+    for loc, window in _event_windows(cfg):
+        need = durations.parse_ms(getattr(cfg.alerts, loc[1]).for_) + 2 * evaluation
+        if durations.parse_ms(window) < need:
+            found.append(Conflict(
+                loc,
+                f"{window!r} is shorter than `for` ({getattr(cfg.alerts, loc[1]).for_}, {{other}}) plus two "
+                f"evaluations of {evaluations}: the event leaves the window before the alert can fire "
+                f"(allowed: at least {durations.format_ms(need)})",
+                (*loc[:2], "for"),
+            ))
+    static = [(("common_labels",), cfg.common_labels)]
+    static += [(("alerts", alert, "labels"), getattr(cfg.alerts, alert).labels) for alert in Alerts.model_fields]
+    static.append((("slos", "labels"), cfg.slos.labels))  # VLLMErrorBudgetBurn's
+    for loc, labels in static:
+        if cfg.cluster_label in labels:
+            found.append(Conflict(
+                (*loc, cfg.cluster_label),
+                f"sets the cluster label ({cfg.cluster_label}, {{other}}), which each alert takes from its rule "
+                "(allowed: other label names)",
+                ("cluster_label",),
+            ))
+    high, critical = cfg.alerts.VLLMKVCacheUsageHigh, cfg.alerts.VLLMKVCacheUsageCritical
+    if high.enabled and critical.enabled and high.ratio >= critical.ratio:
+        found.append(Conflict(
+            ("alerts", "VLLMKVCacheUsageHigh", "ratio"),
+            f"{high.ratio:g} is not below alerts.VLLMKVCacheUsageCritical.ratio ({critical.ratio:g}, {{other}}) "
+            "(allowed: the warning threshold below the critical one)",
+            ("alerts", "VLLMKVCacheUsageCritical", "ratio"),
+        ))
+    if not any(getattr(cfg.alerts, alert).enabled for alert in Alerts.model_fields):
+        found.append(Conflict(("alerts",), "every alert is disabled (allowed: at least one enabled)"))
+    return found

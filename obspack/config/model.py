@@ -1,0 +1,114 @@
+"""The whole config: sources, alerts, SLOs and outputs. `ObspackConfig()` is the built-in default pack."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import AfterValidator, Field
+
+from obspack.config.alerts import Alerts
+from obspack.config.slos import SLOs
+from obspack.config.values import (
+    URL,
+    K8sKey,
+    K8sLabels,
+    K8sName,
+    LabelMap,
+    LabelName,
+    Matchers,
+    Refresh,
+    Regex,
+    RuleInterval,
+    ScrapeInterval,
+    Tags,
+    Text,
+    _cluster_label,
+    _Model,
+)
+
+# ---------------------------------------------------------------------------------------------------------
+# Sources
+
+
+class Selectors(_Model):
+    """Extra label matchers per source, without braces. Empty means: the metric names are enough."""
+
+    vllm: Matchers = Field("", description="matchers for vLLM engine series, e.g. job=\"vllm\"")
+    cadvisor: Matchers = Field(
+        "", description="matchers for cAdvisor series, e.g. job=\"kubelet\", metrics_path=\"/metrics/cadvisor\""
+    )
+    kube_state_metrics: Matchers = Field("", description="matchers for kube-state-metrics, e.g. job=\"kube-state-metrics\"")
+    dcgm: Matchers = Field("", description="matchers for NVIDIA dcgm-exporter series")
+    exporter: Matchers = Field("", description="matchers for the obspack exporter's series")
+
+
+class VLLMContainers(_Model):
+    """How a vLLM serving container is recognised in cAdvisor and kube-state-metrics series."""
+
+    image_regex: Regex = Field(".*vllm.*", description="container image (cAdvisor or kube-state-metrics) matches this")
+    name_regex: Regex = Field("", description="also count containers whose name matches this (empty: off)")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Outputs
+
+
+class PrometheusRuleOutput(_Model):
+    """The PrometheusRule manifest (kubernetes/prometheusrule.yaml)."""
+
+    name: K8sName = Field("obspack", description="metadata.name of the PrometheusRule")
+    namespace: K8sName = Field("monitoring", description="metadata.namespace of the PrometheusRule")
+    labels: K8sLabels = Field(
+        default_factory=lambda: {"release": "kube-prometheus-stack"},
+        description="labels the Prometheus Operator's ruleSelector matches (Kubernetes labels, at most 32)",
+    )
+
+
+class GrafanaOutput(_Model):
+    """Dashboards: the sidecar ConfigMaps, the datasource variable and links."""
+
+    namespace: K8sName = Field("monitoring", description="namespace of the dashboard ConfigMaps")
+    folder: Text = Field("vLLM", min_length=1, description="Grafana folder the dashboards go to (1 to 255 characters)")
+    folder_annotation: K8sKey = Field(
+        "k8s-sidecar-target-directory",
+        description="ConfigMap annotation the Grafana sidecar reads the folder from (its folderAnnotation)",
+    )
+    configmap_labels: K8sLabels = Field(
+        default_factory=lambda: {"grafana_dashboard": "1"},
+        description="labels the Grafana sidecar looks for (sidecar.dashboards.label; Kubernetes labels, at most 32)",
+    )
+    datasource: Text = Field(
+        "prometheus", description="default Prometheus datasource of the datasource variable (at most 255 characters)"
+    )
+    url: URL = Field("", description="Grafana base URL for links from alerts, e.g. https://grafana.example.com")
+    tags: Tags = Field(
+        default_factory=lambda: ["obspack", "vllm"], description="tags on every dashboard (at most 32, 50 characters each)"
+    )
+    refresh: Refresh = Field("30s", description="dashboard auto-refresh (empty: off; 5s to 1d)")
+    multi_cluster: bool = Field(False, description="show the cluster picker (hidden for a single-cluster fleet)")
+
+
+class ObspackConfig(_Model):
+    """Everything `obspack render` needs. Every field has a default, so an empty file is valid."""
+
+    cluster_label: Annotated[LabelName, AfterValidator(_cluster_label)] = Field(
+        "cluster", description="label that tells clusters apart; kept by every by/on (not starting with __)"
+    )
+    scrape_interval: ScrapeInterval = Field(
+        "30s",
+        description="slowest scrape interval of the sources; every window must span two scrapes (1s to 2m30s)",
+    )
+    selectors: Selectors = Selectors()
+    vllm_containers: VLLMContainers = VLLMContainers()
+    alerts: Alerts = Alerts()
+    slos: SLOs = SLOs()
+    common_labels: LabelMap = Field(default_factory=dict, description="static labels added to every alert (as alerts.*.labels)")
+    rule_interval: RuleInterval | None = Field(
+        None, description="evaluation interval of the rule groups (unset: Prometheus' global one; 1s to 5m)"
+    )
+    runbook_base_url: URL = Field(
+        "",
+        description="prefix of runbook_url; unset gives runbooks/<alert>.md relative to the pack",
+    )
+    prometheus_rule: PrometheusRuleOutput = PrometheusRuleOutput()
+    grafana: GrafanaOutput = GrafanaOutput()
