@@ -15,7 +15,8 @@ Where each name comes from (the wheels' source, tests/fixtures/vllm-release-metr
 - admission control (0.32): `admission_rejections_total{reason}`, requests refused at the door because
   the queue holds `--max-num-queued-reqs` requests or `--max-num-queued-tokens` tokens.
 - disaggregated prefill/decode: the NIXL connector's `nixl_*` (0.11.1+) and the Mooncake connector's
-  `mooncake_*` (0.33); `num_requests_kv_fetch_by_stage` on KV consumers (decode pods, 0.32+).
+  `mooncake_*` (0.33); `num_requests_kv_fetch_by_stage` on KV consumers (0.32+: `kv_consumer` and
+  `kv_both` engines, so decode pods, and also engines that only offload or use LMCache).
 - KV offload: the OffloadingConnector's `kv_offload_*` (`total_bytes`/`total_time` by `transfer_type`,
   the older names, deprecated in 0.33; `load_*`/`store_*` the newer ones), its CPU spec's
   `kv_offload_cpu_*` and tiering spec's `kv_offload_tiering_*`, and the simple CPU offload connector's
@@ -61,6 +62,8 @@ KV_TRANSFER_FAILURES: dict[str, tuple[tuple[str, str], ...]] = {
         ("vllm:mooncake_num_kv_expired_reqs_total", "expired"),
     ),
 }
+EXPIRED = "expired"  # the kind of the counters of blocks that expired unread; the others failed
+FAILED_KINDS = tuple(sorted({kind for pairs in KV_TRANSFER_FAILURES.values() for _, kind in pairs} - {EXPIRED}))
 KV_TRANSFER_TIMES = {"nixl": NIXL_XFER_TIME, "mooncake": MOONCAKE_XFER_TIME}
 KV_TRANSFER_BYTES = {"nixl": NIXL_BYTES, "mooncake": MOONCAKE_BYTES}
 
@@ -106,7 +109,8 @@ class Feature:
 DISAGGREGATION = Feature(
     "disaggregation",
     "Disaggregated prefill/decode",
-    ("vllm:nixl_num_failed_transfers_total", "vllm:mooncake_num_failed_transfers_total", KV_FETCH_BY_STAGE),
+    # Not KV_FETCH_BY_STAGE: every `kv_both` engine has it, offload and LMCache ones included.
+    ("vllm:nixl_num_failed_transfers_total", "vllm:mooncake_num_failed_transfers_total"),
     (
         ("vllm:nixl_num_failed_transfers_total", "NIXL"),
         ("vllm:mooncake_num_failed_transfers_total", "Mooncake"),

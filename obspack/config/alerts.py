@@ -118,7 +118,10 @@ class KVTransferFailures(AlertSettings):
         0.0,
         ge=0,
         le=1_000_000,
-        description="failed or expired KV transfers per second above this (0: any, in every window of `for`; at most 1000000)",
+        description="failed KV transfers per second above this (0: any, in every window of `for`; at most 1000000)",
+    )
+    expired_ratio: Ratio = Field(
+        0.01, description=f"requests whose KV blocks expired unread, per request the pod finished, above this {RATIO}"
     )
 
 

@@ -75,8 +75,12 @@ def transfer_failures_per_pod(cfg: ObspackConfig) -> str:
 
 
 def transfer_time(cfg: ObspackConfig, quantile: float) -> str:
-    buckets = _either(*(_rate(cfg, f"{m}_bucket") for m in f.KV_TRANSFER_TIMES.values()))
-    return f"histogram_quantile({quantile}, {_sum(cfg, (*PER_MODEL, 'le'), buckets)})"
+    """Per model and connector: NIXL's and Mooncake's histograms have their own buckets, which one quantile
+    must not mix."""
+    buckets = _either(
+        *(f'label_replace({_rate(cfg, f"{m}_bucket")}, "connector", "{name}", "", "")' for name, m in f.KV_TRANSFER_TIMES.items())
+    )
+    return f"histogram_quantile({quantile}, {_sum(cfg, (*PER_MODEL, 'connector', 'le'), buckets)})"
 
 
 def transferred_bytes(cfg: ObspackConfig) -> str:

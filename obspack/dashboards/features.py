@@ -80,13 +80,13 @@ def disaggregation(cfg: ObspackConfig) -> RowPanel:
             p.timeseries(
                 "KV transfer time (p50 / p99)",
                 *(
-                    p.target(fq.transfer_time(cfg, quantile), f"p{round(quantile * 100)} {MODEL_LEGEND}")
+                    p.target(fq.transfer_time(cfg, quantile), f"p{round(quantile * 100)} {{{{connector}}}} {MODEL_LEGEND}")
                     for quantile in (0.5, 0.99)
                 ),
                 unit=p.SECONDS,
                 description=(
                     "How long a decode pod takes to read a request's KV cache from its prefill pod (NIXL or "
-                    "Mooncake), per model. A rising p99 shows a congested or degraded network path before "
+                    "Mooncake), per model and connector. A rising p99 shows a congested or degraded network path before "
                     "transfers fail or expire; compare with the failures graph."
                 ),
             ),

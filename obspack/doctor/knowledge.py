@@ -103,7 +103,7 @@ EVENTS = {
 FEATURE_EVENTS = (
     ("vllm:nixl_", "an engine uses the NIXL connector (disaggregated prefill/decode)"),
     ("vllm:mooncake_", "an engine uses the Mooncake connector"),
-    ("vllm:num_requests_kv_fetch_by_stage", "a decode pod fetches KV from prefill pods (vLLM 0.32 and later)"),
+    ("vllm:num_requests_kv_fetch_by_stage", "an engine fetches KV through a connector (vLLM 0.32 and later)"),
     ("vllm:simple_kv_offload_", "an engine uses the simple CPU KV offload connector"),
     ("vllm:kv_offload_", "an engine offloads KV with the OffloadingConnector"),
     ("vllm:spec_decode_", "an engine runs speculative decoding"),

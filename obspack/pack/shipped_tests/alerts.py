@@ -438,6 +438,12 @@ def queue_backlog(b: Builder) -> Incident:
         b.vllm(inc, f.WAITING_BY_REASON, where, f"{capacity}x{n}", engine="0", reason="capacity")
         b.vllm(inc, f.WAITING_BY_REASON, where, f"{deferred}x{n}", engine="0", reason="deferred")
         b.sleep_state(inc, where, (awake, n), engine="0")
+    # llama-6 reports only its deferred requests (no capacity series): nothing waits for capacity, so its
+    # whole queue must not count as it would on an engine that reports no reason at all
+    where = b.where("prod-a", "inference", "llama-6")
+    b.vllm(inc, "vllm:num_requests_running", where, f"1x{n}", engine="0")
+    b.vllm(inc, "vllm:num_requests_waiting", where, f"{waiting * 3}x{n}", engine="0")
+    b.vllm(inc, f.WAITING_BY_REASON, where, f"{waiting * 3}x{n}", engine="0", reason="deferred")
     inc.expect("VLLMRequestQueueBacklog", on_time(0, t.for_), [
         ({**b.where("prod-a", "inference", "llama-0"), "model_name": MODEL}, waiting),
         ({**b.where("prod-a", "inference", "llama-3"), "model_name": MODEL}, waiting + 2),
@@ -610,31 +616,47 @@ def exporter_down(b: Builder) -> Incident:
 
 def kv_transfer_failures(b: Builder) -> Incident:
     t = b.cfg.alerts.VLLMKVTransferFailures
-    inc = Incident("VLLMKVTransferFailures: failing NIXL and Mooncake transfers fire; a burst, healthy "
-                   "transfers and the other cluster do not")
+    inc = Incident("VLLMKVTransferFailures: failing NIXL and Mooncake transfers and a prefill pod whose blocks expire "
+                   "fire; a burst, a trickle of expired blocks, healthy transfers and the other cluster do not")
     at = max(on_time(1, t.for_), 5 + minutes(t.window) + 2)  # llama-2's burst (minute 5) has left the window
     n = math.ceil(at) + 5  # the series end soon after the check: every step evaluates every rule
     # Twice the threshold from the first rate on (per minute, the rate is a sixtieth of it).
     per_minute = max(6, math.ceil(t.rate * 120))
+    finished = 1000  # requests a prefill pod finishes per minute
     counters = dict(f.KV_TRANSFER_FAILURES)
     nixl, mooncake = counters["nixl"], counters["mooncake"]
-    where = {pod: b.where("prod-a", "inference", pod) for pod in ("llama-0", "llama-1", "llama-2", "llama-3")}
-    # llama-0 is a NIXL decode pod whose reads keep failing; llama-1 a Mooncake pod whose receives fail and
-    # whose blocks expire, half and half (both count); llama-2 had one burst; llama-3 transfers fine.
-    b.vllm(inc, nixl[0][0], where["llama-0"], f"0+{per_minute}x{n}", engine="0")
+    pods = ("llama-0", "llama-1", "llama-2", "llama-3", "llama-4", "llama-5")
+    where = {pod: b.where("prod-a", "inference", pod) for pod in pods}
+
+    def counter(metric: str, pod: str, per_min: float, **extra: str) -> None:
+        b.vllm(inc, metric, where[pod], f"0+{per_min:g}x{n}", engine="0", **extra)
+
+    # llama-0: a NIXL decode pod whose reads keep failing. llama-1: a Mooncake pod whose receives fail, and
+    # whose blocks expire as often, against many finished requests (failed fires, expired does not).
+    counter(nixl[0][0], "llama-0", per_minute)
     for metric, _ in nixl[1:]:
-        b.vllm(inc, metric, where["llama-0"], f"0x{n}", engine="0")
-    b.vllm(inc, mooncake[0][0], where["llama-1"], f"0x{n}", engine="0")
-    for metric, _ in mooncake[1:]:
-        b.vllm(inc, metric, where["llama-1"], f"0+{per_minute / 2:g}x{n}", engine="0")
+        counter(metric, "llama-0", 0)
+    for metric, kind in mooncake:
+        counter(metric, "llama-1", 0 if kind == "failed_transfer" else per_minute / 2)
+    counter(f.REQUEST_SUCCESS, "llama-1", finished, finished_reason="stop")
+    # llama-2 had one burst; llama-3 transfers fine; the other cluster's llama-0 too
     for metric, _ in nixl:
         b.vllm(inc, metric, where["llama-2"], f"0x4 {per_minute * 3}x{n - 4}", engine="0")
-        b.vllm(inc, metric, where["llama-3"], f"0x{n}", engine="0")
+        counter(metric, "llama-3", 0)
         b.vllm(inc, metric, b.where("prod-b", "inference", "llama-0"), f"0x{n}", engine="0")
     b.vllm(inc, f.NIXL_XFER_TIME + "_count", where["llama-3"], f"0+40x{n}", engine="0")
+    # NIXL prefill pods: llama-4's blocks expire for a share of its requests above the threshold;
+    # llama-5's expire now and then (requests aborted before their decode pod read them): quiet
+    expiring = round(finished * _above(t.expired_ratio))
+    for pod, expired in (("llama-4", expiring), ("llama-5", math.floor(finished * t.expired_ratio / 2))):
+        for metric, kind in nixl:
+            counter(metric, pod, expired if kind == f.EXPIRED else 0)
+        counter(f.REQUEST_SUCCESS, pod, finished, finished_reason="length")
+    model = {"model_name": MODEL}
     inc.expect("VLLMKVTransferFailures", at, [
-        ({**where["llama-0"], "model_name": MODEL, "connector": "nixl"}, per_minute / 60),
-        ({**where["llama-1"], "model_name": MODEL, "connector": "mooncake"}, per_minute / 60),
+        ({**where["llama-0"], **model, "connector": "nixl", "kind": "failed"}, per_minute / 60),
+        ({**where["llama-1"], **model, "connector": "mooncake", "kind": "failed"}, per_minute / 2 / 60),
+        ({**where["llama-4"], **model, "connector": "nixl", "kind": f.EXPIRED}, expiring / finished),
     ])
     return inc
 

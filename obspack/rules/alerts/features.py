@@ -46,12 +46,16 @@ def tagged_rates(
     return f"sum by ({c.by(cfg, *dict.fromkeys((*keep, *kept)))}) (\n  {joined}\n)"
 
 
-def transfer_failures(cfg: ObspackConfig, window: str, keep: tuple[str, ...] = POD_MODEL, *extra: str) -> str:
-    """Failed and expired KV transfers per second, per pod, model and connector (and `kind` if kept)."""
+def transfer_failures(
+    cfg: ObspackConfig, window: str, keep: tuple[str, ...] = POD_MODEL, *extra: str, kinds: Sequence[str] = ()
+) -> str:
+    """Failed and expired KV transfers per second, per pod, model and connector (and `kind` if kept);
+    only the `kinds` given, if any."""
     counters = [
         (metric, {"kind": kind, "connector": connector})
         for connector, pairs in f.KV_TRANSFER_FAILURES.items()
         for metric, kind in pairs
+        if not kinds or kind in kinds
     ]
     return tagged_rates(cfg, counters, window, keep, *extra)
 
@@ -64,15 +68,27 @@ def offload_allocation_failures(cfg: ObspackConfig, window: str, *extra: str) ->
 
 
 def kv_transfer_failures(cfg: ObspackConfig) -> AlertRule:
+    """Failed reads, receives and notifications fire at any rate (each breaks a request). Expired blocks
+    fire as a share of the requests the pod finished: a prefill pod sees a few expire in normal operation
+    (requests aborted before their decode pod read them), so a rate alone would page a healthy fleet."""
     t = cfg.alerts.VLLMKVTransferFailures
+    pm = c.by(cfg, *POD_MODEL)
+    failed = transfer_failures(cfg, t.window, kinds=f.FAILED_KINDS)
+    expired = transfer_failures(cfg, t.window, kinds=(f.EXPIRED,))
+    finished = counter_rate(cfg, (f.REQUEST_SUCCESS,), t.window)
+    share = f"{expired}\n/ on ({pm}) group_left ()\n{finished}"
     return AlertRule(
         alert="VLLMKVTransferFailures",
-        expr=f"{transfer_failures(cfg, t.window)}\n> {t.rate:g}",
+        expr=(
+            f'label_replace(\n{_indent(failed)}\n  > {t.rate:g},\n  "kind", "failed", "", ""\n)\nor\n'
+            f'label_replace(\n{_indent(share)}\n  > {t.expired_ratio},\n  "kind", "{f.EXPIRED}", "", ""\n)'
+        ),
         for_=t.for_,
         severity=t.severity,
         summary="KV cache transfers between prefill and decode pods keep failing or expiring.",
-        description=WHO + " has {{ $value | humanize }} failed or expired {{ $labels.connector }} KV transfers per "
-        f"second over the last {t.window}: requests between its prefill and decode pods are recomputed or fail.",
+        description=WHO + " has {{ $labels.kind }} {{ $labels.connector }} KV transfers: {{ $value | humanize }} over "
+        f"the last {t.window} (per second where failed, per finished request where expired): requests between "
+        "its prefill and decode pods are recomputed or fail.",
         runbook="vllm-kv-transfer-failures",
         triage=(
             "kubectl -n {{ $labels.namespace }} logs {{ $labels.pod }} --tail=300 "

@@ -65,9 +65,12 @@ def waiting_for_capacity(cfg: ObspackConfig) -> str:
     """Requests waiting for KV blocks or a batch slot, per pod and model: the `capacity` reason where the
     engine reports reasons (0.20+), else every waiting request (older engines cannot tell). Requests
     deferred on something else (a KV transfer from a prefill pod, a grammar, a LoRA slot) are left out:
-    more capacity would not admit them."""
+    more capacity would not admit them. A pod that reports some reason but no `capacity` series counts
+    nothing, not its whole queue. For alerts (the `unless` would make a record unsafe on partial data)."""
+    pm = c.by(cfg, *POD_MODEL)
     capacity = gauge_sum(cfg, f.WAITING_BY_REASON, f.CAPACITY)
-    return f"(\n  {capacity}\n  or\n  {c.WAITING}\n)"
+    reporting = f"group by ({pm}) ({f.WAITING_BY_REASON}{sel(cfg)})"
+    return f"(\n  {capacity}\n  or\n  ({c.WAITING} unless on ({pm}) {reporting})\n)"
 
 
 NOT_REPORTED = "not reported (vLLM before 0.20)"
