@@ -77,10 +77,14 @@ def transfer_failures_per_pod(cfg: ObspackConfig) -> str:
 def transfer_time(cfg: ObspackConfig, quantile: float) -> str:
     """Per model and connector: NIXL's and Mooncake's histograms have their own buckets, which one quantile
     must not mix."""
+    per_model = c.by(cfg, *PER_MODEL, "le")
     buckets = _either(
-        *(f'label_replace({_rate(cfg, f"{m}_bucket")}, "connector", "{name}", "", "")' for name, m in f.KV_TRANSFER_TIMES.items())
+        *(
+            f'label_replace(sum by ({per_model}) ({_rate(cfg, f"{m}_bucket")}), "connector", "{name}", "", "")'
+            for name, m in f.KV_TRANSFER_TIMES.items()
+        )
     )
-    return f"histogram_quantile({quantile}, {_sum(cfg, (*PER_MODEL, 'connector', 'le'), buckets)})"
+    return f"histogram_quantile({quantile}, (\n  {buckets}\n))"
 
 
 def transferred_bytes(cfg: ObspackConfig) -> str:

@@ -68,11 +68,12 @@ DCGM_JOB = {True: "nvidia-dcgm-exporter-honor", False: "nvidia-dcgm-exporter"}
 
 def e2e_config(interval_s: int = INTERVAL_S) -> str:
     """The obspack config of the demo: every `for` cut to two evaluations (the muted exporter alert to
-    three, longer than VLLMTargetDown that inhibits it), rule groups and scrapes on the stack's interval,
-    and the config-driven windows cut to fit a short run (the restart windows to 45s: at least `for` plus two
-    rule evaluations). The recording rules' fixed 5m windows need no change:
-    a rate has its two samples after two scrapes."""
-    two, three = f"{2 * interval_s}s", f"{3 * interval_s}s"
+    four, longer than VLLMTargetDown that inhibits it by more than a scrape and an evaluation: the exporter
+    sees a dead engine before Prometheus' own scrape does, 7.4 s before at a 5 s interval in one loaded
+    run), rule groups and scrapes on the stack's interval, and the config-driven windows cut to fit a short
+    run (the restart windows to 45s: at least `for` plus two rule evaluations). The recording rules' fixed
+    5m windows need no change: a rate has its two samples after two scrapes."""
+    two, muted = f"{2 * interval_s}s", f"{4 * interval_s}s"
     return f"""\
 # obspack config of the end-to-end demo: short `for` durations so alerts fire within seconds.
 selectors:
@@ -98,7 +99,7 @@ alerts:
   VLLMPrefixCacheHitRateLow: {{for: {two}, window: 1m}}
   VLLMKVCacheFragmentationHigh: {{for: {two}}}
   VLLMCUDAAllocatorFragmentationHigh: {{for: {two}}}
-  ObspackExporterTargetDown: {{for: {three}}}  # longer than VLLMTargetDown, which inhibits it
+  ObspackExporterTargetDown: {{for: {muted}}}  # longer than VLLMTargetDown, which inhibits it
 slos: {{enabled: false}}  # the SLO burn has its own live test (tests/e2e/test_slo_burn.py)
 """
 

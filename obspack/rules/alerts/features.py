@@ -31,13 +31,15 @@ def tagged_rates(
     keep: tuple[str, ...] = POD_MODEL,
     *extra: str,
 ) -> str:
-    """The summed rates of several counters per `keep` and the tags (but `kind`) each is given. Every rate
-    gets its tags first (label_replace), so `or` keeps them all: rates drop the metric name, and `or`
-    would otherwise keep only the first of two counters with the same labels. `extra` matchers narrow the
-    series (dashboards: their variables)."""
+    """The summed rates of several counters per `keep` and the tags (but `kind`) each is given. Each
+    counter is summed per `keep` first (fewer series through the rest: a range query pays per series and
+    step) and then gets its tags (label_replace), so `or` keeps them all: rates drop the metric name, and
+    `or` would otherwise keep only the first of two counters with the same labels. `extra` matchers narrow
+    the series (dashboards: their variables)."""
+    by = c.by(cfg, *(label for label in keep if label != "kind"))
     terms = []
     for metric, tags in counters:
-        term = f"rate({metric}{sel(cfg, *extra)}[{window}])"
+        term = f"sum by ({by}) (rate({metric}{sel(cfg, *extra)}[{window}]))"
         for label, value in tags.items():
             term = f'label_replace({term}, "{label}", "{value}", "", "")'
         terms.append(term)
