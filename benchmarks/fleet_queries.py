@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+
+from obspack.pack.walk import panels_by_row
 
 _LABEL_VALUES = re.compile(r"label_values\((.*),\s*(\w+)\)\s*", re.S)
 _VARIABLE = re.compile(r"\$\{(\w+)(?::\w+)?\}|\$(\w+)")
@@ -55,13 +56,6 @@ class Dashboard:
     rows: tuple[tuple[str, str], ...] = ()  # (variable, its query_result expression) of each feature row
 
 
-def _panels(panels: list[dict[str, Any]], row: str = "") -> Iterator[tuple[dict[str, Any], str]]:
-    """Every panel, with the variable its row repeats over (collapsed rows hold their panels)."""
-    for panel in panels:
-        yield panel, row
-        yield from _panels(panel.get("panels") or [], str(panel.get("repeat") or row))
-
-
 def load_dashboards(grafana_dir: Path) -> list[Dashboard]:
     """The rendered dashboards, their query variables and their targets, in file order."""
     out = []
@@ -88,7 +82,7 @@ def load_dashboards(grafana_dir: Path) -> list[Dashboard]:
             )
         targets = [
             Target(path.stem, panel.get("title", ""), t.get("refId", "A"), t["expr"], bool(t.get("instant")), row)
-            for panel, row in _panels(model.get("panels", []))
+            for panel, row in panels_by_row(model.get("panels", []))
             for t in panel.get("targets") or []
             if t.get("expr")
         ]

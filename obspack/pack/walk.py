@@ -56,7 +56,7 @@ def _walk_panels(panels: list[dict[str, object]]) -> Iterator[dict[str, object]]
         yield from _walk_panels(panel.get("panels", []) or [])  # type: ignore[arg-type]
 
 
-def _rows(panels: list[dict[str, object]]) -> Iterator[tuple[dict[str, object], str]]:
+def panels_by_row(panels: list[dict[str, object]]) -> Iterator[tuple[dict[str, object], str]]:
     """Every panel with the variable its row repeats over ("" outside repeated rows); a collapsed row
     holds its panels, an open one is followed by them."""
     repeat = ""
@@ -73,7 +73,7 @@ def _rows(panels: list[dict[str, object]]) -> Iterator[tuple[dict[str, object], 
 
 def targets(pack: Pack) -> Iterator[Target]:
     for dashboard in pack.dashboards:
-        for panel, row in _rows(dashboard.model.get("panels", [])):  # type: ignore[arg-type]
+        for panel, row in panels_by_row(dashboard.model.get("panels", [])):  # type: ignore[arg-type]
             for target in panel.get("targets", []) or []:  # type: ignore[union-attr]
                 if target.get("expr"):
                     title, ref = str(panel.get("title")), str(target.get("refId"))
