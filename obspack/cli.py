@@ -369,6 +369,21 @@ def rightsize(
     release_rise: Annotated[
         float, typer.Option(metavar="SHARE", help="Flag an image whose memory peak rose by more than this share.")
     ] = 0.15,
+    include_low: Annotated[
+        bool, typer.Option("--include-low", help="Also write the patches of low-confidence workloads (each file says its confidence).")
+    ] = False,
+    what_if: Annotated[
+        str | None,
+        typer.Option(
+            "--what-if",
+            metavar="SETTING=VALUE",
+            help="Backtest a value of your own for one workload: limit=40Gi, request=20Gi or gpu-memory-utilization=0.85.",
+        ),
+    ] = None,
+    workload: Annotated[
+        str | None,
+        typer.Option(metavar="[CLUSTER/]NAMESPACE/NAME[:CONTAINER]", help="The workload of --what-if (needed when there are several)."),
+    ] = None,
     at: At = None,
     bearer_token: BearerToken = None,
     bearer_token_file: BearerTokenFile = None,
@@ -392,7 +407,9 @@ def rightsize(
 
     obspack rightsize -p http://prometheus:9090 --window 28d --json --patches patches/
 
-    Exit code 0: nothing to change; 1: recommendations or risks; 2: the server, or a question, failed."""
+    obspack rightsize -p http://prometheus:9090 --what-if limit=40Gi --workload llm/vllm-chat
+
+    Exit code 0: nothing to change; 1: recommendations or risks, or no vLLM workload found (with --what-if: the value fails its backtest); 2: the server, or a question, failed."""
     import json
 
     from obspack.doctor.settings import CONNECTION_OPTIONS, connection
@@ -412,17 +429,23 @@ def rightsize(
             load_window=load_window,
             min_history=min_history,
             release_rise=release_rise,
+            include_low=include_low,
+            what_if_text=what_if,
+            workload=workload,
         )
         report = run_rightsize(cfg, server, settings)
-        written = write_patches(patches, report.workloads) if patches is not None else None
     except ObspackError as e:
         if json_output:
             typer.echo(json.dumps({"error": str(e), "exit_code": e.exit_code}, indent=2))
             raise typer.Exit(code=e.exit_code) from None
         raise _fail(e) from None
     typer.echo(json.dumps(as_json(report), indent=2) if json_output else text(report, typer.style))
-    if written is not None:
-        typer.echo(f"wrote {len(written)} patch files to {patches}", err=True)
+    if patches is not None:  # after the report: a folder that cannot be written loses no answer
+        try:
+            written = write_patches(patches, report.workloads, include_low)
+        except ObspackError as e:
+            raise _fail(e) from None
+        typer.echo(f"wrote {len(written)} patch file{'s' if len(written) != 1 else ''} to {patches}", err=True)
     raise typer.Exit(code=report.exit_code)
 
 

@@ -19,6 +19,16 @@ real ones do: kube-state-metrics from two HA replicas (every series twice), cAdv
 | rs-release | Deployment rel | image v0.31.0 raised load and serving RAM by 30% over v0.30.0 (kube-state-metrics starts only) |
 | rs-new | Deployment fresh-app | two days of data only, no kube-state-metrics (owner read from the pod name) |
 | rs-ok | Deployment steady | sized right, in both clusters (same names) |
+| rs-liveness | Deployment leaky | climbs to 22 GiB under a 24 GiB limit and is restarted by its liveness probe, not the kernel |
+| rs-longrun | Deployment longrun | started 20 days before the window under a 96 GiB limit: its 30 GiB model load is not in the data |
+| rs-prewindow | Deployment warm | started 3 days before the window; the data there still holds its 30 GiB load |
+| rs-canary | Deployments chat and chat-canary | same image and model: chat started before the window, chat-canary loaded 26 GiB inside it |
+
+Each workload serves its own model, as real fleets do, except chat and chat-canary, which share one (and
+their image): a workload whose model load the window did not see takes its load peak from such a sibling.
+Series stop at a container's last sample, as they do when a cgroup goes away; where a run ends (an OOM
+kill, a liveness restart), its last sample lies more than the 5-minute lookback before the next 15-minute
+step, as a real kill does more often than not.
 """
 
 from __future__ import annotations
@@ -45,9 +55,9 @@ IMAGE = "docker.io/vllm/vllm-openai:v0.33.0"
 Samples = list[tuple[int, float]]
 
 
-def grid(start: float, end: float, step: int = STEP) -> range:
-    """Multiples of `step` in [start, end], clipped to an hour before the window and to END."""
-    first = max(int(start), T0 - 3600)
+def grid(start: float, end: float, step: int = STEP, since: int = T0 - 3600) -> range:
+    """Multiples of `step` in [start, end], clipped to `since` (an hour before the window) and to END."""
+    first = max(int(start), since)
     first = -(-first // step) * step
     return range(first, int(min(end, END)) + 1, step)
 
@@ -94,6 +104,7 @@ class Pod:
     lws: str | None = None  # kube_pod_labels' leaderworkerset name
     dcgm_mode: str = "pod"
     pod_cgroup: bool = False  # cAdvisor's pod-level cgroup series too
+    since: int = T0 - 3600  # the first time the data holds for it (earlier: before the backend's retention)
 
     @property
     def start(self) -> int:
@@ -128,6 +139,7 @@ class Engine:
     fragmentation: float = 0.03
     alloc_retries: float = 0.0
     dense: bool = False  # waiting and KV usage every step (else hourly)
+    model: str = MODEL
 
 
 def buckets_1_2_5(limit: int) -> list[float]:
@@ -203,7 +215,7 @@ class Fleet:
         for i, run in enumerate(pod.runs):
             cid = _hash("cid", pod.cluster, pod.name, i)
             labels = {**base, "container": "vllm", "id": f"/kubepods/pod{pod.uid}/{cid}", "image": pod.image}
-            ram = [(t, float(run.ram(t, t - run.start))) for t in grid(run.start, run.end - 1)]
+            ram = [(t, float(run.ram(t, t - run.start))) for t in grid(run.start, run.end - 1, since=pod.since)]
             self.om.add("container_memory_working_set_bytes", "gauge", "container_memory_working_set_bytes", labels, ram)
             whole += [(t, v + GIB) for t, v in ram]
             if pod.cadvisor_start:
@@ -266,7 +278,7 @@ class Fleet:
     def engine(self, pod: Pod, e: Engine) -> None:
         labels = {"cluster": pod.cluster, "namespace": pod.namespace, "pod": pod.name, "container": "vllm",
                   "instance": f"10.0.{int(_hash(pod.name)[:2], 16)}.2:8000", "job": "vllm", "engine": "0",
-                  "model_name": MODEL}
+                  "model_name": e.model}
         life = list(grid(pod.start, pod.end - 1))
         hourly = sparse(pod.start, pod.end - 1, 3600)
         often = life if e.dense else hourly  # gauges only range functions read: hourly unless the test needs steps
@@ -368,19 +380,20 @@ def rs_load(f: Fleet, ns: str = "rs-load", tag: str = "") -> None:
 
 
 def rs_oom(f: Fleet, ns: str = "rs-oom", tag: str = "") -> None:
-    """Serves at 18 GiB under a 24 GiB limit; on day 10 it climbs to the limit within an hour and the kernel
-    kills it (OOMKilled); the next run loads at 20 GiB and serves at 18 GiB again."""
+    """Serves at 18 GiB under a 24 GiB limit; on day 10 it climbs to 23.9 GiB in 65 minutes and the kernel
+    kills it (OOMKilled) 2.5 minutes after the last sample, 12.5 minutes before the next step; the next run
+    loads at 20 GiB and serves at 18 GiB again."""
     climb = T0 + 10 * DAY
-    kill = climb + 3600 + 150
+    kill = climb + 3900 + 150
 
     def first(t: int, age: float) -> float:
-        return 18 * GIB if t < climb else 18 * GIB + (23.9 - 18) * GIB * min(1.0, (t - climb) / 3600)
+        return 18 * GIB if t < climb else 18 * GIB + (23.9 - 18) * GIB * min(1.0, (t - climb) / 3900)
 
     runs = [Run(T0 - DAY, kill, first, killed="OOMKilled"), Run(kill + 30, END + 1, _load_then(20 * GIB, 18 * GIB))]
     f.replicaset("gpu-east", ns, f"vllm-oom{tag}-5f6c7d8b9", f"vllm-oom{tag}", T0 - DAY)
     pod = Pod("gpu-east", ns, f"vllm-oom{tag}-5f6c7d8b9-z8w2c", runs, 24 * GIB, 20 * GIB, owner=("ReplicaSet", f"vllm-oom{tag}-5f6c7d8b9"),
               dcgm_mode="exported", pod_cgroup=True)
-    f.add(pod, Engine())
+    f.add(pod, Engine(model="Qwen/Qwen2.5-14B-Instruct"))
 
 
 def rs_context(f: Fleet, ns: str = "rs-context", tag: str = "") -> None:
@@ -395,6 +408,7 @@ def rs_context(f: Fleet, ns: str = "rs-context", tag: str = "") -> None:
         generation_cdf={100: 0.5, 200: 0.998, 500: 1.0},
         max_model_len=131072,
         config={"kv_cache_size_tokens": "524288", "kv_cache_max_concurrency": "4.0"},
+        model="mistralai/Mistral-Small-24B-Instruct-2501",
     )
     f.add(pod, engine)
 
@@ -404,7 +418,7 @@ def rs_batch(f: Fleet, ns: str = "rs-batch", tag: str = "") -> None:
     in the same namespace re-exports vllm:num_requests_running at 500 without model_name."""
     pod = Pod("gpu-east", ns, f"batch-llm{tag}-0", [Run(T0 - DAY, END + 1, lambda t, age: 9 * GIB)], 16 * GIB, 10 * GIB,
               owner=("StatefulSet", f"batch-llm{tag}"))
-    f.add(pod, Engine(running=lambda t: float(abs((t // STEP) % 24 - 12))))
+    f.add(pod, Engine(running=lambda t: float(abs((t // STEP) % 24 - 12)), model="google/gemma-2-9b-it"))
     f.router(ns, tag)
 
 
@@ -424,6 +438,7 @@ def rs_kv(f: Fleet, ns: str = "rs-kv", tag: str = "") -> None:
         fb_used_mib=lambda t, age: 0.86 * GPU_MIB,
         fragmentation=0.4,
         dense=True,
+        model="meta-llama/Llama-3.3-70B-Instruct",
     )
     f.add(pod, engine)
 
@@ -439,14 +454,14 @@ def rs_release(f: Fleet, ns: str = "rs-release", tag: str = "") -> None:
         f.replicaset("gpu-east", ns, rs, f"rel{tag}", start)
         pod = Pod("gpu-east", ns, name, [Run(start, end, _load_then(load * GIB, serving * GIB))], 32 * GIB, 24 * GIB,
                   image=image, owner=("ReplicaSet", rs), cadvisor_start=False)
-        f.add(pod, Engine(fb_used_mib=lambda t, age: 72000.0))
+        f.add(pod, Engine(fb_used_mib=lambda t, age: 72000.0, model="Qwen/Qwen2.5-7B-Instruct"))
 
 
 def rs_new(f: Fleet, ns: str = "rs-new", tag: str = "") -> None:
     """Started two days before the end; no kube-state-metrics series (cAdvisor's spec limit, 16 GiB, stands in)."""
     pod = Pod("gpu-east", ns, f"fresh-app{tag}-5d8f9c7b6d-x2k9p", [Run(END - 2 * DAY, END + 1, _load_then(13 * GIB, 10 * GIB))],
               16 * GIB, 12 * GIB, spec_limit=True)
-    f.add(pod, Engine())
+    f.add(pod, Engine(model="microsoft/phi-4"))
 
 
 def rs_ok(f: Fleet, ns: str = "rs-ok", tag: str = "") -> None:
@@ -460,11 +475,60 @@ def rs_ok(f: Fleet, ns: str = "rs-ok", tag: str = "") -> None:
             running=lambda t: 6.0 if day(t) else 1.0,
             kv=lambda t: 0.7 if day(t) else 0.5,
             prompt_cdf={1000: 0.9, 2000: 0.99, 5000: 1.0},
+            model="ibm-granite/granite-3.1-8b-instruct",
         )
         f.add(pod, engine)
 
 
-WORKLOADS = (rs_load, rs_oom, rs_context, rs_batch, rs_kv, rs_release, rs_new, rs_ok)
+def rs_liveness(f: Fleet, ns: str = "rs-liveness", tag: str = "") -> None:
+    """Serves at 14 GiB under a 24 GiB limit; on day 6 a leak climbs to 22 GiB in 65 minutes and the liveness
+    probe fails: the kubelet restarts the container (last terminated reason Error, not OOMKilled) 2.5 minutes
+    after the last sample. The next run loads at 20 GiB. Limit: the climb, 22 x 1.15 = 25.3, up to 25.5 GiB."""
+    leak = T0 + 6 * DAY
+    restart = leak + 3900 + 150
+
+    def first(t: int, age: float) -> float:
+        return 14 * GIB if t < leak else 14 * GIB + 8 * GIB * min(1.0, (t - leak) / 3900)
+
+    runs = [Run(T0 - DAY, restart, first, killed="Error"), Run(restart + 30, END + 1, _load_then(20 * GIB, 14 * GIB))]
+    f.replicaset("gpu-east", ns, f"leaky{tag}-6c5d4b3a2", f"leaky{tag}", T0 - DAY)
+    pod = Pod("gpu-east", ns, f"leaky{tag}-6c5d4b3a2-h7k2m", runs, 24 * GIB, 16 * GIB, owner=("ReplicaSet", f"leaky{tag}-6c5d4b3a2"))
+    f.add(pod, Engine(model="deepseek-ai/DeepSeek-R1-Distill-Qwen-14B"))
+
+
+def rs_longrun(f: Fleet, ns: str = "rs-longrun", tag: str = "") -> None:
+    """Started 20 days before the window (longer than the backend keeps), a 96 GiB limit, serves at 20 GiB;
+    its model load (30 GiB) is in no data and no other pod runs its model: the limit must stay at 96 GiB."""
+    start = T0 - 20 * DAY
+    f.replicaset("gpu-east", ns, f"longrun{tag}-7b6c5d4e3", f"longrun{tag}", start)
+    pod = Pod("gpu-east", ns, f"longrun{tag}-7b6c5d4e3-r5t6y", [Run(start, END + 1, _load_then(30 * GIB, 20 * GIB))],
+              96 * GIB, 96 * GIB, owner=("ReplicaSet", f"longrun{tag}-7b6c5d4e3"))
+    f.add(pod, Engine(model="Qwen/Qwen2.5-72B-Instruct"))
+
+
+def rs_prewindow(f: Fleet, ns: str = "rs-prewindow", tag: str = "") -> None:
+    """Started 3 days before the window, which the backend still holds: the load there (30 GiB) sizes the
+    limit, 30 x 1.15 = 34.5 GiB, under the current 40 GiB; serves at 20 GiB."""
+    start = T0 - 3 * DAY + 30
+    f.replicaset("gpu-east", ns, f"warm{tag}-8c7d6e5f4", f"warm{tag}", start)
+    pod = Pod("gpu-east", ns, f"warm{tag}-8c7d6e5f4-b2n3m", [Run(start, END + 1, _load_then(30 * GIB, 20 * GIB))],
+              40 * GIB, 24 * GIB, owner=("ReplicaSet", f"warm{tag}-8c7d6e5f4"), since=start)
+    f.add(pod, Engine(model="mistralai/Mixtral-8x7B-Instruct-v0.1"))
+
+
+def rs_canary(f: Fleet, ns: str = "rs-canary", tag: str = "") -> None:
+    """Two Deployments of one image and one model: chat started before the window (its load not in the
+    data), chat-canary started on day 5 and loaded 26 GiB. chat's limit keeps 26 x 1.15 = 29.9, up to
+    30 GiB, above its 18 GiB serving: 40 GiB -> 30 GiB."""
+    model, image = "openai/gpt-oss-20b", "docker.io/vllm/vllm-openai:v0.33.1"
+    for name, start, rs in ((f"chat{tag}", T0 - 5 * DAY, "5b4c3d2e1"), (f"chat-canary{tag}", T0 + 5 * DAY, "9a8b7c6d5")):
+        f.replicaset("gpu-east", ns, f"{name}-{rs}", name, start)
+        pod = Pod("gpu-east", ns, f"{name}-{rs}-w4e5r", [Run(start, END + 1, _load_then(26 * GIB, 18 * GIB))],
+                  40 * GIB, 24 * GIB, image=image, owner=("ReplicaSet", f"{name}-{rs}"))
+        f.add(pod, Engine(model=model))
+
+
+WORKLOADS = (rs_load, rs_oom, rs_context, rs_batch, rs_kv, rs_release, rs_new, rs_ok, rs_liveness, rs_longrun, rs_prewindow, rs_canary)
 
 
 def write_fleet(path: Path, workloads: Iterable[Callable[[Fleet], None]] = WORKLOADS) -> int:

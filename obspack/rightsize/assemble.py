@@ -10,26 +10,32 @@ import math
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
+from obspack.rightsize import backtest, sizing, workloads
 from obspack.rightsize import histograms as h
-from obspack.rightsize import sizing, workloads
 from obspack.rightsize.measure import Measurements
 from obspack.rightsize.model import (
     GPU,
+    Backtest,
     Confidence,
+    Decision,
     Key,
     Knob,
     KVVerdict,
     Level,
+    Load,
+    LoadSource,
     Memory,
     Release,
-    Risk,
     Workload,
 )
 from obspack.rightsize.queries import Plan
 
 ContainerKey = tuple[str, str, str, str]  # cluster, namespace, pod, container
 PodKey = tuple[str, str, str]
+RunKey = tuple[str, str, str, str, str]  # the container and its cgroup id
+Group = tuple[Key, bool]  # the workload and whether its owner was guessed
 
 
 @dataclass(frozen=True)
@@ -48,6 +54,10 @@ def _max(values: Iterable[float | None]) -> float | None:
 def _sum(values: Iterable[float | None]) -> float | None:
     found = [v for v in values if v is not None]
     return sum(found) if found else None
+
+
+def _when(at: float | None) -> str:
+    return datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%dT%H:%MZ") if at else "?"
 
 
 def _number(text: str) -> float | None:
@@ -103,43 +113,203 @@ class _Index:
         return sorted(k[3:] for k, _ in self.rows(name, pods))
 
 
+def groups(m: Measurements) -> dict[Group, list[ContainerKey]]:
+    """The containers discovery found, by workload (owner and container), in report order."""
+    owners = workloads.from_rows(m.get("pod_owner"), m.get("replicaset_owner"), m.get("leaderworkerset"))
+    found: dict[Group, list[ContainerKey]] = defaultdict(list)
+    for cluster, namespace, pod, container in sorted(m.rows.get("containers", {})):  # type: ignore[misc]
+        owner = workloads.owner_of((cluster, namespace, pod), owners)
+        key = Key(cluster, namespace, owner.kind, owner.name, container)
+        found[(key, owner.guessed)].append((cluster, namespace, pod, container))
+    return dict(sorted(found.items(), key=lambda group: _order(group[0][0])))
+
+
 def assemble(m: Measurements, plan: Plan, settings: Settings) -> tuple[tuple[Workload, ...], tuple[str, ...]]:
     """The workloads found by discovery, sized; and notes on what could not be measured."""
     index = _Index(m)
-    containers = sorted(m.rows.get("containers", {}))
-    owners = workloads.from_rows(m.get("pod_owner"), m.get("replicaset_owner"), m.get("leaderworkerset"))
-    groups: dict[tuple[Key, bool], list[ContainerKey]] = defaultdict(list)
-    for cluster, namespace, pod, container in containers:
-        owner = workloads.owner_of((cluster, namespace, pod), owners)
-        key = Key(cluster, namespace, owner.kind, owner.name, container)
-        groups[(key, owner.guessed)].append((cluster, namespace, pod, container))
-    ordered = sorted(groups.items(), key=lambda group: _order(group[0][0]))
-    built = tuple(_workload(index, key, guessed, members, plan, settings) for (key, guessed), members in ordered)
+    grouped = groups(m)
+    siblings = _siblings(index, grouped)
+    built = tuple(
+        _workload(index, key, guessed, members, plan, settings, siblings) for (key, guessed), members in grouped.items()
+    )
     return built, _notes(m, built)
+
+
+def needs_before(m: Measurements, plan: Plan) -> tuple[tuple[tuple[str, str], ...], float]:
+    """The pods whose workload saw no model load in the window but has a run that started before it, and
+    the earliest such start: the load question to ask of the data before the window (queries.before_window)."""
+    index = _Index(m)
+    start = plan.at - plan.window_s
+    pods: set[tuple[str, str]] = set()
+    earliest = math.inf
+    for (_, _), members in groups(m).items():
+        keys = set(members)
+        if _max(index.images("ram_load_peak", keys).values()) is not None:
+            continue
+        for run in _runs(index, keys, start):
+            if run.before and run.started is not None:
+                pods.add((run.key[1], run.key[2]))
+                earliest = min(earliest, run.started)
+    return tuple(sorted(pods)), (earliest if pods else 0.0)
 
 
 def _order(key: Key) -> tuple[str, ...]:
     return (key.cluster, key.namespace, key.kind, key.name, key.container)
 
 
+@dataclass(frozen=True)
+class _Run:
+    key: RunKey
+    peak: float | None
+    started: float | None  # None: unknown (no cAdvisor start for it)
+    before: bool
+
+
+def _runs(index: _Index, keys: set[ContainerKey], window_start: float) -> list[_Run]:
+    """The runs (cgroups) of these containers in the window, with their peak and start. Where cAdvisor gives
+    no start, kube-state-metrics' earliest start in the window dates the container's first run."""
+    peaks: dict[RunKey, float] = {}
+    for (*run, _image), value in index.images("run_peak", keys).items():
+        run_key = tuple(run)
+        peaks[run_key] = max(peaks.get(run_key, value), value)  # type: ignore[index]
+    starts = {k[:5]: v for k, v in index.rows("run_start", {k[:3] for k in keys}) if k[:4] in keys}
+    ksm = dict(zip(*_pairs(index, "ksm_first_start", keys))) if keys else {}
+    out = []
+    dated: set[ContainerKey] = set()
+    for run_key in sorted(peaks):
+        started = starts.get(run_key)
+        container = run_key[:4]
+        if started is None and container in ksm and container not in dated:
+            started = ksm[container]  # the container's earliest run: the first one seen
+            dated.add(container)  # type: ignore[arg-type]
+        before = started is not None and started < window_start
+        out.append(_Run(run_key, peaks[run_key], started, before))  # type: ignore[arg-type]
+    return out
+
+
+def _pairs(index: _Index, name: str, keys: set[ContainerKey]) -> tuple[list[ContainerKey], list[float]]:
+    rows = [(k[:4], v) for k, v in index.rows(name, {k[:3] for k in keys}) if k[:4] in keys]
+    return [k for k, _ in rows], [v for _, v in rows]  # type: ignore[misc]
+
+
+def _models(index: _Index, pods: set[PodKey]) -> tuple[str, ...]:
+    return tuple(sorted({k[3] for k, _ in index.rows("models", pods) if k[3]}))
+
+
+def _current_images(index: _Index, keys: set[ContainerKey]) -> set[str]:
+    """The images the workload runs at the end of the window (all it ran, when none runs then)."""
+    alive = {k for k in keys if k in index.m.rows.get("ram_now", {})}
+    images = {k[-1] for k in index.images("run_peak", alive or keys)}
+    return images or {k[-1] for k in index.images("ram_points", keys)}
+
+
+_Sibling = tuple[str, str, tuple[str, ...]]  # container name, image, models
+
+
+def _siblings(index: _Index, grouped: dict[Group, list[ContainerKey]]) -> dict[_Sibling, list[tuple[float, Key]]]:
+    """Model-load peaks seen in the window, by container name, image and served models: what a workload of
+    the same image serving the same models loads (workloads with no engine metrics name no model: none)."""
+    found: dict[_Sibling, list[tuple[float, Key]]] = defaultdict(list)
+    for (key, _), members in grouped.items():
+        keys = set(members)
+        models = _models(index, {k[:3] for k in members})
+        if not models:
+            continue
+        per_image: dict[str, float] = {}
+        for k, value in index.images("ram_load_peak", keys).items():
+            per_image[k[-1]] = max(per_image.get(k[-1], value), value)
+        for image, value in per_image.items():
+            found[(key.container, image, models)].append((value, key))
+    return found
+
+
+def _load(
+    index: _Index, key: Key, keys: set[ContainerKey], runs: list[_Run], siblings: dict[_Sibling, list[tuple[float, Key]]]
+) -> tuple[Load, dict[RunKey, float]]:
+    """The load peak the limit is sized from, and the measured load of each run before the window."""
+    observed = _max(index.images("ram_load_peak", keys).values())
+    measured: dict[RunKey, float] = {}
+    for (*run, _image), value in index.images("load_before_window", keys).items():
+        run_key = tuple(run)
+        measured[run_key] = max(measured.get(run_key, value), value)  # type: ignore[index]
+    if observed is not None:
+        return Load(observed, LoadSource.OBSERVED), measured
+    candidates: list[tuple[float, LoadSource, str]] = []
+    for run in runs:
+        if run.key in measured:
+            started = f"started {_when(run.started)}" if run.started else "started before the window"
+            candidates.append((measured[run.key], LoadSource.BEFORE, f"{run.key[2]}, {started}"))
+    models = _models(index, {k[:3] for k in keys})
+    if models:
+        for image in sorted(_current_images(index, keys)):
+            for value, other in siblings.get((key.container, image, models), []):
+                if other != key:
+                    candidates.append((value, LoadSource.SIBLING, other.title))
+    if not candidates:
+        return Load(None, LoadSource.UNSEEN), measured
+    value, source, detail = max(candidates, key=lambda c: (c[0], c[2]))
+    return Load(value, source, detail), measured
+
+
+def _history(index: _Index, keys: set[ContainerKey], runs: list[_Run], load: Load, measured: dict[RunKey, float]) -> backtest.History:
+    def days(name: str) -> dict[float, float]:
+        out: dict[float, float] = defaultdict(float)
+        for container in keys:
+            for day, value in index.m.days.get(name, {}).get(container, {}).items():
+                out[day] = value + out[day] if name == "day_oom_kills" else max(out[day], value)
+        return dict(out)
+
+    kills: dict[tuple[str, ...], int] = {}
+    for container in keys:
+        total = sum(index.m.days.get("day_oom_kills", {}).get(container, {}).values())
+        if round(total):
+            kills[container] = int(round(total))
+    replayed = tuple(
+        backtest.Run(
+            container=run.key[:4],
+            peak=run.peak,
+            before=run.before,
+            load_before=measured.get(run.key, load.peak) if run.before else None,
+        )
+        for run in runs
+    )
+    return backtest.History(
+        runs=replayed,
+        kills=kills,
+        usage_at_kill=_max(index.container("oom_limit", keys)) if kills else None,
+        day_peaks=days("day_peak"),
+        day_p99s=days("day_p99"),
+        day_kills={day: int(round(v)) for day, v in days("day_oom_kills").items() if round(v)},
+    )
+
+
 def _workload(
-    index: _Index, key: Key, guessed: bool, members: list[ContainerKey], plan: Plan, settings: Settings
+    index: _Index,
+    key: Key,
+    guessed: bool,
+    members: list[ContainerKey],
+    plan: Plan,
+    settings: Settings,
+    siblings: dict[_Sibling, list[tuple[float, Key]]],
 ) -> Workload:
     keys = set(members)
     pods = {k[:3] for k in members}
     alive = {k for k in keys if k in index.m.rows.get("ram_now", {})}
     alive_pods = {k[:3] for k in alive}
-    models = tuple(sorted({k[3] for k, _ in index.rows("models", pods) if k[3]}))
-    memory, confidence = _memory(index, key, keys, alive, plan, settings)
-    gpu, knobs = _engine(index, pods, alive_pods or pods, settings)
+    runs = _runs(index, keys, plan.at - plan.window_s)
+    load, measured = _load(index, key, keys, runs, siblings)
+    history = _history(index, keys, runs, load, measured)
+    memory, confidence, replayed = _memory(index, key, keys, alive, plan, settings, load, history)
+    sized = confidence.level is not Level.NONE
+    gpu, knobs = _engine(index, pods, alive_pods or pods, settings, sized)
     fragmentation = _max(index.pod("cuda_fragmentation_p99", pods))
     retries = _sum(index.pod("cuda_alloc_retries", pods))
-    env = sizing.allocator_env(fragmentation, retries, settings.fragmentation_high)
+    env = sizing.allocator_env(fragmentation, retries, settings.fragmentation_high) if sized else None
     releases = _releases(index, keys, settings)
     return Workload(
         key=key,
         owner_guessed=guessed,
-        models=models,
+        models=_models(index, pods),
         images=tuple(r.image for r in releases),
         pods=len(pods),
         memory=memory,
@@ -149,79 +319,96 @@ def _workload(
         releases=releases,
         confidence=confidence,
         alive=bool(alive),
+        backtest=replayed,
+        history=history,
     )
 
 
 def _memory(
-    index: _Index, key: Key, keys: set[ContainerKey], alive: set[ContainerKey], plan: Plan, settings: Settings
-) -> tuple[Memory, Confidence]:
+    index: _Index,
+    key: Key,
+    keys: set[ContainerKey],
+    alive: set[ContainerKey],
+    plan: Plan,
+    settings: Settings,
+    load: Load,
+    history: backtest.History,
+) -> tuple[Memory, Confidence, Backtest | None]:
     def peak(name: str) -> float | None:
         return _max(index.images(name, keys).values())
 
-    load, serving, p99, traffic = (peak(n) for n in ("ram_load_peak", "ram_serving_peak", "ram_serving_p99", "ram_traffic_peak"))
-    split = load is not None or serving is not None
+    observed, serving, p99, traffic = (peak(n) for n in ("ram_load_peak", "ram_serving_peak", "ram_serving_p99", "ram_traffic_peak"))
+    window_peak = _max(r.peak for r in history.runs)
+    split = observed is not None or serving is not None
     if not split:  # no start time known: the whole window stands in for serving
-        serving, p99 = peak("ram_peak"), peak("ram_p99")
+        serving, p99 = window_peak, peak("ram_p99")
     points = int(sum(index.images("ram_points", keys).values()))
     first = list(index.images("ram_first_seen", keys).values())
     span = plan.at - min(first) if first else 0.0
     restarts = int(round(sum(index.container("restarts", keys))))
-    oom_kills = int(round(sum(index.container("oom_kills", keys))))
+    oom_kills = sum(history.kills.values())
     current_limit = _max(index.container("limit_now", alive))
     current_request = _max(index.container("request_now", alive))
     # A workload no pod of which ran at the end has no current limit to judge: never "no limit".
     ksm = key.cluster in {k[0] for k in index.m.rows.get("ksm_present", {})}
     limits_known = bool(alive) and (ksm or current_limit is not None)
-    highest = _max((load, serving))
-    usage_at_kill = (_max(index.container("oom_limit", keys)) or highest) if oom_kills else None
-    confidence = _confidence(points, span, restarts, load is not None, split, plan, settings)
+    highest = _max((load.peak, serving, window_peak))
+    usage_at_kill = (history.usage_at_kill or highest) if oom_kills else None
+    confidence = _confidence(points, span, restarts, load.source, split, plan, settings)
     risk, ratio = sizing.host_risk(highest, current_limit, oom_kills, limits_known)
     if confidence.level is Level.NONE:
-        limit, request = None, None
-        limit_rule = request_rule = "not enough data"
+        computed_limit = computed_request = limit = request = None
+        limit_rule = request_rule = limit_note = request_note = "not enough data"
+        limit_decision = request_decision = Decision.NONE
     else:
-        limit, limit_rule = sizing.memory_limit(highest, usage_at_kill)
-        request, request_rule = sizing.memory_request(p99, limit)
-    sized = confidence.level is not Level.NONE
-    missing_request = limits_known and current_request is None and request is not None
-    limit_change = sized and (
-        risk in (Risk.OOM, Risk.HIGH, Risk.TIGHT, Risk.NO_LIMIT) or sizing.differs(limit, current_limit)
-    )
-    request_change = sized and (sizing.differs(request, current_request) or missing_request)
+        computed_limit, limit_rule = sizing.memory_limit(highest, usage_at_kill)
+        limit_decision, limit, limit_note = sizing.decide_limit(computed_limit, current_limit, risk, load.peak is not None)
+        computed_request, request_rule = sizing.memory_request(p99, computed_limit)
+        in_force = limit if limit is not None else current_limit
+        request_decision, request, request_note = sizing.decide_request(computed_request, current_request, in_force, limits_known)
+    replayed = None
+    if confidence.points:
+        replayed = backtest.replay(
+            history, limit if limit is not None else current_limit, request if request is not None else current_request
+        )
+        if replayed.kills and limit_decision is Decision.CHANGE:  # never: the rules size above every sample
+            limit_note = f"withheld: with {sizing.quantity(limit)} the backtest kills {replayed.runs_killed} runs"  # type: ignore[arg-type]
+            limit_decision, limit = Decision.NONE, None
     memory = Memory(
-        load_peak=load,
+        load_peak=observed,
         serving_peak=serving,
         serving_p99=p99,
         traffic_peak=traffic,
+        window_peak=window_peak,
         split=split,
+        load=load,
         oom_kills=oom_kills,
         usage_at_kill=usage_at_kill,
         current_request=current_request,
         current_limit=current_limit,
+        computed_request=computed_request,
+        computed_limit=computed_limit,
         request=request,
         limit=limit,
+        request_decision=request_decision,
+        limit_decision=limit_decision,
         request_rule=request_rule,
         limit_rule=limit_rule,
         risk=risk,
         peak_to_limit=ratio,
-        limit_change=limit_change,
-        request_change=request_change,
+        limit_note=limit_note,
+        request_note=request_note,
     )
-    return memory, confidence
+    return memory, confidence, replayed
 
 
 def _confidence(
-    points: int, span: float, restarts: int, load_seen: bool, split: bool, plan: Plan, settings: Settings
+    points: int, span: float, restarts: int, load: LoadSource, split: bool, plan: Plan, settings: Settings
 ) -> Confidence:
     if points == 0:
         why = "no cAdvisor working set: is cAdvisor scraped, and does the image match vllm_containers.image_regex?"
         return Confidence(Level.NONE, 0, 0.0, restarts, (why,))
-    found = sizing.confidence(points, span, restarts, settings.min_history_s, plan.window_s, load_seen)
-    if split:
-        return found
-    level = Level.LOW if found.level is Level.HIGH else found.level
-    reasons = (*found.reasons, "no container start times: model load and serving not told apart")
-    return Confidence(level, points, span, restarts, reasons)
+    return sizing.confidence(points, span, restarts, settings.min_history_s, plan.window_s, load, split)
 
 
 def _config(index: _Index, pods: set[PodKey]) -> dict[str, float | bool | None]:
@@ -243,8 +430,13 @@ def _config(index: _Index, pods: set[PodKey]) -> dict[str, float | bool | None]:
     }
 
 
+def _measured_only(knob: Knob) -> Knob:
+    """Not enough data: the measurements stay, the advice goes."""
+    return Knob(knob.flag, knob.current, knob.current_note, None, "not enough data: measured only", False, knob.measured)
+
+
 def _engine(
-    index: _Index, pods: set[PodKey], current_pods: set[PodKey], settings: Settings
+    index: _Index, pods: set[PodKey], current_pods: set[PodKey], settings: Settings, sized: bool
 ) -> tuple[GPU | None, tuple[Knob, ...]]:
     has_engine = any(index.pod(name, pods) for name in ("running_peak", "kv_peak", "kv_p99", "models"))
     if not has_engine:
@@ -259,7 +451,7 @@ def _engine(
     by_reason = bool(index.pod("waits_by_reason", pods))
     verdict = sizing.kv_verdict(kv_peak, kv_p99, preemptions, waiting_share, by_reason)
     ratio = fb_peak / fb_total if fb_peak is not None and fb_total else None
-    utilization = sizing.utilization(config["utilization"], ratio, verdict)  # type: ignore[arg-type]
+    utilization = sizing.utilization(config["utilization"], ratio, verdict) if sized else None  # type: ignore[arg-type]
 
     prompt = index.buckets("prompt_tokens", pods)
     generation = index.buckets("generation_tokens", pods)
@@ -278,6 +470,11 @@ def _engine(
     prefix = sizing.prefix_caching(config["prefix"], hit_rate, verdict is KVVerdict.TOO_SMALL, settings.prefix_low)  # type: ignore[arg-type]
     if prefix is not None:
         knobs.append(prefix)
+    if not sized:
+        knobs = [_measured_only(k) for k in knobs]
+    projected = None
+    if utilization is not None and ratio is not None and config["utilization"] is not None:
+        projected = ratio + utilization - config["utilization"]  # type: ignore[operator]
     gpu = GPU(
         framebuffer_total=fb_total,
         peak=fb_peak,
@@ -291,13 +488,17 @@ def _engine(
         waits_by_reason=by_reason,
         verdict=verdict,
         recommended_utilization=utilization,
-        advice=_advice(verdict, utilization, ratio, kv_peak, kv_p99, preemptions, waiting_share, knobs),
+        advice=_advice(verdict, config["utilization"], utilization, ratio, kv_peak, kv_p99, preemptions, waiting_share, knobs)  # type: ignore[arg-type]
+        if sized
+        else (),
+        projected_peak_ratio=projected,
     )
     return gpu, tuple(knobs)
 
 
 def _advice(
     verdict: KVVerdict,
+    current: float | None,
     utilization: float | None,
     ratio: float | None,
     kv_peak: float | None,
@@ -307,8 +508,13 @@ def _advice(
     knobs: list[Knob],
 ) -> tuple[str, ...]:
     out = []
+    projected = ratio + utilization - current if None not in (ratio, utilization, current) else None  # type: ignore[operator]
+    after = f"; with it the framebuffer would have peaked at {projected:.0%}" if projected is not None else ""
     if ratio is not None and ratio > sizing.FB_DANGER and utilization is not None:
-        out.append(f"framebuffer peaked at {ratio:.0%}: lower --gpu-memory-utilization to {utilization:.2f} (CUDA out-of-memory risk)")
+        out.append(
+            f"framebuffer peaked at {ratio:.0%}: lower --gpu-memory-utilization to {utilization:.2f} (CUDA "
+            f"out-of-memory risk{after})"
+        )
     if verdict is KVVerdict.TOO_SMALL:
         why = []
         if preemptions:
@@ -318,12 +524,12 @@ def _advice(
         if waiting_share and waiting_share >= sizing.WAIT_SHARE:
             why.append(f"requests waited for capacity {waiting_share:.1%} of the time")
         out.append("KV cache too small (" + ", ".join(why) + ")")
-        if utilization is not None and (ratio is None or ratio <= sizing.FB_DANGER):
-            out.append(f"raise --gpu-memory-utilization to {utilization:.2f} (the framebuffer peaked at {ratio:.0%})")
+        if utilization is not None and ratio is not None and ratio <= sizing.FB_DANGER:
+            out.append(f"raise --gpu-memory-utilization to {utilization:.2f} (the framebuffer peaked at {ratio:.0%}{after})")
         long_context = next((k for k in knobs if k.flag == "--max-model-len" and k.change), None)
         if long_context is not None:
             out.append(f"lower --max-model-len to {long_context.recommended:.0f}: rare long requests hold the cache")
-        if any(k.flag == "--no-enable-prefix-caching" and k.change for k in knobs):
+        if any(k.flag == sizing.PREFIX_FLAG and k.change for k in knobs):
             out.append("turn prefix caching off: few hits for its bookkeeping")
         out.append("or add replicas: each replica has its own KV cache")
     elif verdict is KVVerdict.IDLE and kv_peak:
@@ -383,5 +589,9 @@ def _notes(m: Measurements, built: tuple[Workload, ...]) -> tuple[str, ...]:
         notes.append("no dcgm-exporter framebuffer series for the vLLM pods: GPU memory not measured")
     if m.malformed:
         notes.append(f"{m.malformed} answer rows were not Prometheus API rows and were left out")
+    if m.dropped:
+        notes.append(
+            f"{m.dropped} values were infinite, negative or absurdly large (a memory over 1 PiB) and were left out"
+        )
     return tuple(notes)
 

@@ -1,23 +1,26 @@
-"""Ask the questions of queries.py and keep the answers as plain rows: quantity -> {label values: value}.
+"""Ask the questions of queries.py and keep the answers as plain rows: quantity -> {label values: value}, and
+for the day-by-day questions quantity -> {label values: {day's end: value}}.
 
 Answers are treated as hostile: a row without a label map, a value that is not a number, a label that is
-not text is counted and left out; NaN and infinite values (a quantile over nothing) are left out. A question
-the server refuses or times out on is a `Failure` for that quantity only.
+not text is counted and left out; NaN and infinite values (a quantile over nothing) are left out, and so
+are negative ones (no quantity asked can be below zero; a broken exporter's can). A question the server
+refuses or times out on is a `Failure` for that quantity only.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from obspack.doctor.api import PrometheusAPI, QueryFailed
 from obspack.rightsize.model import Failure
-from obspack.rightsize.queries import Query
+from obspack.rightsize.queries import DAY, Query
 
 Key = tuple[str, ...]
 Rows = dict[Key, float]
+Days = dict[Key, dict[float, float]]
 
 
 @dataclass(frozen=True)
@@ -25,61 +28,125 @@ class Measurements:
     rows: Mapping[str, Rows]
     failures: tuple[Failure, ...] = ()
     malformed: int = 0  # rows left out because they were not Prometheus API rows
+    days: Mapping[str, Days] = field(default_factory=dict)
+    dropped: int = 0  # values left out because they were infinite or negative
 
     def get(self, name: str) -> Rows:
         return dict(self.rows.get(name, {}))
 
 
-def parse(result: Any, keys: tuple[str, ...]) -> tuple[Rows, int]:
-    """Rows keyed by the values of `keys` ('' when a label is absent); duplicates keep the highest value."""
+def _labels(row: Any, keys: tuple[str, ...]) -> Key | None:
+    metric = row.get("metric") if isinstance(row, dict) else None
+    if not isinstance(metric, dict):
+        return None
+    labels = [metric.get(k, "") for k in keys]
+    return tuple(labels) if all(isinstance(v, str) for v in labels) else None
+
+
+def _number(value: Any) -> float | None:
+    """The sample's value, or None when it is not a number (a hostile answer)."""
+    if not isinstance(value, list | tuple) or len(value) != 2:
+        return None
+    try:
+        return float(value[1])
+    except (TypeError, ValueError):
+        return None
+
+
+def _kept(number: float, most: float) -> bool:
+    """NaN (a quantile over nothing) is no answer; infinite, negative and absurdly large values (`most`)
+    are nonsense here."""
+    return math.isfinite(number) and 0 <= number <= most
+
+
+def parse(result: Any, keys: tuple[str, ...], most: float = 2.0**53) -> tuple[Rows, int, int]:
+    """Rows keyed by the values of `keys` ('' when a label is absent); duplicates keep the highest value.
+    With the count of malformed rows, and of infinite or negative values left out."""
     if not isinstance(result, list):
-        return {}, 1
+        return {}, 1, 0
     rows: Rows = {}
-    malformed = 0
+    malformed = dropped = 0
     for row in result:
-        metric = row.get("metric") if isinstance(row, dict) else None
-        value = row.get("value") if isinstance(row, dict) else None
-        if not isinstance(metric, dict) or not isinstance(value, list | tuple) or len(value) != 2:
+        key = _labels(row, keys)
+        number = _number(row.get("value")) if isinstance(row, dict) else None
+        if key is None or number is None:
             malformed += 1
             continue
-        labels = [metric.get(k, "") for k in keys]
-        if not all(isinstance(v, str) for v in labels):
-            malformed += 1
+        if not _kept(number, most):
+            dropped += not math.isnan(number)
             continue
-        try:
-            number = float(value[1])
-        except (TypeError, ValueError):
-            malformed += 1
-            continue
-        if not math.isfinite(number):
-            continue
-        key = tuple(labels)
         rows[key] = max(rows.get(key, number), number)
-    return rows, malformed
+    return rows, malformed, dropped
 
 
-def measure(api: PrometheusAPI, queries: Iterable[Query], at: float) -> Measurements:
-    """Every query at `at`, at most the connection's concurrency in flight."""
+def parse_days(result: Any, keys: tuple[str, ...], most: float = 2.0**53) -> tuple[Days, int, int]:
+    """A range query's series as {key: {time: value}}; duplicates keep the highest value per time."""
+    if not isinstance(result, list):
+        return {}, 1, 0
+    days: Days = {}
+    malformed = dropped = 0
+    for row in result:
+        key = _labels(row, keys)
+        values = row.get("values") if isinstance(row, dict) else None
+        if key is None or not isinstance(values, list):
+            malformed += 1
+            continue
+        found = days.setdefault(key, {})
+        for value in values:
+            number = _number(value)
+            try:
+                at = float(value[0]) if number is not None else math.nan
+            except (TypeError, ValueError):
+                at = math.nan
+            if number is None or not math.isfinite(at):
+                malformed += 1
+                continue
+            if not _kept(number, most):
+                dropped += not math.isnan(number)
+                continue
+            found[at] = max(found.get(at, number), number)
+    return days, malformed, dropped
+
+
+def measure(api: PrometheusAPI, queries: Iterable[Query], at: float, window_s: int = 0) -> Measurements:
+    """Every query at `at` (or its own time), at most the connection's concurrency in flight; the day-by-day
+    ones as range queries over the window (`window_s`), one point a day ending at `at`."""
     work = list(queries)
-    answers = api.map(lambda q: api.query(q.expr, at), work)
+
+    def ask(q: Query) -> Any:
+        if q.days:
+            days = max(1, window_s // DAY)
+            return api.query_range(q.expr, at - (days - 1) * DAY, at, DAY)
+        return api.query(q.expr, q.at if q.at is not None else at)
+
+    answers = api.map(ask, work)
     rows: dict[str, Rows] = {}
+    days: dict[str, Days] = {}
     failures = []
-    malformed = 0
+    malformed = dropped = 0
     for query, answer in zip(work, answers):
         if isinstance(answer, QueryFailed):
             failures.append(Failure(query.name, str(answer)))
             continue
-        rows[query.name], bad = parse(answer, query.keys)
+        if query.days:
+            days[query.name], bad, nonsense = parse_days(answer, query.keys, query.most)
+        else:
+            rows[query.name], bad, nonsense = parse(answer, query.keys, query.most)
         malformed += bad
-    return Measurements(rows, tuple(failures), malformed)
+        dropped += nonsense
+    return Measurements(rows, tuple(failures), malformed, days, dropped)
 
 
 def merge(*parts: Measurements) -> Measurements:
     rows: dict[str, Rows] = {}
+    days: dict[str, Days] = {}
     for part in parts:
         rows.update(part.rows)
+        days.update(part.days)
     return Measurements(
         rows,
         tuple(f for part in parts for f in part.failures),
         sum(part.malformed for part in parts),
+        days,
+        sum(part.dropped for part in parts),
     )

@@ -6,8 +6,11 @@ is missing or had nothing in the window), never zero.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
+
+FB_DANGER = 0.97  # framebuffer use above this share of the card risks CUDA out-of-memory
 
 
 class Risk(str, Enum):
@@ -30,8 +33,26 @@ class KVVerdict(str, Enum):
 
 class Level(str, Enum):
     HIGH = "high"
-    LOW = "low"  # sized, but read the reasons
-    NONE = "not enough data"  # no recommendation: measured values only
+    MEDIUM = "medium"  # sized, with the model load taken from another source (or the limit kept without it)
+    LOW = "low"  # sized, but read the reasons: its patch is written only with --include-low
+    NONE = "not enough data"  # measured values only, no advice of any kind
+
+
+class LoadSource(str, Enum):
+    """Where the model-load peak that sizes the limit comes from."""
+
+    OBSERVED = "observed"  # a start of the workload's own containers inside the window
+    BEFORE = "before the window"  # the start of a running container, before the window, still in the backend
+    SIBLING = "same image and model"  # another workload's start inside the window, same image, model, container
+    UNSEEN = "not seen"  # none: the limit is never lowered
+
+
+class Decision(str, Enum):
+    """What to do with a current request or limit."""
+
+    CHANGE = "change"  # set the recommended value
+    KEEP = "keep"  # the current value stays (within the tolerance, or lowering it is not safe)
+    NONE = "none"  # nothing is said (not enough data, or nothing measured)
 
 
 @dataclass(frozen=True)
@@ -60,30 +81,79 @@ class Confidence:
 
 
 @dataclass(frozen=True)
+class Load:
+    """The model-load peak that sizes the limit, and where it comes from."""
+
+    peak: float | None
+    source: LoadSource
+    detail: str = ""  # the sibling workload, or when the run started
+
+
+@dataclass(frozen=True)
 class Memory:
     """Host RAM of the container (cAdvisor working set, the figure the OOM killer acts on)."""
 
-    load_peak: float | None  # the first minutes after each start
+    load_peak: float | None  # the first minutes after each start in the window
     serving_peak: float | None  # after that, whatever the traffic
     serving_p99: float | None
     traffic_peak: float | None  # serving, while requests were running
+    window_peak: float | None  # the highest sample of any run in the window, whatever its phase
     split: bool  # load and serving told apart (start times known); else serving = the whole window
+    load: Load  # the load peak the limit is sized from
     oom_kills: int
     usage_at_kill: float | None  # the limit the container had when it was killed
     current_request: float | None
     current_limit: float | None
-    request: float | None  # recommended; None: not enough data
+    computed_request: float | None  # what the rules give; None: not enough data or nothing measured
+    computed_limit: float | None
+    request: float | None  # the value to set: the computed one, or the current one where kept
     limit: float | None
+    request_decision: Decision
+    limit_decision: Decision
     request_rule: str
     limit_rule: str
     risk: Risk
     peak_to_limit: float | None
-    limit_change: bool  # the recommendation differs from the current value beyond the tolerance, or a risk
-    request_change: bool
+    limit_note: str = ""  # why the decision (raised, lowered, kept and why, withheld)
+    request_note: str = ""
+
+    @property
+    def limit_change(self) -> bool:
+        return self.limit_decision is Decision.CHANGE
+
+    @property
+    def request_change(self) -> bool:
+        return self.request_decision is Decision.CHANGE
 
     @property
     def change(self) -> bool:
         return self.limit_change or self.request_change
+
+
+@dataclass(frozen=True)
+class Backtest:
+    """The window's own samples replayed against a limit and a request: what they would have done."""
+
+    limit: float | None
+    request: float | None
+    runs: int  # runs (cgroups) of the workload's containers in the window
+    runs_killed: int  # runs whose working set reached the limit, or that the kernel killed at a limit as high
+    loads_before: int  # runs that started before the window whose model load is counted (measured or inferred)
+    loads_unknown: int  # runs that started before the window whose model load is unknown
+    days: int  # days of the window with data
+    days_killed: int
+    days_over_request: int  # days whose working-set p99 was above the request
+    peak: float | None  # the highest sample (or load before the window) replayed
+
+    @property
+    def kills(self) -> bool:
+        return self.runs_killed > 0 or self.days_killed > 0
+
+    @property
+    def peak_ratio(self) -> float | None:
+        if self.peak is None or not self.limit:
+            return None
+        return self.peak / self.limit
 
 
 @dataclass(frozen=True)
@@ -103,12 +173,35 @@ class GPU:
     verdict: KVVerdict
     recommended_utilization: float | None
     advice: tuple[str, ...] = ()
+    projected_peak_ratio: float | None = None  # the framebuffer peak share with the recommended utilization
 
     @property
     def peak_ratio(self) -> float | None:
         if self.peak is None or not self.framebuffer_total:
             return None
         return self.peak / self.framebuffer_total
+
+
+@dataclass(frozen=True)
+class Run:
+    """One run (cgroup: one start) of a container, as the backtest replays it."""
+
+    container: tuple[str, ...]
+    peak: float | None  # the highest sample in the window
+    before: bool = False  # started before the window
+    load_before: float | None = None  # its model load before the window: measured there, or inferred
+
+
+@dataclass(frozen=True)
+class History:
+    """A workload's samples as the backtest reads them."""
+
+    runs: tuple[Run, ...] = ()
+    kills: Mapping[tuple[str, ...], int] = field(default_factory=dict)  # OOM kills in the window, per container
+    usage_at_kill: float | None = None  # the (highest) limit in force at those kills
+    day_peaks: Mapping[float, float] = field(default_factory=dict)  # day's end -> highest sample
+    day_p99s: Mapping[float, float] = field(default_factory=dict)
+    day_kills: Mapping[float, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -152,16 +245,25 @@ class Workload:
     releases: tuple[Release, ...]
     confidence: Confidence
     alive: bool  # a pod of it ran at the end of the window
+    backtest: Backtest | None = None  # the recommended (or kept) limit and request, replayed
+    history: History = field(default_factory=History, compare=False, repr=False)  # what the backtest reads
 
     @property
     def release_risk(self) -> bool:
         return any(r.flagged for r in self.releases)
 
     @property
+    def gpu_risk(self) -> bool:
+        ratio = self.gpu.peak_ratio if self.gpu is not None else None
+        return ratio is not None and ratio > FB_DANGER
+
+    @property
     def risks(self) -> tuple[str, ...]:
         found = []
         if self.memory.risk in (Risk.OOM, Risk.HIGH, Risk.TIGHT):
             found.append(f"host memory {self.memory.risk.value}")
+        if self.gpu_risk:
+            found.append("GPU memory near full")
         if self.gpu is not None and self.gpu.verdict is KVVerdict.TOO_SMALL:
             found.append("KV cache too small")
         if self.release_risk:
@@ -186,6 +288,20 @@ class Workload:
         if not self.alive:
             return False
         return bool(self.risks) or (self.confidence.level is not Level.NONE and bool(self.changes))
+
+
+@dataclass(frozen=True)
+class WhatIf:
+    """`--what-if`: the backtest of a value the user proposes for one workload."""
+
+    workload: Key
+    setting: str  # limit, request, gpu-memory-utilization
+    value: float
+    text: str  # the value as written
+    passes: bool  # the value passes its backtest (proven: no kill, no CUDA out-of-memory, no full KV cache)
+    answer: str  # one sentence
+    backtest: Backtest | None = None  # limit and request
+    facts: tuple[tuple[str, float | None], ...] = ()  # the numbers behind the answer, by name
 
 
 @dataclass(frozen=True)
@@ -223,10 +339,19 @@ class Report:
     requests: int
     elapsed_s: float
     slowest: tuple[tuple[float, str], ...] = field(default=(), compare=False)
+    include_low: bool = False  # low-confidence workloads get their patches too
+    what_if: WhatIf | None = None
+    selectors: tuple[str, ...] = ()  # what discovery looked for (said when it found nothing)
 
     @property
     def exit_code(self) -> int:
-        """2: the server, or one of the questions asked, failed; 1: recommendations or risks; 0: nothing."""
+        """2: the server, or one of the questions asked, failed; with --what-if, 1 when the value fails its
+        backtest; else 1: recommendations or risks, or no vLLM workload found at all (a wrong selector must
+        not pass a CI job); 0: nothing to change."""
         if self.failures:
             return 2
+        if self.what_if is not None:
+            return 0 if self.what_if.passes else 1
+        if not self.workloads:
+            return 1
         return 1 if any(w.actionable for w in self.workloads) else 0

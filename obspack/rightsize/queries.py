@@ -1,18 +1,25 @@
-"""Every question `obspack rightsize` asks, as PromQL: one instant query per quantity for the whole fleet.
+"""Every question `obspack rightsize` asks, as PromQL: one query per quantity for the whole fleet.
 
-Each query is evaluated once, at the end of the window, and returns one row per container, pod, or pod and
-bucket: range functions over the window (`max_over_time(x[14d])`) where the raw series answer directly,
-subqueries at a coarse step (`[14d:15m]`) where each step must be classified first. Their number does not
-grow with the fleet (docs/benchmarks.md measures them at 1,000 pods).
+Most are instant queries evaluated once, at the end of the window, returning one row per container, run
+(cgroup), pod, or pod and bucket: range functions over the window (`max_over_time(x[14d])`) where the raw
+series answer directly, subqueries at a coarse step (`[14d:15m]`) where each step must be classified first.
+A few are range queries with a one-day step (the backtest's days), and one optional question looks at the
+data before the window (the model load of containers that started before it). Their number does not grow
+with the fleet (docs/benchmarks.md measures them at 1,000 pods).
 
 Model load and serving. A step whose window holds a sample from the first `load` seconds after its
 container started is load; the steps after it are serving. So load covers the first `load` seconds rounded
-up to the step (10 minutes after a start, 15-minute steps: 10 to 25 minutes), and serving starts right after; each step reads
-the highest sample in it (`max_over_time(x[step])`), so a spike between steps is not lost. The start is
-cAdvisor's `container_start_time_seconds` of the same cgroup (exact across restarts: each run of a
-container has its own cgroup and start), else kube-state-metrics' `kube_pod_container_state_started` for
-containers cAdvisor gives no start for (at a restart, the old run's last step may then count as load).
-Containers with neither are not told apart: their window-wide peak and p99 stand in for serving.
+up to the step (10 minutes after a start, 15-minute steps: 10 to 25 minutes), and serving starts right after;
+each step reads the highest sample in it (`max_over_time(x[step])`), so a spike between steps is not lost.
+The start is read over the same step window as the samples (`min_over_time` for serving, `max_over_time` for
+load), never as an instant: a cgroup's series stop a scrape after the kernel kills it (Prometheus marks them
+stale), so an instant read at the next step would find no start and the run's last minutes, the climb to a
+kill or a restart, would count as neither. Where every run of a container shares one start series
+(kube-state-metrics' `kube_pod_container_state_started`, or cAdvisor scraped without its `id` label), the
+step that holds a restart sees both starts and counts as both load and serving: nothing is lost.
+cAdvisor's `container_start_time_seconds` of the same cgroup is the exact start (every run has its own
+cgroup); kube-state-metrics' stands in for containers cAdvisor gives no start for. Containers with neither
+are not told apart: their window-wide peak and p99 stand in for serving.
 
 Sources are read as obspack's rules read them (rules/recording): vLLM engine series with the configured
 selector and `model_name!=""` (production-stack's router re-exports some gauges without it), per-process
@@ -23,6 +30,7 @@ kube-state-metrics HA replicas collapsed with `max by`; dcgm-exporter in any of 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -32,9 +40,15 @@ from obspack.durations import format_ms
 from obspack.rules.recording import dcgm, kubernetes, vllm
 
 MIB = 1048576  # DCGM reports the framebuffer in MiB
+DAY = 86400
 CONTAINER = ("namespace", "pod", "container")
+RUN = (*CONTAINER, "id")  # one run of a container: cAdvisor's cgroup ("" where the id label is dropped)
 POD = ("namespace", "pod")
 MAX_SCOPE_CHARS = 4000  # a longer namespace regex is left out (VictoriaMetrics caps the query length)
+MAX_BEFORE_S = 90 * DAY  # how far before the window a container's start is looked up, at most
+MAX_BEFORE_STEPS = 3000
+MAX_BYTES = 2.0**50  # 1 PiB: a container's memory above this is a broken sample, not a measurement
+BYTES = ("ram_", "run_peak", "day_peak", "day_p99", "oom_limit", "limit_now", "request_now", "load_before", "fb_")
 CACHE_CONFIG_LABELS = (
     "gpu_memory_utilization",
     "enable_prefix_caching",
@@ -69,6 +83,13 @@ class Query:
     name: str
     expr: str
     keys: tuple[str, ...]  # the labels that tell rows apart, the cluster label first
+    at: float | None = None  # evaluated at this time instead of the end of the window
+    days: bool = False  # a range query, one point a day ending at the end of the window (the backtest's days)
+    most: float = 2.0**53  # values above this are nonsense (a broken exporter's) and are left out
+
+    def __post_init__(self) -> None:
+        if self.name.startswith(BYTES):
+            object.__setattr__(self, "most", MAX_BYTES)
 
 
 def _each(legs: list[str], read: Callable[[str], str] = lambda leg: leg) -> str:
@@ -90,12 +111,24 @@ def _regex_literal(text: str) -> str:
     return "".join(f"\\{ch}" if ch in ".^$*+?()[]{}|\\" else ch for ch in text)
 
 
+def _pod_scope(pods: tuple[tuple[str, str], ...]) -> str:
+    """`namespace=~..., pod=~...` for these pods (a superset when names repeat across namespaces), or ""
+    when the regex would be too long for a query (then every vLLM container is read)."""
+    if not pods:
+        return ""
+    names = "|".join(_regex_literal(p) for p in sorted({p for _, p in pods}))
+    matcher = f"pod=~{promql_string(names)}"
+    scope = _namespace_scope(tuple(ns for ns, _ in pods))
+    return ", ".join(m for m in (scope, matcher) if m) if len(matcher) <= MAX_SCOPE_CHARS else ""
+
+
 class Fleet:
     """The selectors of one config and plan, and the expressions every question is built from."""
 
-    def __init__(self, cfg: ObspackConfig, plan: Plan) -> None:
+    def __init__(self, cfg: ObspackConfig, plan: Plan, cadvisor_scope: str = "") -> None:
         self.cfg = cfg
         self.plan = plan
+        self.cadvisor_scope = cadvisor_scope  # extra matchers for cAdvisor (the pods a question is about)
         self.cl = cfg.cluster_label
         ksm = cfg.selectors.kube_state_metrics
         scope = _namespace_scope(plan.namespaces)
@@ -105,6 +138,7 @@ class Fleet:
         self.ksm_lws = c.selector(ksm, scope, f'{LWS_LABEL}!=""')
         self.exporter = c.selector(cfg.selectors.exporter)
         self.container = c.by(cfg, *CONTAINER)
+        self.run = c.by(cfg, *RUN)
         self.pod = c.by(cfg, *POD)
         self.image = c.by(cfg, *CONTAINER, "image")
 
@@ -117,7 +151,7 @@ class Fleet:
 
     def cadvisor(self, metric: str) -> list[str]:
         """The metric for containers whose image (or, if configured, name) marks them as vLLM."""
-        base = (self.cfg.selectors.cadvisor, kubernetes.HAS_CONTAINER, kubernetes.NOT_PAUSE, 'image!=""')
+        base = (self.cfg.selectors.cadvisor, kubernetes.HAS_CONTAINER, kubernetes.NOT_PAUSE, 'image!=""', self.cadvisor_scope)
         legs = [metric + c.selector(*base, f"image=~{promql_string(self.cfg.vllm_containers.image_regex)}")]
         if self.cfg.vllm_containers.name_regex:
             name = promql_string(self.cfg.vllm_containers.name_regex)
@@ -130,9 +164,6 @@ class Fleet:
     def start(self, read: Callable[[str], str] = lambda leg: leg) -> str:
         return _each(self.cadvisor("container_start_time_seconds"), read)
 
-    def ksm_started(self) -> str:
-        return f"max by ({self.container}) (kube_pod_container_state_started{self.ksm})"
-
     def step_peak(self) -> str:
         """Per cgroup, the highest working set since the previous step."""
         return self.working_set(lambda leg: f"max_over_time({leg}[{self.plan.step}])")
@@ -144,17 +175,22 @@ class Fleet:
 
     def _split(self, x: str, serving: bool) -> str:
         """The samples of `x` (per cgroup) whose step is serving, or else load, from the start sources the
-        fleet has (`Plan.starts`). The start is compared with `time() - n`, not subtracted from time(), so
-        no label set is rebuilt at every step."""
+        fleet has (`Plan.starts`). The start is read over the step's own window, like the samples: the
+        oldest start in it decides serving, the newest load, so a step that holds a restart of a shared start
+        series is both, and a run's last step before a kill still finds its start. It is compared with
+        `time() - n`, not subtracted from time(), so no label set is rebuilt at every step."""
         n = self.plan.load_s + self.plan.step_s
-        op = "<=" if serving else ">"
+        op, fn = ("<=", "min_over_time") if serving else (">", "max_over_time")
+        step = self.plan.step
         legs = []
         if "cadvisor" in self.plan.starts:
-            legs.append(f"(({x}) and ({self.start()} {op} time() - {n}))")
+            start = self.start(lambda leg: f"{fn}({leg}[{step}])")
+            legs.append(f"(({x}) and ({start} {op} time() - {n}))")
         if "kube_state_metrics" in self.plan.starts:
             alone = "cadvisor" not in self.plan.starts
             unstarted = f"({x})" if alone else f"(({x}) unless on ({self.container}) {self.with_start()})"
-            legs.append(f"({unstarted}\n  and on ({self.container}) ({self.ksm_started()} {op} time() - {n}))")
+            started = f"max by ({self.container}) ({fn}(kube_pod_container_state_started{self.ksm}[{step}]))"
+            legs.append(f"({unstarted}\n  and on ({self.container}) ({started} {op} time() - {n}))")
         return "\nor\n".join(legs)
 
     def load(self, x: str) -> str:
@@ -164,8 +200,8 @@ class Fleet:
         return self._split(x, serving=True)
 
     def running(self) -> str:
-        """Engines with a request running at the step (joined on the pod: `and` takes any of them)."""
-        return f"(vllm:num_requests_running{vllm.sel(self.cfg)} > 0)"
+        """Engines with a request running within the step (joined on the pod: `and` takes any of them)."""
+        return f"(max_over_time(vllm:num_requests_running{vllm.sel(self.cfg)}[{self.plan.step}]) > 0)"
 
     # -- the GPU plane ---------------------------------------------------------------------------------
 
@@ -190,6 +226,11 @@ def discovery(cfg: ObspackConfig, plan: Plan) -> list[Query]:
         Query("started_by_cadvisor", f"count({started})", ()),
         Query("not_started_by_cadvisor", f"count({measured} unless on ({f.container}) {started})", ()),
     ]
+
+
+def tried(cfg: ObspackConfig) -> list[str]:
+    """The selectors discovery looks for vLLM containers with (said when it finds none)."""
+    return kubernetes.vllm_source_selectors(cfg, with_container=True)
 
 
 def namespaces(containers: Mapping[tuple[str, ...], float]) -> tuple[str, ...]:
@@ -232,8 +273,8 @@ OOM_STEP = "1h"  # OOM kills are rare: restarts are looked for hour by hour
 
 
 def host_memory(f: Fleet) -> list[Query]:
-    """Host RAM per container and image. OOM kills: the restart count went up within an hour and the last
-    termination reason then was OOMKilled (the reason alone is sticky); the limit at that hour."""
+    """Host RAM per container, run and image. OOM kills: the restart count went up within an hour and the
+    last termination reason then was OOMKilled (the reason alone is sticky); the limit at that hour."""
     w, cl = f.plan.window, f.cl
     peak = f.step_peak()
     images = (cl, *CONTAINER, "image")
@@ -257,6 +298,17 @@ def host_memory(f: Fleet) -> list[Query]:
         ),
         Query("ram_traffic_peak", f"max by ({f.image}) ({f.over_window('max_over_time', under_traffic)})", images),
     ]
+    ksm_start = (
+        [
+            Query(
+                "ksm_first_start",
+                f"min by ({f.container}) (min_over_time(kube_pod_container_state_started{f.ksm}[{w}]))",
+                containers,
+            )
+        ]
+        if "kube_state_metrics" in f.plan.starts
+        else []
+    )
     return [
         *(split if f.plan.starts else []),
         Query("ram_points", f"sum by ({f.image}) ({count})", images),
@@ -265,7 +317,14 @@ def host_memory(f: Fleet) -> list[Query]:
             f"min by ({f.image}) (min_over_time((0 * {f.working_set()} + time())[{w}:1h]))",
             images,
         ),
-        Query("ram_peak", f"max by ({f.image}) ({f.working_set(lambda leg: f'max_over_time({leg}[{w}])')})", images),
+        # Each run (cgroup) whole: its highest sample and its start, for the backtest and the window's peak.
+        Query(
+            "run_peak",
+            f"max by ({f.run}, image) ({f.working_set(lambda leg: f'max_over_time({leg}[{w}])')})",
+            (cl, *RUN, "image"),
+        ),
+        Query("run_start", f"min by ({f.run}) ({f.start(lambda leg: f'last_over_time({leg}[{w}])')})", (cl, *RUN)),
+        *ksm_start,
         Query(
             "ram_p99",
             f"max by ({f.image}) ({f.working_set(lambda leg: f'quantile_over_time(0.99, {leg}[{w}])')})",
@@ -273,7 +332,6 @@ def host_memory(f: Fleet) -> list[Query]:
         ),
         Query("ram_now", f"max by ({f.container}) ({f.working_set()})", containers),
         Query("restarts", f"max by ({f.container}) (increase({counter}[{w}]))", containers),
-        Query("oom_kills", f"sum by ({f.container}) ({f.over_window('sum_over_time', killed, step=OOM_STEP)})", containers),
         Query(
             "oom_limit",
             f"max by ({f.container}) ({f.over_window('max_over_time', limit_at_kill, step=OOM_STEP)})",
@@ -286,7 +344,42 @@ def host_memory(f: Fleet) -> list[Query]:
             containers,
         ),
         Query("ksm_present", f"count by ({c.by(f.cfg)}) (kube_pod_container_resource_limits{f.ksm})", (cl,)),
+        # The backtest's days: one point a day, each reading the day before it.
+        Query(
+            "day_peak",
+            f"max by ({f.container}) ({f.working_set(lambda leg: f'max_over_time({leg}[1d])')})",
+            containers,
+            days=True,
+        ),
+        Query(
+            "day_p99",
+            f"max by ({f.container}) ({f.working_set(lambda leg: f'quantile_over_time(0.99, {leg}[1d])')})",
+            containers,
+            days=True,
+        ),
+        Query(
+            "day_oom_kills",
+            f"sum by ({f.container}) (sum_over_time((\n{killed}\n)[1d:{OOM_STEP}]))",
+            containers,
+            days=True,
+        ),
     ]
+
+
+def before_window(cfg: ObspackConfig, plan: Plan, pods: tuple[tuple[str, str], ...], earliest: float) -> Query | None:
+    """The model load of runs that started before the window, while the backend still holds it: the load
+    question, evaluated at the window's start over the time back to the earliest such start (at most
+    MAX_BEFORE_S), for these pods only. None when the earliest start is further back than that."""
+    start = plan.at - plan.window_s
+    back = start - earliest + plan.load_s + plan.step_s
+    if earliest <= 0 or back <= 0 or back > MAX_BEFORE_S + plan.load_s + plan.step_s:
+        return None
+    step = max(plan.step_s, math.ceil(back / MAX_BEFORE_STEPS / 60) * 60)
+    back = math.ceil(back / step) * step
+    earlier = Plan(at=start, window_s=int(back), step_s=step, load_s=plan.load_s, namespaces=plan.namespaces, starts=plan.starts)
+    f = Fleet(cfg, earlier, cadvisor_scope=_pod_scope(pods))
+    expr = f"max by ({f.run}, image) ({f.over_window('max_over_time', f.load(f.step_peak()))})"
+    return Query("load_before_window", expr, (cfg.cluster_label, *RUN, "image"), at=start)
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -1,5 +1,10 @@
 """The rightsize report: a table and a block per workload for a terminal, and the versioned JSON document
-(docs/rightsize.md describes every field of schema `obspack.rightsize/v1`)."""
+(docs/rightsize.md describes every field of schema `obspack.rightsize/v2`).
+
+One convention everywhere: a size someone sets (a current or recommended request or limit) is printed as the
+Kubernetes quantity the patch carries (`66.75Gi` in the table and in the patch); a measured size to two
+decimals of a GiB; spans as durations (`14d`, `1d12h`); shares as percentages.
+"""
 
 from __future__ import annotations
 
@@ -12,10 +17,24 @@ from urllib.parse import urlsplit, urlunsplit
 
 from obspack.durations import format_ms
 from obspack.rightsize import patches
-from obspack.rightsize.model import GPU, Knob, Level, Memory, Release, Report, Risk, Workload
-from obspack.rightsize.sizing import human_bytes
+from obspack.rightsize.model import (
+    GPU,
+    Backtest,
+    Decision,
+    Knob,
+    Level,
+    LoadSource,
+    Memory,
+    Release,
+    Report,
+    Risk,
+    WhatIf,
+    Workload,
+)
+from obspack.rightsize.sizing import PREFIX_FLAG, days, human_bytes, quantity
+from obspack.rightsize.whatif import sentence
 
-SCHEMA = "obspack.rightsize/v1"
+SCHEMA = "obspack.rightsize/v2"
 Style = Callable[..., str]
 
 
@@ -41,17 +60,39 @@ def _when(at: float) -> str:
 
 
 def _size(value: float | None) -> str:
+    """A measured size."""
     return human_bytes(value) if value is not None else "-"
+
+
+def _set(value: float | None) -> str:
+    """A size someone sets: the exact quantity the patch carries."""
+    return quantity(value) if value is not None else "none"
 
 
 def _share(value: float | None) -> str:
     return f"{value:.0%}" if value is not None else "-"
 
 
-def _change(current: float | None, recommended: float | None, changed: bool) -> str:
-    if recommended is None:
-        return _size(current)
-    return f"{_size(current)} -> {_size(recommended)}" if changed else f"{_size(current)} ok"
+def _cell(current: float | None, value: float | None, decision: Decision, level: Level) -> str:
+    """`32Gi -> 32.25Gi`, `96Gi kept`, `16Gi (not sized)`."""
+    if decision is Decision.CHANGE:
+        return f"{_set(current)} -> {_set(value)}"
+    if decision is Decision.KEEP:
+        return f"{_set(current)} kept"
+    why = "not sized" if level is Level.NONE else "no advice"
+    return f"{_set(current) if current is not None else '-'} ({why})"
+
+
+def risk_labels(w: Workload) -> list[str]:
+    """Short names of the workload's risks, host memory first: what the RISKS column shows."""
+    found = [w.memory.risk.value] if w.memory.risk in (Risk.OOM, Risk.HIGH, Risk.TIGHT) else []
+    if w.gpu_risk and w.gpu is not None and w.gpu.peak_ratio is not None:
+        found.append(f"GPU {w.gpu.peak_ratio:.0%}")
+    if "KV cache too small" in w.risks:
+        found.append("KV full")
+    if w.release_risk:
+        found.append("release")
+    return found
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -65,46 +106,59 @@ def text(report: Report, style: Style = _plain) -> str:
         f"window {format_ms(report.window_s * 1000)} to {_when(report.at)}, step {format_ms(report.step_s * 1000)}; "
         f"model load = the first {format_ms(report.load_s * 1000)} after each container start",
         f"rules: limit = highest peak x {1 + r.margin:g} (after an OOM kill, at least the limit it had x "
-        f"{r.oom_factor:g}); request = serving p99 x {1 + r.margin:g}; rounded up to {human_bytes(r.granule_bytes)}; "
-        f"values within {r.tolerance:.0%} are kept",
+        f"{r.oom_factor:g}), never lowered without a model-load peak; request = serving p99 x {1 + r.margin:g}; "
+        f"rounded up to {quantity(r.granule_bytes)}; values within {r.tolerance:.0%} are kept; every value is "
+        "replayed against the window (backtest)",
         "",
     ]
     if report.workloads:
         lines += _table(report.workloads)
         for w in report.workloads:
-            lines += ["", *_block(w, style)]
+            lines += ["", *_block(w, style, report.include_low)]
+    if report.what_if is not None:
+        lines += ["", *_what_if_lines(report.what_if, style)]
     found = [*report.notes, *(f"could not measure {f.quantity}: {_safe(f.error)}" for f in report.failures)]
+    if not report.workloads and report.selectors and not report.failures:
+        found += [f"tried: {_safe(s)}" for s in report.selectors]
     if found:
         lines.append("")
         lines += [style(f"note: {n}", fg="yellow") for n in found]
     actionable = sum(1 for w in report.workloads if w.actionable)
     lines += [
         "",
-        f"{len(report.workloads)} workloads, {actionable} with recommendations or risks; "
+        f"{len(report.workloads)} workload{'s' if len(report.workloads) != 1 else ''}, {actionable} with recommendations or risks; "
         f"{report.requests} requests in {report.elapsed_s:.1f} s; exit code {report.exit_code}",
     ]
     return "\n".join(lines)
 
 
 def _table(found: tuple[Workload, ...]) -> list[str]:
-    rows = [("WORKLOAD", "MEMORY LIMIT", "MEMORY REQUEST", "RISK", "KV CACHE", "DATA")]
+    rows = [("WORKLOAD", "MEMORY LIMIT", "MEMORY REQUEST", "RISKS", "KV CACHE", "BACKTEST", "CONFIDENCE")]
     for w in found:
-        m = w.memory
+        m, level = w.memory, w.confidence.level
         rows.append(
             (
                 _safe(w.key.title),
-                _change(m.current_limit, m.limit, m.limit_change),
-                _change(m.current_request, m.request, m.request_change),
-                m.risk.value,
+                _cell(m.current_limit, m.limit, m.limit_decision, level),
+                _cell(m.current_request, m.request, m.request_decision, level),
+                ", ".join(risk_labels(w)) or "-",
                 w.gpu.verdict.value if w.gpu else "-",
-                f"{w.confidence.span_s / 86400:.1f}d {w.confidence.level.value}",
+                _backtest_cell(w.backtest),
+                f"{days(w.confidence.span_s)} {level.value}",
             )
         )
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     return ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows]
 
 
-def _block(w: Workload, style: Style) -> list[str]:
+def _backtest_cell(bt: Backtest | None) -> str:
+    if bt is None or bt.limit is None:
+        return "-"
+    peak = f", peak {bt.peak_ratio:.0%}" if bt.peak_ratio is not None else ""
+    return f"{bt.runs_killed}/{bt.runs} runs, {bt.days_killed}/{bt.days} days killed{peak}"
+
+
+def _block(w: Workload, style: Style, include_low: bool) -> list[str]:
     head = f"{_safe(w.key.title)}{' (owner read from the pod name)' if w.owner_guessed else ''}"
     facts = [f"{w.pods} pod{'s' if w.pods != 1 else ''}"]
     if w.models:
@@ -112,20 +166,31 @@ def _block(w: Workload, style: Style) -> list[str]:
     if not w.alive:
         facts.append("not running at the end of the window")
     lines = [style(head, bold=True) + "  " + ", ".join(facts)]
-    lines += _memory_lines(w.memory)
+    lines += _memory_lines(w.memory, w.confidence.level)
+    if w.backtest is not None:
+        lines.append(f"  backtest    {_backtest_text(w.backtest)}")
     if w.gpu is not None:
         lines += _gpu_lines(w.gpu)
-    lines += _knob_lines(w.knobs)
+    lines += _knob_lines(w.knobs, w.confidence.level)
     lines += [f"  env         {name}={value} ({why})" for name, value, why in w.env]
     if len(w.releases) > 1:
         lines += _release_lines(w.releases, style)
     c = w.confidence
     restarts = f"{c.restarts} restart{'s' if c.restarts != 1 else ''}"
-    data = f"  data        {c.span_s / 86400:.1f} d, {c.points} samples, {restarts}: {c.level.value}"
+    data = f"  data        {days(c.span_s)}, {c.points:,} samples, {restarts}: {c.level.value}"
     if c.level is not Level.HIGH:
         data += " (" + "; ".join(c.reasons) + ")"
     lines.append(style(data, fg="yellow") if c.level is Level.NONE else data)
-    for owner in patches.owner_patches((w,)):
+    lines += _patch_lines(w, include_low)
+    return lines
+
+
+def _patch_lines(w: Workload, include_low: bool) -> list[str]:
+    if not w.actionable:
+        return []
+    owners = patches.owner_patches((w,), include_low)
+    lines = []
+    for owner in owners:
         if owner.command:
             lines.append(f"  patch       {_safe(owner.command)}")
         elif owner.containers:
@@ -133,55 +198,114 @@ def _block(w: Workload, style: Style) -> list[str]:
             lines.append(f"  change      in {owner.where}: {_safe(changes)}")
         for container, flags in owner.args:
             lines.append(f"  vLLM args   set on {_safe(container)}: {' '.join(flags)}")
+    if owners or not (w.changes or w.memory.change):
+        return lines
+    level = w.confidence.level
+    if level is Level.NONE:
+        return ["  patch       none: not enough data"]
+    if level is Level.LOW and not include_low:
+        return [f"  patch       withheld: low confidence ({'; '.join(w.confidence.reasons)}); --include-low writes it"]
+    if not patches.kubernetes_names(w):
+        return ["  patch       none: the namespace, name or container is not a name Kubernetes gives"]
     return lines
 
 
-def _memory_lines(m: Memory) -> list[str]:
+def _load_text(m: Memory) -> str:
+    load = m.load
+    if load.source is LoadSource.OBSERVED:
+        return f"load peak {_size(load.peak)}"
+    if load.source is LoadSource.UNSEEN:
+        return "load peak not seen (no start in the window)" if m.split else "load not told apart"
+    return f"load peak {_size(load.peak)} ({load.source.value}: {_safe(load.detail)})"
+
+
+def _memory_lines(m: Memory, level: Level) -> list[str]:
     measured = (
-        f"  host RAM    load peak {_size(m.load_peak)}; serving p99 {_size(m.serving_p99)}, "
-        f"peak {_size(m.serving_peak)}, under traffic {_size(m.traffic_peak)}; {m.oom_kills} OOM kills"
+        f"  host RAM    {_load_text(m)}; serving p99 {_size(m.serving_p99)}, peak {_size(m.serving_peak)}, "
+        f"under traffic {_size(m.traffic_peak)}; {m.oom_kills} OOM kill{'s' if m.oom_kills != 1 else ''}"
     )
     risk = f"risk {m.risk.value}"
     if m.peak_to_limit is not None and m.risk is not Risk.OOM:
         risk += f" (peak at {m.peak_to_limit:.0%} of the limit)"
     return [
         measured,
-        f"  limit       {_change(m.current_limit, m.limit, m.limit_change)} ({_rule(m.limit, m.limit_rule)}); {risk}",
-        f"  request     {_change(m.current_request, m.request, m.request_change)} ({_rule(m.request, m.request_rule)})",
+        f"  limit       {_decision(m.current_limit, m.limit, m.computed_limit, m.limit_decision, m.limit_rule, m.limit_note, level)}; {risk}",
+        f"  request     {_decision(m.current_request, m.request, m.computed_request, m.request_decision, m.request_rule, m.request_note, level)}",
     ]
 
 
-def _rule(recommended: float | None, rule: str) -> str:
-    return f"{_size(recommended)}: {rule}" if recommended is not None else rule
+def _decision(
+    current: float | None, value: float | None, computed: float | None, decision: Decision, rule: str, note: str, level: Level
+) -> str:
+    if level is Level.NONE:
+        return f"{_set(current)}: not enough data"
+    if decision is Decision.CHANGE:
+        return f"{_set(current)} -> {_set(value)} ({rule}; {note})"
+    the_rule = f"the rule gives {quantity(computed)}: {rule}" if computed is not None else rule
+    if decision is Decision.KEEP:
+        return f"{_set(current)} kept ({note}; {the_rule})"
+    return f"{_set(current)}: no advice ({note}; {the_rule})" if computed is not None else f"{_set(current)}: no advice ({note})"
+
+
+def _backtest_text(bt: Backtest) -> str:
+    if bt.limit is None:
+        return "no limit to replay"
+    text = sentence(bt, quantity(bt.limit))
+    if bt.loads_unknown:
+        runs = "1 run" if bt.loads_unknown == 1 else f"{bt.loads_unknown} runs"
+        text += f"; {runs} started before the window with no model load in the data"
+    if bt.request is not None:
+        text += (
+            f"; with {quantity(bt.request)} requested, the working set's p99 was above it on "
+            f"{bt.days_over_request} of {bt.days} days"
+        )
+    return text
 
 
 def _gpu_lines(g: GPU) -> list[str]:
     total = f" of {_size(g.framebuffer_total)}" if g.framebuffer_total else ""
-    util = f"--gpu-memory-utilization {g.gpu_memory_utilization:.2f}" if g.gpu_memory_utilization else "utilization unknown"
+    share = f" ({g.peak_ratio:.0%})" if g.peak_ratio is not None else ""
+    util = f"--gpu-memory-utilization {g.gpu_memory_utilization:g}" if g.gpu_memory_utilization else "utilization unknown"
     waits = "capacity waits" if g.waits_by_reason else "waits"
     lines = [
-        f"  GPU         framebuffer peak {_size(g.peak)}, median {_size(g.median)}{total} ({util})",
-        f"  KV cache    peak {_share(g.kv_peak)}, p99 {_share(g.kv_p99)}, {g.preemptions or 0:.0f} preemptions, "
+        f"  GPU         framebuffer peak {_size(g.peak)}{share}, median {_size(g.median)}{total} ({util})",
+        f"  KV cache    peak {_share(g.kv_peak)}, p99 {_share(g.kv_p99)}, {g.preemptions or 0:,.0f} preemptions, "
         f"{waits} {_share(g.waiting_share)} of the time: {g.verdict.value}",
     ]
     lines += [f"              {a}" for a in g.advice]
     return lines
 
 
-def _knob_lines(knobs: tuple[Knob, ...]) -> list[str]:
+def _argument(knob: Knob) -> str:
+    value = knob.recommended
+    if knob.flag == PREFIX_FLAG:
+        return "--no-enable-prefix-caching" if value == "off" else PREFIX_FLAG
+    return f"{knob.flag}={value:g}" if isinstance(value, float) else f"{knob.flag}={value}"
+
+
+def _measured(name: str, value: float) -> str:
+    """`prompt p99.9 1,900`, `hit rate 50%`: a knob's measurement as a person writes it."""
+    label = name.replace("_p999", " p99.9").replace("_p99", " p99").replace("_", " ")
+    if name.endswith(("_share", "_rate")):
+        return f"{label} {value:.1%}"
+    return f"{label} {value:,.0f}"
+
+
+def _knob_lines(knobs: tuple[Knob, ...], level: Level) -> list[str]:
+    if level is Level.NONE:
+        measured = [_measured(name, value) for k in knobs for name, value in k.measured if math.isfinite(value)]
+        return ["  vLLM        not enough data: no advice" + (f" (measured: {', '.join(measured)})" if measured else "")]
     lines = []
     for k in knobs:
         if k.recommended is None:
-            lines.append(f"  vLLM        {k.flag}: no change ({k.basis})")
-            continue
-        value = k.recommended
-        target = k.flag if value == "off" else f"{k.flag}={value:g}" if isinstance(value, float) else f"{k.flag}={value}"
-        if k.change:
-            now = f" (now {k.current:g})" if k.current is not None else ""
-            head = f"set {target}{now}"
+            lines.append(f"  vLLM        {k.flag}: nothing to suggest ({k.basis})")
+        elif k.flag == PREFIX_FLAG and not k.change:
+            lines.append(f"  vLLM        {PREFIX_FLAG}: keep it on ({k.basis})")
+        elif k.change:
+            now = f" (now {k.current:g})" if k.current is not None else f" (now {k.current_note})"
+            lines.append(f"  vLLM        set {_argument(k)}{now}: {k.basis}")
         else:
-            head = f"{target} suggested"
-        lines.append(f"  vLLM        {head}: {k.basis}; current value: {k.current_note}")
+            lines.append(f"  vLLM        {_argument(k)} suggested (current value {k.current_note}): {k.basis}")
     return lines
 
 
@@ -197,13 +321,19 @@ def _release_lines(releases: tuple[Release, ...], style: Style) -> list[str]:
     return lines
 
 
+def _what_if_lines(w: WhatIf, style: Style) -> list[str]:
+    verdict = "passes" if w.passes else "does not pass"
+    head = f"what if {w.setting}={_safe(w.text)} on {_safe(w.workload.title)}: {verdict}"
+    return [style(head, bold=True, fg="green" if w.passes else "red"), f"  {_safe(w.answer)}"]
+
+
 # ---------------------------------------------------------------------------------------------------------
 # JSON
 
 
 def as_json(report: Report) -> dict[str, Any]:
     r = report.rules
-    owners = patches.owner_patches(report.workloads)
+    owners = patches.owner_patches(report.workloads, report.include_low)
     return {
         "schema": SCHEMA,
         "prometheus": _shown_url(report.url),
@@ -222,7 +352,7 @@ def as_json(report: Report) -> dict[str, Any]:
             "min_history_s": r.min_history_s,
             "min_points": r.min_points,
         },
-        "workloads": [_workload(w) for w in report.workloads],
+        "workloads": [_workload(w, report.include_low) for w in report.workloads],
         "patches": [
             {
                 "cluster": o.cluster,
@@ -234,15 +364,21 @@ def as_json(report: Report) -> dict[str, Any]:
                 "patch": o.patch,
                 "kubectl": o.command,
                 "vllm_args": {container: list(flags) for container, flags in o.args},
+                "confidence": list(o.confidence),
+                "file": o.file_name if o.patch is not None else None,
             }
             for o in owners
         ],
+        "what_if": _what_if(report.what_if) if report.what_if is not None else None,
         "notes": list(report.notes),
+        "selectors_tried": list(report.selectors) if not report.workloads else [],
         "failed_queries": [{"quantity": f.quantity, "error": f.error} for f in report.failures],
         "summary": {
             "workloads": len(report.workloads),
             "actionable": sum(1 for w in report.workloads if w.actionable),
+            "patched": sum(1 for w in report.workloads if patches.patchable(w, report.include_low)),
             "not_enough_data": sum(1 for w in report.workloads if w.confidence.level is Level.NONE),
+            "include_low": report.include_low,
         },
         "requests": report.requests,
         "elapsed_s": round(report.elapsed_s, 3),
@@ -250,7 +386,25 @@ def as_json(report: Report) -> dict[str, Any]:
     }
 
 
-def _workload(w: Workload) -> dict[str, Any]:
+def _backtest(bt: Backtest) -> dict[str, Any]:
+    return {
+        "limit_bytes": bt.limit,
+        "request_bytes": bt.request,
+        "runs": bt.runs,
+        "runs_killed": bt.runs_killed,
+        "loads_before_window": bt.loads_before,
+        "loads_unknown": bt.loads_unknown,
+        "days": bt.days,
+        "days_killed": bt.days_killed,
+        "days_over_request": bt.days_over_request,
+        "peak_bytes": bt.peak,
+        "peak_to_limit": bt.peak_ratio,
+        "kills": bt.kills,
+        "text": _backtest_text(bt),
+    }
+
+
+def _workload(w: Workload, include_low: bool) -> dict[str, Any]:
     m, c = w.memory, w.confidence
     return {
         "cluster": w.key.cluster,
@@ -264,6 +418,7 @@ def _workload(w: Workload) -> dict[str, Any]:
         "pods": w.pods,
         "alive": w.alive,
         "actionable": w.actionable,
+        "patched": patches.patchable(w, include_low),
         "risks": list(w.risks),
         "changes": list(w.changes),
         "confidence": {
@@ -275,20 +430,26 @@ def _workload(w: Workload) -> dict[str, Any]:
         },
         "memory": {
             "load_peak_bytes": m.load_peak,
+            "load": {"peak_bytes": m.load.peak, "source": m.load.source.value, "detail": m.load.detail},
             "serving_peak_bytes": m.serving_peak,
             "serving_p99_bytes": m.serving_p99,
             "traffic_peak_bytes": m.traffic_peak,
+            "window_peak_bytes": m.window_peak,
             "load_and_serving_split": m.split,
             "oom_kills": m.oom_kills,
             "usage_at_kill_bytes": m.usage_at_kill,
             "current": {"request_bytes": m.current_request, "limit_bytes": m.current_limit},
+            "computed": {"request_bytes": m.computed_request, "limit_bytes": m.computed_limit},
             "recommended": {"request_bytes": m.request, "limit_bytes": m.limit},
+            "decision": {"limit": m.limit_decision.value, "request": m.request_decision.value},
+            "notes": {"limit": m.limit_note, "request": m.request_note},
             "rules": {"request": m.request_rule, "limit": m.limit_rule},
             "risk": m.risk.value,
             "peak_to_limit": m.peak_to_limit,
             "change": {"limit": m.limit_change, "request": m.request_change},
         },
-        "gpu": _gpu(w.gpu) if w.gpu is not None else None,
+        "backtest": _backtest(w.backtest) if w.backtest is not None else None,
+        "gpu": _gpu(w.gpu, w.gpu_risk) if w.gpu is not None else None,
         "vllm_args": [
             {
                 "flag": k.flag,
@@ -319,14 +480,16 @@ def _workload(w: Workload) -> dict[str, Any]:
     }
 
 
-def _gpu(g: GPU) -> dict[str, Any]:
+def _gpu(g: GPU, risk: bool) -> dict[str, Any]:
     return {
         "framebuffer_total_bytes": g.framebuffer_total,
         "peak_bytes": g.peak,
         "median_bytes": g.median,
         "peak_ratio": g.peak_ratio,
+        "near_full": risk,
         "gpu_memory_utilization": g.gpu_memory_utilization,
         "recommended_gpu_memory_utilization": g.recommended_utilization,
+        "projected_peak_ratio": g.projected_peak_ratio,
         "kv_cache": {
             "peak": g.kv_peak,
             "p99": g.kv_p99,
@@ -337,4 +500,21 @@ def _gpu(g: GPU) -> dict[str, Any]:
             "verdict": g.verdict.value,
         },
         "advice": list(g.advice),
+    }
+
+
+def _what_if(w: WhatIf) -> dict[str, Any]:
+    return {
+        "cluster": w.workload.cluster,
+        "namespace": w.workload.namespace,
+        "kind": w.workload.kind,
+        "name": w.workload.name,
+        "container": w.workload.container,
+        "setting": w.setting,
+        "value": w.value,
+        "given": w.text,
+        "passes": w.passes,
+        "answer": w.answer,
+        "backtest": _backtest(w.backtest) if w.backtest is not None else None,
+        "facts": {name: value for name, value in w.facts},
     }

@@ -1,7 +1,9 @@
 """`rightsize`: the pipeline, from a server to a report.
 
 connect -> backend -> discovery (which containers ran vLLM in the window) -> every other question, scoped
-to the namespaces found, at most `concurrency` in flight -> workloads assembled and sized (pure) -> report.
+to the namespaces found, at most `concurrency` in flight -> where a workload saw no model load in the
+window, one more question about the data before it -> workloads assembled, sized and backtested (pure) ->
+the what-if, if asked -> report.
 """
 
 from __future__ import annotations
@@ -13,10 +15,11 @@ from obspack.config import ObspackConfig
 from obspack.doctor.api import Connection, PrometheusAPI
 from obspack.doctor.backends import connect, detect
 from obspack.rightsize import queries, sizing
-from obspack.rightsize.assemble import Settings, assemble
+from obspack.rightsize.assemble import Settings, assemble, needs_before
 from obspack.rightsize.measure import Measurements, measure, merge
 from obspack.rightsize.model import Report, Rules
 from obspack.rightsize.settings import Options
+from obspack.rightsize.whatif import what_if
 
 
 def rules(options: Options) -> Rules:
@@ -49,12 +52,15 @@ def rightsize(cfg: ObspackConfig, connection: Connection, options: Options | Non
         backend = detect(api, options.backend)
         found = measure(api, queries.discovery(cfg, plan), at)
         containers = found.rows.get("containers", {})
-        rest = Measurements({})
+        m = found
         if containers:
             plan = replace(plan, namespaces=queries.namespaces(containers), starts=start_sources(found))
-            rest = measure(api, queries.measurements(cfg, plan), at)
+            m = merge(found, measure(api, queries.measurements(cfg, plan), at, plan.window_s))
+            pods, earliest = needs_before(m, plan)
+            before = queries.before_window(cfg, plan, pods, earliest) if pods else None
+            if before is not None:
+                m = merge(m, measure(api, [before], at))
         requests, slowest = api.requests, api.slowest()
-    m = merge(found, rest)
     settings = Settings(
         min_history_s=options.min_history_s,
         release_rise=options.release_rise,
@@ -62,6 +68,9 @@ def rightsize(cfg: ObspackConfig, connection: Connection, options: Options | Non
         fragmentation_high=cfg.alerts.VLLMCUDAAllocatorFragmentationHigh.ratio,
     )
     workloads, notes = assemble(m, plan, settings)
+    asked = what_if(workloads, options.what_if) if options.what_if is not None and not m.failures else None
+    if asked is not None:  # the report is about the one workload the what-if names
+        workloads = tuple(w for w in workloads if w.key == asked.workload)
     return Report(
         url=connection.url,
         backend=backend.title,
@@ -76,4 +85,7 @@ def rightsize(cfg: ObspackConfig, connection: Connection, options: Options | Non
         requests=requests,
         elapsed_s=time.monotonic() - started,
         slowest=slowest,
+        include_low=options.include_low,
+        what_if=asked,
+        selectors=tuple(queries.tried(cfg)),
     )

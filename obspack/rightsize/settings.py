@@ -6,6 +6,7 @@ Every bad value is an `OptionError` (exit code 2) that names the option and what
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
 from obspack.doctor import settings as doctor_settings
@@ -21,6 +22,19 @@ class OptionError(ObspackError):
     exit_code = 2
 
 
+WHAT_IF = ("limit", "request", "gpu-memory-utilization")
+
+
+@dataclass(frozen=True)
+class WhatIfAsk:
+    """`--what-if SETTING=VALUE` for the workload `--workload` names (or the only one)."""
+
+    setting: str  # one of WHAT_IF
+    value: float  # bytes, or a share of the card
+    text: str  # the value as the user wrote it
+    workload: str | None = None  # [CLUSTER/]NAMESPACE/NAME[:CONTAINER]
+
+
 @dataclass(frozen=True)
 class Options:
     at: float | None = None  # end of the window, unix seconds; now when unset
@@ -29,6 +43,8 @@ class Options:
     min_history_s: int = 7 * DAY
     release_rise: float = 0.15
     backend: str = "auto"
+    include_low: bool = False  # also write the patches of low-confidence workloads
+    what_if: WhatIfAsk | None = None
 
     @property
     def step_s(self) -> int:
@@ -68,13 +84,63 @@ def window_options(
     return window_s, load_s, min_history_s, release_rise
 
 
+_QUANTITY = re.compile(r"^(?P<number>[0-9]+(?:\.[0-9]+)?)(?P<unit>Ki|Mi|Gi|Ti|k|M|G|T)?$")
+_UNITS = {None: 1, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12}
+
+
+def memory_quantity(text: str) -> float:
+    """A memory size as Kubernetes writes it (40Gi, 39936Mi, 42G, 1.5Gi, bytes); ValueError otherwise."""
+    match = _QUANTITY.match(text.strip())
+    if not match:
+        raise ValueError(text)
+    value = float(match["number"]) * _UNITS[match["unit"]]
+    if not 0 < value <= 2**50:
+        raise ValueError(text)
+    return value
+
+
+def what_if(text: str, workload: str | None) -> WhatIfAsk:
+    """`limit=40Gi`, `request=20Gi` or `gpu-memory-utilization=0.85`, checked."""
+    setting, _, value = text.partition("=")
+    setting, value = setting.strip().lstrip("-"), value.strip()
+    if setting not in WHAT_IF or not value:
+        raise OptionError(
+            f"--what-if {text!r}: give SETTING=VALUE, SETTING one of {', '.join(WHAT_IF)} "
+            "(e.g. limit=40Gi or gpu-memory-utilization=0.85)"
+        )
+    if setting == "gpu-memory-utilization":
+        try:
+            number = float(value)
+        except ValueError:
+            number = math.nan
+        if not 0 < number <= 1:
+            raise OptionError(f"--what-if {text!r}: the utilization is a share of the card above 0 and at most 1, e.g. 0.85")
+        return WhatIfAsk(setting, number, value, workload)
+    try:
+        size = memory_quantity(value)
+    except ValueError:
+        raise OptionError(f"--what-if {text!r}: give a memory size as Kubernetes does, e.g. 40Gi or 39936Mi") from None
+    return WhatIfAsk(setting, size, value, workload)
+
+
 def options(
-    *, at: str | None, backend: str, window: str, load_window: str, min_history: str, release_rise: float
+    *,
+    at: str | None,
+    backend: str,
+    window: str,
+    load_window: str,
+    min_history: str,
+    release_rise: float,
+    include_low: bool = False,
+    what_if_text: str | None = None,
+    workload: str | None = None,
 ) -> Options:
     """The rightsize command's own options (the connection is the doctor's: doctor.settings.connection)."""
     window_s, load_s, min_history_s, rise = window_options(
         window=window, load_window=load_window, min_history=min_history, release_rise=release_rise
     )
+    if workload is not None and what_if_text is None:
+        raise OptionError("--workload names the workload of a --what-if: give --what-if too")
     return Options(
         at=doctor_settings.parse_time(at),
         window_s=window_s,
@@ -82,4 +148,6 @@ def options(
         min_history_s=min_history_s,
         release_rise=rise,
         backend=doctor_settings.backend_kind(backend),
+        include_low=include_low,
+        what_if=what_if(what_if_text, workload) if what_if_text is not None else None,
     )

@@ -1,9 +1,12 @@
 """The sizing rules, as pure functions of what was measured. docs/rightsize.md states each one.
 
 Host memory (after Robusta KRR and the Kubernetes VPA recommender, see docs/rightsize.md for the comparison):
-- limits.memory = the highest peak (model load or serving) x (1 + MARGIN), rounded up to GRANULE;
+- limits.memory = the highest peak (model load, serving, or any sample of a run) x (1 + MARGIN), rounded up
+  to GRANULE;
 - after an OOM kill in the window, at least max(usage at the kill x OOM_FACTOR, usage + OOM_MIN_STEP), the
   usage at the kill being the limit the kernel enforced then;
+- a limit is lowered only with a model-load peak to size it from (seen, or taken from a sound source):
+  without one it is kept, since the next start would need what the window never showed;
 - requests.memory = the serving p99 x (1 + MARGIN), rounded up, at least MIN_REQUEST and at most the limit.
 A current value within TOLERANCE of the recommendation is left alone.
 """
@@ -12,9 +15,20 @@ from __future__ import annotations
 
 import math
 
+from obspack.durations import format_s
 from obspack.rightsize import histograms as h
 from obspack.rightsize.histograms import Buckets
-from obspack.rightsize.model import Confidence, Knob, KVVerdict, Level, Release, Risk
+from obspack.rightsize.model import (
+    FB_DANGER,
+    Confidence,
+    Decision,
+    Knob,
+    KVVerdict,
+    Level,
+    LoadSource,
+    Release,
+    Risk,
+)
 
 MIB = 1024 * 1024
 GIB = 1024 * MIB
@@ -35,15 +49,41 @@ KV_IDLE = 0.50  # KV cache peak below this: mostly idle
 KV_ROOM = 0.80  # below this the KV cache had room while requests queued
 WAIT_SHARE = 0.01  # waits in 1% of the serving time count
 FB_TARGET = 0.95  # leave 5% of the card to CUDA graphs, NCCL and the allocator's slack
-FB_DANGER = 0.97  # framebuffer use above this risks CUDA out-of-memory
 RESTARTS_LOW = 5  # crash loops cut peaks short
+PREFIX_FLAG = "--enable-prefix-caching"  # vLLM's boolean flag; off is --no-enable-prefix-caching
+
+
+def quantity(value: float) -> str:
+    """A size as Kubernetes takes it and a person writes it, exactly: 32Gi, 66.75Gi, 300Mi, 13000Mi. Whole
+    GiB to the hundredth are written in Gi, other whole MiB in Mi, anything else in bytes. Every
+    recommendation is a whole number of 256 MiB, so the report and the patch print the same text."""
+    whole = round(value)
+    hundredths = whole * 100 / GIB
+    if whole >= GIB and hundredths == int(hundredths):
+        return _decimals(whole / GIB) + "Gi"
+    if whole % MIB == 0:
+        return f"{whole // MIB}Mi"
+    if whole % 1024 == 0:
+        return f"{whole // 1024}Ki"
+    return str(whole)
 
 
 def human_bytes(value: float) -> str:
-    """32Gi, 12.75Gi, 300Mi: binary units, at most two decimals."""
+    """A measured size, to read: GiB to two decimals (28Gi, 23.9Gi, 70.31Gi), MiB below one GiB (300Mi).
+    Equal to `quantity` for every whole number of 256 MiB at or above a GiB."""
     if value >= GIB:
-        return f"{value / GIB:.2f}".rstrip("0").rstrip(".") + "Gi"
+        return _decimals(value / GIB) + "Gi"
     return f"{value / MIB:.0f}Mi"
+
+
+def _decimals(value: float) -> str:
+    return f"{value:.2f}".rstrip("0").rstrip(".")
+
+
+def days(seconds: float) -> str:
+    """A span as a person says it: 14d, 1d12h, 6h, 45m (to the hour above a day, the minute below)."""
+    unit = 3600 if seconds >= 86400 else 60
+    return format_s(max(round(seconds / unit) * unit, 0)) or "0s"
 
 
 def round_up(value: float, granule: float) -> float:
@@ -82,6 +122,46 @@ def memory_request(serving_p99: float | None, limit: float | None) -> tuple[floa
     if limit is not None:
         value = min(value, limit)
     return value, f"serving p99 {human_bytes(serving_p99)} x {1 + MARGIN:g}, rounded up"
+
+
+def decide_limit(
+    computed: float | None, current: float | None, risk: Risk, load_known: bool
+) -> tuple[Decision, float | None, str]:
+    """(decision, the limit to set, why). A limit is raised when the rule asks for more than the tolerance
+    (or a risk asks for any more); it is lowered only when the model-load peak is known, since a limit
+    sized from serving alone kills the next start; a limit is set where there is none only then too."""
+    if computed is None:
+        return Decision.NONE, None, "nothing measured"
+    if current is None:
+        if risk is Risk.NO_LIMIT and load_known:
+            return Decision.CHANGE, computed, "no limit set"
+        if risk is Risk.NO_LIMIT:
+            return Decision.NONE, None, "no limit set, and the model load was not seen: a limit from serving alone would kill the next start"
+        return Decision.NONE, None, "the current limit is unknown (no kube-state-metrics, no cAdvisor spec)"
+    raised = computed > current and (differs(computed, current) or risk in (Risk.OOM, Risk.HIGH, Risk.TIGHT))
+    if raised:
+        return Decision.CHANGE, computed, "raised"
+    if not differs(computed, current):
+        return Decision.KEEP, current, f"within {TOLERANCE:.0%}"
+    if load_known:
+        return Decision.CHANGE, computed, "lowered"
+    return Decision.KEEP, current, "the model load was not seen, so it is not lowered: the next start needs it"
+
+
+def decide_request(
+    computed: float | None, current: float | None, limit: float | None, limits_known: bool
+) -> tuple[Decision, float | None, str]:
+    """(decision, the request to set, why): the rule's value, never above the limit that will be in force."""
+    if computed is None:
+        return Decision.NONE, None, "no serving data"
+    value = min(computed, limit) if limit is not None else computed
+    if current is None:
+        return (Decision.CHANGE, value, "no request set") if limits_known else (Decision.NONE, None, "the current request is unknown")
+    if limit is not None and current > limit:
+        return Decision.CHANGE, value, "above the limit"
+    if differs(value, current):
+        return Decision.CHANGE, value, "raised" if value > current else "lowered"
+    return Decision.KEEP, current, f"within {TOLERANCE:.0%}"
 
 
 def host_risk(
@@ -137,8 +217,9 @@ def utilization(current: float | None, fb_peak_ratio: float | None, verdict: KVV
 
 
 def _hundredths(value: float) -> float:
-    """Rounded down to 0.01 (after cutting float noise: 0.85 + 0.09 is 0.94, not 0.93)."""
-    return math.floor(round(value * 100, 6)) / 100
+    """Rounded down to 0.01, after cutting what lies below the framebuffer's resolution: DCGM reports whole
+    MiB (1 MiB of an 80 GiB card is 0.0012%), so 0.85 + 0.95 - 70141/81559 = 0.9399968 is 0.94, not 0.93."""
+    return math.floor(round(value * 100, 2)) / 100
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -150,17 +231,20 @@ def max_model_len(prompt: Buckets, generation: Buckets, current: float | None, c
     that. The refused share counts prompts longer than the new length minus the generation p99.9."""
     flag = "--max-model-len"
     requests = h.total(prompt)
+    if not prompt:
+        return Knob(flag, current, current_note, None, "no prompt-length histogram (vllm:request_prompt_tokens) in the window", False)
     if requests < MIN_REQUESTS:
-        return Knob(flag, current, current_note, None, f"{requests:.0f} requests in the window (p99.9 needs {MIN_REQUESTS})", False)
+        return Knob(flag, current, current_note, None, f"{requests:,.0f} requests in the window (p99.9 needs {MIN_REQUESTS:,})", False)
     p = h.quantile(0.999, prompt) or 0.0
     g = h.quantile(0.999, generation) or 0.0
     recommended = max(1024.0, round_up(p + g, 1024))
     refused = h.share_above(recommended - g, prompt)
     longest = h.max_bound(prompt)
-    longest_text = "above the highest bucket" if longest == math.inf else f"at most {longest:g}"
+    longest_text = "above the highest bucket" if longest == math.inf else f"at most {longest:,.0f}"
+    refused_text = "none" if refused <= 0 else "under 0.01%" if refused < 0.0001 else f"about {refused:.2%}"
     basis = (
-        f"prompt p99.9 {p:.0f} + generation p99.9 {g:.0f} tokens (longest prompt {longest_text}); "
-        f"about {refused:.2%} of requests would be refused"
+        f"prompt p99.9 {p:,.0f} + generation p99.9 {g:,.0f} tokens (longest prompt {longest_text}); "
+        f"{refused_text} of requests would be refused"
     )
     measured = (
         ("requests", requests),
@@ -203,15 +287,16 @@ def max_num_batched_tokens(iteration: Buckets) -> Knob:
 
 
 def prefix_caching(enabled: bool | None, hit_rate: float | None, pressure: bool, low: float) -> Knob | None:
-    """Off when the hit rate is under `low` (the alert's threshold) while the KV cache is under pressure."""
+    """Off (`--no-enable-prefix-caching`) when the hit rate is under `low` (the alert's threshold) while the
+    KV cache is under pressure; else kept on. The knob is vLLM's `--enable-prefix-caching`, on or off."""
     if hit_rate is None or enabled is False:
         return None
     note = "on" if enabled else "unknown (on by default in V1)"
     basis = f"prefix cache hit rate {hit_rate:.1%} over the window"
     measured = (("hit_rate", hit_rate),)
     if hit_rate < low and pressure:
-        return Knob("--no-enable-prefix-caching", None, note, "off", basis + " while the KV cache is too small", True, measured)
-    return Knob("--no-enable-prefix-caching", None, note, None, basis + ": keep it", False, measured)
+        return Knob(PREFIX_FLAG, None, note, "off", basis + " while the KV cache is too small", True, measured)
+    return Knob(PREFIX_FLAG, None, note, "on", basis, False, measured)
 
 
 def allocator_env(fragmentation_p99: float | None, retries: float | None, ratio: float) -> tuple[str, str, str] | None:
@@ -254,21 +339,26 @@ def compare_releases(releases: list[Release], rise: float = RELEASE_RISE) -> tup
 
 
 def confidence(
-    points: int, span_s: float, restarts: int, min_history_s: int, window_s: int, load_seen: bool
+    points: int, span_s: float, restarts: int, min_history_s: int, window_s: int, load: LoadSource, split: bool = True
 ) -> Confidence:
-    """Not enough data below MIN_POINTS samples or `min_history_s` of history; low without a measured load
-    peak, with under 80% of the window, or with crash loops."""
-    days = span_s / 86400
+    """Not enough data below MIN_POINTS samples or `min_history_s` of history. Low with under 80% of the
+    window, crash loops, or load and serving not told apart (its patch needs --include-low). Medium when
+    the model load was not seen in the window: taken from another source, or the limit kept without it."""
     if points < MIN_POINTS or span_s < min_history_s:
-        why = f"{days:.1f} d of data, {min_history_s / 86400:g} d needed" if span_s < min_history_s else (
+        why = f"{days(span_s)} of data, {days(min_history_s)} needed" if span_s < min_history_s else (
             f"{points} samples, {MIN_POINTS} needed"
         )
         return Confidence(Level.NONE, points, span_s, restarts, (why,))
-    reasons = []
-    if not load_seen:
-        reasons.append("no container start in the window: the load peak is not measured")
+    low, medium = [], []
     if span_s < 0.8 * window_s:
-        reasons.append(f"data covers {days:.1f} d of the {window_s / 86400:g} d window")
+        low.append(f"data covers {days(span_s)} of the {days(window_s)} window")
     if restarts >= RESTARTS_LOW:
-        reasons.append(f"{restarts} restarts: crash loops cut peaks short")
-    return Confidence(Level.LOW if reasons else Level.HIGH, points, span_s, restarts, tuple(reasons))
+        low.append(f"{restarts} restarts: crash loops cut peaks short")
+    if not split:
+        low.append("no container start times: model load and serving not told apart")
+    if load is LoadSource.UNSEEN and split:
+        medium.append("no start in the window: the model load was not seen, so the limit is not lowered")
+    elif load in (LoadSource.BEFORE, LoadSource.SIBLING):
+        medium.append(f"no start in the window: the model load is taken from {load.value}")
+    level = Level.LOW if low else Level.MEDIUM if medium else Level.HIGH
+    return Confidence(level, points, span_s, restarts, (*low, *medium))

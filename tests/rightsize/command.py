@@ -26,8 +26,12 @@ def report(url: str, *args: str) -> tuple[int, dict[str, Any]]:
     return code, json.loads(out)
 
 
-def workload(found: dict[str, Any], namespace: str, cluster: str = "gpu-east") -> dict[str, Any]:
-    matches = [w for w in found["workloads"] if w["namespace"] == namespace and w["cluster"] == cluster]
+def workload(found: dict[str, Any], namespace: str, cluster: str = "gpu-east", name: str | None = None) -> dict[str, Any]:
+    matches = [
+        w
+        for w in found["workloads"]
+        if w["namespace"] == namespace and w["cluster"] == cluster and (name is None or w["name"] == name)
+    ]
     assert len(matches) == 1, [(w["cluster"], w["namespace"], w["name"]) for w in found["workloads"]]
     return matches[0]
 

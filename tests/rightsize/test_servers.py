@@ -41,6 +41,8 @@ def api_like(failing: str = "", slow: str = "", garbage: bool = False):  # noqa:
             body = {"status": "error", "errorType": "timeout", "error": "query timed out in expression evaluation"}
             return Answer(503, body)
         delay = 1.0 if slow and slow in expr else 0.0
+        if request.path.endswith("/query_range"):
+            return Answer(body={"status": "success", "data": {"resultType": "matrix", "result": []}}, delay_s=delay)
         if expr.startswith("group by (cluster, namespace, pod, container) (\n"):
             answer = vector((CONTAINER, 1))
             if garbage:
@@ -74,7 +76,7 @@ def test_questions_the_server_refuses_are_listed_and_exit_2_while_the_rest_is_re
         code, found = report(fake.url)
     assert code == 2 == found["exit_code"]
     failed = {f["quantity"] for f in found["failed_queries"]}
-    assert {"ram_serving_p99", "ram_p99", "kv_p99", "cuda_fragmentation_p99", "fb_median"} == failed
+    assert {"ram_serving_p99", "ram_p99", "day_p99", "kv_p99", "cuda_fragmentation_p99", "fb_median"} == failed
     assert all("timeout" in f["error"] for f in found["failed_queries"])
     assert [w["name"] for w in found["workloads"]] == ["api"]  # the answers that came still count
 
@@ -111,12 +113,16 @@ def without_vllm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Prometheu
 
 @pytest.mark.e2e
 @pytest.mark.tool
-def test_a_prometheus_without_vllm_says_so_and_exits_0(without_vllm: Prometheus) -> None:
+def test_a_prometheus_without_vllm_says_so_with_the_selectors_it_tried_and_exits_1(without_vllm: Prometheus) -> None:
+    """A wrong selector must not pass a CI job: finding nothing is exit code 1, and the report shows what it
+    looked for."""
     code, out, _ = run(without_vllm.url)
-    assert code == 0
+    assert code == 1
     assert "note: no vLLM workloads found in the window" in out and "0 workloads" in out
+    assert 'note: tried: container_memory_working_set_bytes{container!="", container!="POD", image=~".*vllm.*"}' in out
     code, found = report(without_vllm.url)
-    assert code == 0 and found["workloads"] == [] and found["patches"] == []
+    assert code == 1 and found["workloads"] == [] and found["patches"] == []
+    assert 'vllm:num_requests_running{model_name!="", container!=""}' in found["selectors_tried"]
     assert found["requests"] == 1 + 6 + 3  # discovery only: nothing else is asked
     assert json.loads(json.dumps(found)) == found  # plain JSON, no NaN or Infinity
 

@@ -39,3 +39,17 @@ def test_the_cli_prints_one_error_line_and_exits_2_before_asking_anything() -> N
     code, out, err = run("http://127.0.0.1:9", "--window", "1h")
     assert code == 2 and out == ""
     assert err.strip().splitlines() == ["error: --window '1h': at least 1d (peaks over less than a day say little)"]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--workload", "llm/chat"), "error: --workload names the workload of a --what-if: give --what-if too"),
+        (("--what-if", "replicas=2"), "error: --what-if 'replicas=2': give SETTING=VALUE, SETTING one of limit, request, "
+         "gpu-memory-utilization (e.g. limit=40Gi or gpu-memory-utilization=0.85)"),
+        (("--what-if", "limit=40GB"), "error: --what-if 'limit=40GB': give a memory size as Kubernetes does, e.g. 40Gi or 39936Mi"),
+    ],
+)
+def test_what_if_values_are_checked_before_asking_anything(args: tuple[str, ...], message: str) -> None:
+    code, out, err = run("http://127.0.0.1:9", *args)
+    assert code == 2 and out == "" and err.strip().splitlines() == [message]

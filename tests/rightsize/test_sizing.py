@@ -8,7 +8,7 @@ import pytest
 
 from obspack.rightsize import histograms as h
 from obspack.rightsize import sizing
-from obspack.rightsize.model import KVVerdict, Level, Release, Risk
+from obspack.rightsize.model import Decision, KVVerdict, Level, LoadSource, Release, Risk
 
 GIB, MIB = sizing.GIB, sizing.MIB
 
@@ -53,6 +53,33 @@ def test_the_risk_of_the_current_limit(peak, limit, kills, known, risk) -> None:
     assert found is risk
 
 
+def test_a_limit_is_lowered_only_with_a_known_model_load_and_raised_whenever_the_rule_asks() -> None:
+    assert sizing.decide_limit(23 * GIB, 96 * GIB, Risk.OK, load_known=False)[:2] == (Decision.KEEP, 96 * GIB)
+    assert sizing.decide_limit(23 * GIB, 96 * GIB, Risk.OK, load_known=True)[:2] == (Decision.CHANGE, 23 * GIB)
+    assert sizing.decide_limit(30 * GIB, 24 * GIB, Risk.OOM, load_known=False)[:2] == (Decision.CHANGE, 30 * GIB)
+    # tight: 32.25 is within 10% of 32, but the risk asks for the headroom
+    assert sizing.decide_limit(32.25 * GIB, 32 * GIB, Risk.TIGHT, load_known=True)[:2] == (Decision.CHANGE, 32.25 * GIB)
+    assert sizing.decide_limit(15 * GIB, 16 * GIB, Risk.OK, load_known=True)[:2] == (Decision.KEEP, 16 * GIB)
+    assert sizing.decide_limit(20 * GIB, None, Risk.NO_LIMIT, load_known=True)[:2] == (Decision.CHANGE, 20 * GIB)
+    assert sizing.decide_limit(20 * GIB, None, Risk.NO_LIMIT, load_known=False)[:2] == (Decision.NONE, None)
+
+
+def test_a_request_goes_under_the_limit_in_force_even_when_it_is_within_the_tolerance() -> None:
+    assert sizing.decide_request(14 * GIB, 32 * GIB, 32.25 * GIB, True)[:2] == (Decision.CHANGE, 14 * GIB)
+    assert sizing.decide_request(15 * GIB, 16 * GIB, 32 * GIB, True)[:2] == (Decision.KEEP, 16 * GIB)
+    assert sizing.decide_request(25 * GIB, 26 * GIB, 25.5 * GIB, True)[:2] == (Decision.CHANGE, 25 * GIB)
+    assert sizing.decide_request(14 * GIB, None, 32 * GIB, True)[:2] == (Decision.CHANGE, 14 * GIB)
+    assert sizing.decide_request(None, 16 * GIB, 32 * GIB, True)[0] is Decision.NONE
+
+
+def test_sizes_are_printed_as_the_patch_writes_them() -> None:
+    assert [sizing.quantity(v) for v in (30 * GIB, 68352 * MIB, 33024 * MIB, 300 * MIB, 13000 * MIB)] == [
+        "30Gi", "66.75Gi", "32.25Gi", "300Mi", "13000Mi"
+    ]
+    assert sizing.human_bytes(23.9 * GIB) == "23.9Gi" and sizing.human_bytes(68352 * MIB) == "66.75Gi"
+    assert [sizing.days(s) for s in (14 * 86400, 36 * 3600, 60, 2 * 86400 - 1800)] == ["14d", "1d12h", "1m", "2d"]
+
+
 def test_a_value_within_10_percent_is_kept() -> None:
     assert not sizing.differs(10.5, 10.0) and sizing.differs(11.5, 10.0) and sizing.differs(8.5, 10.0)
     assert not sizing.differs(None, 10.0) and not sizing.differs(10.0, None)
@@ -81,6 +108,9 @@ def test_gpu_memory_utilization_is_raised_to_a_95_percent_framebuffer_only_when_
     assert sizing.utilization(0.9, 0.94, KVVerdict.TOO_SMALL) is None  # less than 0.02 of room: keep it
     assert sizing.utilization(0.95, 0.99, KVVerdict.FITS) == 0.91  # past 97%: lowered by the excess
     assert sizing.utilization(None, 0.5, KVVerdict.TOO_SMALL) is None
+    # DCGM's whole MiB: 0.85 + 0.95 - 70141/81559 = 0.9399968, which the rule means as 0.94
+    assert sizing.utilization(0.85, 70141 / 81559, KVVerdict.TOO_SMALL) == 0.94
+    assert sizing.utilization(0.85, 0.8601, KVVerdict.TOO_SMALL) == 0.93  # a real hundredth short stays short
 
 
 def _buckets(cdf: dict[float, float], total: float = 1e6) -> h.Buckets:
@@ -98,6 +128,8 @@ def test_max_model_len_is_the_prompt_and_generation_p999_rounded_up_to_1024() ->
     assert not sizing.max_model_len(prompt, generation, 12000, "").change  # under twice the need: keep it
     few = sizing.max_model_len(_buckets({10: 1.0}, 999), generation, 131072, "")
     assert few.recommended is None and "999 requests" in few.basis
+    missing = sizing.max_model_len((), (), 131072, "")
+    assert missing.recommended is None and missing.basis == "no prompt-length histogram (vllm:request_prompt_tokens) in the window"
 
 
 def test_max_num_seqs_is_twice_the_running_peak_and_counts_only_when_the_batch_capped_a_roomy_cache() -> None:
@@ -116,7 +148,10 @@ def test_max_num_batched_tokens_is_the_bucket_above_the_step_p99_at_least_2048()
 
 
 def test_prefix_caching_goes_off_only_with_a_low_hit_rate_under_kv_pressure() -> None:
-    assert sizing.prefix_caching(True, 0.02, True, 0.3).change
+    off = sizing.prefix_caching(True, 0.02, True, 0.3)
+    assert off.change and (off.flag, off.recommended) == ("--enable-prefix-caching", "off")
+    kept = sizing.prefix_caching(True, 0.6, True, 0.3)
+    assert (kept.flag, kept.recommended, kept.change) == ("--enable-prefix-caching", "on", False)
     assert not sizing.prefix_caching(True, 0.02, False, 0.3).change
     assert not sizing.prefix_caching(True, 0.6, True, 0.3).change
     assert sizing.prefix_caching(False, None, True, 0.3) is None
@@ -138,10 +173,15 @@ def test_a_release_is_flagged_when_a_peak_rose_more_than_the_share_over_the_imag
     assert dict(out[2].rises)["load"] == pytest.approx(26 / 21 - 1) and dict(out[2].rises)["GPU"] == 0
 
 
-def test_confidence_not_enough_data_below_the_history_or_the_points_low_with_reasons() -> None:
+def test_confidence_not_enough_data_below_the_history_or_the_points_low_or_medium_with_reasons() -> None:
     week = 7 * 86400
-    assert sizing.confidence(576, 2 * 86400, 0, week, 2 * week, True).level is Level.NONE
-    assert sizing.confidence(50, 2 * week, 0, week, 2 * week, True).level is Level.NONE
-    assert sizing.confidence(4000, 2 * week, 0, week, 2 * week, True).level is Level.HIGH
-    low = sizing.confidence(4000, 2 * week, 6, week, 2 * week, False)
+    seen = LoadSource.OBSERVED
+    assert sizing.confidence(576, 2 * 86400, 0, week, 2 * week, seen).level is Level.NONE
+    assert sizing.confidence(50, 2 * week, 0, week, 2 * week, seen).level is Level.NONE
+    assert sizing.confidence(4000, 2 * week, 0, week, 2 * week, seen).level is Level.HIGH
+    low = sizing.confidence(4000, 2 * week, 6, week, 2 * week, LoadSource.UNSEEN, split=False)
     assert low.level is Level.LOW and len(low.reasons) == 2
+    assert sizing.confidence(4000, 2 * week, 0, week, 2 * week, LoadSource.UNSEEN).level is Level.MEDIUM
+    assert sizing.confidence(4000, 2 * week, 0, week, 2 * week, LoadSource.SIBLING).level is Level.MEDIUM
+    short = sizing.confidence(4000, 30, 0, 60, 2 * week, seen)
+    assert short.reasons == ("0s of data, 1m needed",)  # durations as people write them, not 0.000694 d

@@ -53,3 +53,19 @@ def test_victoriametrics_flags_the_release_and_the_short_history(found) -> None:
     assert new["flagged"] and new["rises"]["load"] == pytest.approx(0.30, abs=0.005)
     assert workload(doc, "rs-new")["confidence"]["level"] == "not enough data"
     assert not workload(doc, "rs-ok", "gpu-west")["actionable"]
+
+
+def test_victoriametrics_counts_every_run_to_its_end_and_cuts_no_limit_blind(found) -> None:
+    """The climbs before a kill and a liveness restart are serving; the load before the window and the
+    sibling's load size their limits; the long-running pod keeps its limit; the days and the kill add up."""
+    doc = found[1]
+    assert workload(doc, "rs-oom")["memory"]["serving_peak_bytes"] == pytest.approx(23.9 * GIB, rel=1e-9)
+    assert workload(doc, "rs-liveness")["memory"]["serving_peak_bytes"] == 22 * GIB
+    prewindow = workload(doc, "rs-prewindow")["memory"]
+    assert prewindow["load"]["source"] == "before the window" and prewindow["recommended"]["limit_bytes"] == 34.5 * GIB
+    chat = workload(doc, "rs-canary", name="chat")["memory"]
+    assert chat["load"]["source"] == "same image and model" and chat["recommended"]["limit_bytes"] == 30 * GIB
+    longrun = workload(doc, "rs-longrun")["memory"]
+    assert longrun["decision"]["limit"] == "keep" and longrun["recommended"]["limit_bytes"] == 96 * GIB
+    oom = workload(doc, "rs-oom")["backtest"]
+    assert (oom["runs"], oom["days"], oom["runs_killed"]) == (2, 14, 0)
