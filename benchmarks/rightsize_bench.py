@@ -2,6 +2,7 @@
 
     python benchmarks/rightsize_bench.py                 # 100 and 1000 vLLM pods, 14 days
     python benchmarks/rightsize_bench.py --sizes 1000 --concurrency 1,4,8
+    python benchmarks/rightsize_bench.py --sizes 1000 --concurrency 2 --compare /tmp/obspack-before   # before/after
 
 Each fleet repeats the workloads of the rightsize tests (obspack/demo/rightsize_fleet.py: model load peaks, an OOM
 kill, long prompts, a StatefulSet, a LeaderWorkerSet with a full KV cache, a release that raised memory, a
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -50,6 +52,7 @@ print(json.dumps({
     "requests": report.requests,
     "workloads": len(report.workloads),
     "actionable": sum(1 for w in report.workloads if w.actionable),
+    "kills": sum(1 for w in report.workloads if getattr(w, "backtest", None) is not None and w.backtest.kills),
     "failures": [f"{f.quantity}: {f.error}" for f in report.failures],
     "slowest": report.slowest,
     "rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
@@ -94,31 +97,39 @@ def backfill(pods: int, folder: Path) -> tuple[int, int, float]:
     return made["pods"], samples, size
 
 
+def measure(checkout: Path, url: str, concurrency: int) -> dict:
+    """One run of `checkout`'s rightsize against `url`, in a fresh interpreter."""
+    run = subprocess.run(
+        [sys.executable, "-c", CLIENT, url, str(fleet.END), str(concurrency)],
+        capture_output=True, text=True, cwd=checkout, check=False, env={**os.environ, "PYTHONPATH": str(checkout)},
+    )
+    if run.returncode != 0:
+        raise SystemExit(f"rightsize failed: {run.stderr[-2000:]}")
+    return json.loads(run.stdout)
+
+
 def run_size(pods: int, args: argparse.Namespace, work: Path) -> list[str]:
     folder = work / f"pods-{pods}"
     folder.mkdir(parents=True)
     made, samples, _ = backfill(pods, folder)
     lines = []
+    checkouts = [("this", ROOT)] + ([("compared", Path(args.compare))] if args.compare else [])
     with running_prometheus(folder / "data") as prom:
         for concurrency in args.concurrency:
             for attempt in range(args.runs):
-                run = subprocess.run(
-                    [sys.executable, "-c", CLIENT, prom.url, str(fleet.END), str(concurrency)],
-                    capture_output=True, text=True, cwd=ROOT, check=False,
-                )
-                if run.returncode != 0:
-                    raise SystemExit(f"rightsize failed: {run.stderr[-2000:]}")
-                result = json.loads(run.stdout)
-                line = (
-                    f"| {made} | {samples / 1e6:.1f} M | {concurrency} | {attempt + 1} | {result['seconds']:.1f} s | "
-                    f"{result['requests']} | {result['rss_mib']:.0f} MiB | {result['workloads']} | {result['actionable']} |"
-                )
-                log(line)
-                for seconds, what in result["slowest"][:4]:
-                    log(f"    {seconds:.2f} s  {' '.join(what.split())[:140]}")
-                if result["failures"]:
-                    log(f"    failed: {result['failures']}")
-                lines.append(line)
+                for label, checkout in checkouts:
+                    result = measure(checkout, prom.url, concurrency)
+                    line = (
+                        f"| {made} | {samples / 1e6:.1f} M | {label} | {concurrency} | {attempt + 1} | "
+                        f"{result['seconds']:.1f} s | {result['requests']} | {result['rss_mib']:.0f} MiB | "
+                        f"{result['workloads']} | {result['actionable']} | {result['kills']} |"
+                    )
+                    log(line)
+                    for seconds, what in result["slowest"][:4]:
+                        log(f"    {seconds:.2f} s  {' '.join(what.split())[:140]}")
+                    if result["failures"]:
+                        log(f"    failed: {result['failures']}")
+                    lines.append(line)
     shutil.rmtree(folder, ignore_errors=True)
     return lines
 
@@ -128,6 +139,7 @@ def main() -> int:
     parser.add_argument("--sizes", default="100,1000", help="vLLM pods per fleet, comma separated")
     parser.add_argument("--concurrency", default="4", help="requests in flight, comma separated")
     parser.add_argument("--runs", type=int, default=2, help="runs per concurrency (the first one reads cold blocks)")
+    parser.add_argument("--compare", help="another checkout of obspack to run against the same servers (before/after)")
     args = parser.parse_args()
     args.concurrency = [int(c) for c in args.concurrency.split(",")]
     for tool in ("prometheus", "promtool"):
@@ -136,8 +148,8 @@ def main() -> int:
             return 1
     work = Path(tempfile.mkdtemp(prefix="obspack-rightsize-bench-"))
     lines = [
-        "| pods | samples | concurrency | run | rightsize | requests | peak RSS | workloads | with changes or risks |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| pods | samples | checkout | concurrency | run | rightsize | requests | peak RSS | workloads | with changes or risks | backtests that kill |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     try:
         for pods in (int(s) for s in args.sizes.split(",")):

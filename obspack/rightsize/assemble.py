@@ -167,29 +167,26 @@ class _Run:
 
 def _runs(index: _Index, keys: set[ContainerKey], window_start: float) -> list[_Run]:
     """The runs (cgroups) of these containers in the window, with their peak and start. Where cAdvisor gives
-    no start, kube-state-metrics' earliest start in the window dates the container's first run."""
+    no start, kube-state-metrics' earliest start in the window dates one run of the container (which one
+    is not in its data; it only matters to the backtest's count of runs that started before the window)."""
     peaks: dict[RunKey, float] = {}
     for (*run, _image), value in index.images("run_peak", keys).items():
         run_key = tuple(run)
         peaks[run_key] = max(peaks.get(run_key, value), value)  # type: ignore[index]
-    starts = {k[:5]: v for k, v in index.rows("run_start", {k[:3] for k in keys}) if k[:4] in keys}
-    ksm = dict(zip(*_pairs(index, "ksm_first_start", keys))) if keys else {}
+    pods = {k[:3] for k in keys}
+    starts = {k[:5]: v for k, v in index.rows("run_start", pods) if k[:4] in keys}
+    ksm = {k[:4]: v for k, v in index.rows("ksm_first_start", pods) if k[:4] in keys}
     out = []
     dated: set[ContainerKey] = set()
     for run_key in sorted(peaks):
         started = starts.get(run_key)
         container = run_key[:4]
         if started is None and container in ksm and container not in dated:
-            started = ksm[container]  # the container's earliest run: the first one seen
+            started = ksm[container]
             dated.add(container)  # type: ignore[arg-type]
         before = started is not None and started < window_start
         out.append(_Run(run_key, peaks[run_key], started, before))  # type: ignore[arg-type]
     return out
-
-
-def _pairs(index: _Index, name: str, keys: set[ContainerKey]) -> tuple[list[ContainerKey], list[float]]:
-    rows = [(k[:4], v) for k, v in index.rows(name, {k[:3] for k in keys}) if k[:4] in keys]
-    return [k for k, _ in rows], [v for _, v in rows]  # type: ignore[misc]
 
 
 def _models(index: _Index, pods: set[PodKey]) -> tuple[str, ...]:

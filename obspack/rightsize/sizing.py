@@ -241,11 +241,12 @@ def max_model_len(prompt: Buckets, generation: Buckets, current: float | None, c
     refused = h.share_above(recommended - g, prompt)
     longest = h.max_bound(prompt)
     longest_text = "above the highest bucket" if longest == math.inf else f"at most {longest:,.0f}"
-    refused_text = "none" if refused <= 0 else "under 0.01%" if refused < 0.0001 else f"about {refused:.2%}"
-    basis = (
-        f"prompt p99.9 {p:,.0f} + generation p99.9 {g:,.0f} tokens (longest prompt {longest_text}); "
-        f"{refused_text} of requests would be refused"
-    )
+    if refused <= 0:
+        refused_text = "no request would be refused"
+    else:
+        share = "under 0.01%" if refused < 0.0001 else f"about {refused:.2%}"
+        refused_text = f"{share} of requests would be refused"
+    basis = f"prompt p99.9 {p:,.0f} + generation p99.9 {g:,.0f} tokens (longest prompt {longest_text}); {refused_text}"
     measured = (
         ("requests", requests),
         ("prompt_p999", p),
@@ -358,7 +359,9 @@ def confidence(
         low.append("no container start times: model load and serving not told apart")
     if load is LoadSource.UNSEEN and split:
         medium.append("no start in the window: the model load was not seen, so the limit is not lowered")
-    elif load in (LoadSource.BEFORE, LoadSource.SIBLING):
-        medium.append(f"no start in the window: the model load is taken from {load.value}")
+    elif load is LoadSource.BEFORE:
+        medium.append("no start in the window: the model load is taken from the data before it")
+    elif load is LoadSource.SIBLING:
+        medium.append("no start in the window: the model load is taken from another workload of the same image and model")
     level = Level.LOW if low else Level.MEDIUM if medium else Level.HIGH
     return Confidence(level, points, span_s, restarts, (*low, *medium))
