@@ -6,8 +6,9 @@ limit, restarts, last termination) on a node, and the GPUs it holds (framebuffer
 with `set_host_memory`, `set_vram` and `terminate`; `add` places a new pod. `FakeSources` serves it on
 127.0.0.1, one path per exporter:
 
-- `/nodes/<node>/metrics/cadvisor`: the node's kubelet. Every container's working set and spec limit,
-  plus the pod-level cgroup (`container=""`, as cAdvisor reports it) and the exporter sidecar.
+- `/nodes/<node>/metrics/cadvisor`: the node's kubelet. Every container's working set, spec limit and
+  start time, plus the pod-level cgroup (`container=""`, as cAdvisor reports it) and the exporter sidecar.
+  A restart gives the container a new cgroup (`id`): the old one's series stop, as the real kubelet's do.
 - `/kube-state-metrics/metrics`: container info (image), resource requests and limits (memory and
   `nvidia_com_gpu`), the restart counter and, once a container terminated, the sticky
   `last_terminated_reason` and `last_terminated_exitcode`.
@@ -21,6 +22,7 @@ with `set_host_memory`, `set_vram` and `terminate`; `add` places a new pod. `Fak
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -65,6 +67,7 @@ class Pod:
     last_reason: str = ""  # kube-state-metrics' last terminated reason, once the container terminated
     last_exit_code: int = 0
     container_id: int = 1  # a restart gives the container a new cgroup
+    started_at: float = field(default_factory=time.time)  # the vLLM container's current run, unix seconds
 
     @property
     def uid(self) -> str:
@@ -107,6 +110,7 @@ class Cluster:
             pod.restarts += 1
             pod.last_reason, pod.last_exit_code = reason, exit_code
             pod.container_id += 1
+            pod.started_at = time.time()
 
     def nodes(self) -> list[str]:
         with self._lock:
@@ -128,6 +132,7 @@ def _cadvisor(pods: list[Pod], node: str) -> Iterator[Metric]:
     labels = ["namespace", "pod", "container", "image", "id", "name"]
     working_set = GaugeMetricFamily("container_memory_working_set_bytes", "Current working set.", labels=labels)
     limit = GaugeMetricFamily("container_spec_memory_limit_bytes", "Memory limit of the container.", labels=labels)
+    started = GaugeMetricFamily("container_start_time_seconds", "Start time of the container since unix epoch in seconds.", labels=labels)
     for pod in (p for p in pods if p.node == node):
         cgroup = f"/kubepods/burstable/pod{pod.uid}"
         vllm_bytes = int(pod.memory_limit * pod.working_set_ratio)
@@ -140,11 +145,13 @@ def _cadvisor(pods: list[Pod], node: str) -> Iterator[Metric]:
             values = [pod.namespace, pod.name, container, image, cid, f"k8s_{container}_{pod.name}"]
             working_set.add_metric(values, value)
             limit.add_metric(values, cap)
+            started.add_metric(values, round(pod.started_at, 3))
         pod_cgroup = [pod.namespace, pod.name, "", "", cgroup, ""]  # the whole pod: never a container
         working_set.add_metric(pod_cgroup, vllm_bytes + sidecar_bytes)
         limit.add_metric(pod_cgroup, 0)
     yield working_set
     yield limit
+    yield started
 
 
 def _kube_state_metrics(pods: list[Pod]) -> Iterator[Metric]:
