@@ -384,6 +384,13 @@ def rightsize(
         str | None,
         typer.Option(metavar="[CLUSTER/]NAMESPACE/NAME[:CONTAINER]", help="The workload of --what-if (needed when there are several)."),
     ] = None,
+    autoscaling: Annotated[
+        bool,
+        typer.Option(
+            "--autoscaling",
+            help="Also derive autoscaling targets from the TTFT SLO's history, and print the autoscaling: block to paste into obspack.yaml.",
+        ),
+    ] = False,
     at: At = None,
     bearer_token: BearerToken = None,
     bearer_token_file: BearerTokenFile = None,
@@ -409,11 +416,13 @@ def rightsize(
 
     obspack rightsize -p http://prometheus:9090 --what-if limit=40Gi --workload llm/vllm-chat
 
+    obspack rightsize -p http://prometheus:9090 --autoscaling
+
     Exit code 0: nothing to change; 1: recommendations or risks, or no vLLM workload found (with --what-if: the value fails its backtest); 2: the server, or a question, failed."""
     import json
 
     from obspack.doctor.settings import CONNECTION_OPTIONS, connection
-    from obspack.rightsize.report import as_json, text
+    from obspack.rightsize.report import as_json, autoscaling_block, text
     from obspack.rightsize.run import rightsize as run_rightsize
     from obspack.rightsize.settings import options
     from obspack.rightsize.write import write_patches
@@ -432,6 +441,7 @@ def rightsize(
             include_low=include_low,
             what_if_text=what_if,
             workload=workload,
+            autoscaling=autoscaling,
         )
         report = run_rightsize(cfg, server, settings)
     except ObspackError as e:
@@ -440,6 +450,8 @@ def rightsize(
             raise typer.Exit(code=e.exit_code) from None
         raise _fail(e) from None
     typer.echo(json.dumps(as_json(report), indent=2) if json_output else text(report, typer.style))
+    if autoscaling and not json_output and report.scaling:
+        typer.echo("\n# paste into obspack.yaml:\n" + autoscaling_block(report.scaling), nl=False)
     if patches is not None:  # after the report: a folder that cannot be written loses no answer
         try:
             written = write_patches(patches, report.workloads, include_low)

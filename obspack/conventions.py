@@ -46,6 +46,11 @@ PREEMPTION_RATE = record_name("namespace_pod_model", "vllm_num_preemptions", "ra
 PREFIX_HIT_RATIO = record_name("namespace_pod_model", "vllm_prefix_cache_hit", "ratio_rate5m")
 REQUEST_RATE = record_name("namespace_model_finished_reason", "vllm_request_success", "rate5m")
 
+# The autoscaling signal: per model, the queue per engine and the KV cache usage against their targets
+# (`signal` label: queue, kv_cache), and the larger of the two, which an autoscaler holds at 1.
+SATURATION_PART = record_name("namespace_model_signal", "vllm_saturation", "ratio")
+SATURATION = record_name("namespace_model", "vllm_saturation", "ratio")
+
 
 def latency_bucket_record(family: str) -> str:
     """Per-model histogram buckets summed over pods, for fleet percentiles."""
@@ -88,6 +93,7 @@ DASHBOARDS = {
     "vllm-slos": "vLLM / SLOs",
 }
 TRIAGE_DASHBOARD = "vllm-pod-memory-planes"
+FLEET_DASHBOARD = "vllm-fleet"
 SLO_DASHBOARD = "vllm-slos"
 
 

@@ -41,6 +41,9 @@ PLACEHOLDERS: dict[str, str] = {
     "Hostname": "<node>",
     "node": "<node>",
     "reason": "<reason>",
+    "horizontalpodautoscaler": "<hpa>",
+    "scaledObject": "<scaledobject>",
+    "scaledResource": "<scaledobject>",
 }
 CLUSTER_PLACEHOLDER = "<cluster>"
 _GO_LABEL = re.compile(r"\{\{\s*\$labels\.([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
@@ -56,6 +59,7 @@ CHOSEN: dict[str, str] = {
     "replicas": "the replica count you choose",
     "new-limit": "the memory limit you choose",
     "port": "vLLM's port (8000 unless set)",
+    "max-replicas": "the new maximum you choose",
     "grafana-url": "your Grafana's address (set `grafana.url` in obspack.yaml to have it filled in)",
 }
 
@@ -263,9 +267,10 @@ def _dashboard(cfg: ObspackConfig, name: str) -> dict[str, str]:
     uid = c.dashboard_uid(name)
     url = with_placeholders(cfg, dashboard_url(cfg, name))
     base = cfg.grafana.url.rstrip("/")
-    on = "model" if name == c.SLO_DASHBOARD else "pod"
+    on = {c.SLO_DASHBOARD: "model", c.FLEET_DASHBOARD: "namespace"}.get(name, "pod")
+    kind = {c.SLO_DASHBOARD: "SLO dashboard", c.FLEET_DASHBOARD: "Fleet dashboard"}.get(name, "Triage dashboard")
     return {
-        "kind": "SLO dashboard" if name == c.SLO_DASHBOARD else "Triage dashboard",
+        "kind": kind,
         "on": on,
         "title": c.DASHBOARDS[name],
         "uid": uid,

@@ -54,7 +54,7 @@ CONFIGS = {"default": ObspackConfig(), "custom": CUSTOM}
 # Everything a reader is asked to fill in. A new placeholder must be added here on purpose.
 KNOWN_PLACEHOLDERS = {
     "cluster", "namespace", "pod", "container", "model", "node", "uuid", "gpu", "reason", "slo", "deployment",
-    "new-limit", "replicas", "port", "grafana-url", "connector", "kind",
+    "new-limit", "replicas", "port", "grafana-url", "connector", "kind", "hpa", "scaledobject", "max-replicas",
 }  # fmt: skip
 PLACEHOLDER = re.compile(r"<([a-z][a-z0-9-]*)>")
 ALERT_NAME = re.compile(r"\b(?:VLLM|Obspack)[A-Z][A-Za-z0-9]*\b")

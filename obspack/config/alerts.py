@@ -148,6 +148,30 @@ class SpecDecodeAcceptanceLow(AlertSettings):
     )
 
 
+class AutoscalerThrashing(AlertSettings):
+    for_: Duration = Field("0m", alias="for", description=FOR)
+    window: Window = Field("30m", description=f"window in which the desired replicas went up and down {WINDOW}")
+    reversals: Number = Field(
+        2.0, ge=1, le=100, description="fires when the replicas went up at least this often and down as often (1 to 100)"
+    )
+
+
+class AutoscalerMaxedOut(AlertSettings):
+    for_: Duration = Field("15m", alias="for", description=FOR)
+    saturation: Number = Field(
+        1.0, gt=0, le=100, description="the model's saturation signal above this, at max replicas, fires (above 0, at most 100)"
+    )
+
+
+class AutoscalerScaleUpBlocked(AlertSettings):
+    for_: Duration = Field("10m", alias="for", description=FOR)
+
+
+class AutoscalerSignalMissing(AlertSettings):
+    for_: Duration = Field("10m", alias="for", description=FOR)
+    window: Window = Field("10m", description=f"window of KEDA's scaler errors {WINDOW}")
+
+
 class Alerts(_Model):
     """Per-alert settings. Keys are alert names."""
 
@@ -169,3 +193,7 @@ class Alerts(_Model):
     VLLMAdmissionRejections: AdmissionRejections = AdmissionRejections()
     VLLMKVOffloadAllocationFailures: KVOffloadAllocationFailures = KVOffloadAllocationFailures()
     VLLMSpecDecodeAcceptanceLow: SpecDecodeAcceptanceLow = SpecDecodeAcceptanceLow()
+    VLLMAutoscalerThrashing: AutoscalerThrashing = AutoscalerThrashing()
+    VLLMAutoscalerMaxedOut: AutoscalerMaxedOut = AutoscalerMaxedOut()
+    VLLMAutoscalerScaleUpBlocked: AutoscalerScaleUpBlocked = AutoscalerScaleUpBlocked()
+    VLLMAutoscalerSignalMissing: AutoscalerSignalMissing = AutoscalerSignalMissing()

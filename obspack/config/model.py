@@ -7,6 +7,7 @@ from typing import Annotated
 from pydantic import AfterValidator, Field
 
 from obspack.config.alerts import Alerts
+from obspack.config.autoscaling import Autoscaling
 from obspack.config.slos import SLOs
 from obspack.config.values import (
     URL,
@@ -40,6 +41,7 @@ class Selectors(_Model):
     kube_state_metrics: Matchers = Field("", description="matchers for kube-state-metrics, e.g. job=\"kube-state-metrics\"")
     dcgm: Matchers = Field("", description="matchers for NVIDIA dcgm-exporter series")
     exporter: Matchers = Field("", description="matchers for the obspack exporter's series")
+    keda: Matchers = Field("", description="matchers for the KEDA operator's series, e.g. job=\"keda-operator\"")
 
 
 class VLLMContainers(_Model):
@@ -102,6 +104,7 @@ class ObspackConfig(_Model):
     vllm_containers: VLLMContainers = VLLMContainers()
     alerts: Alerts = Alerts()
     slos: SLOs = SLOs()
+    autoscaling: Autoscaling = Autoscaling()
     common_labels: LabelMap = Field(default_factory=dict, description="static labels added to every alert (as alerts.*.labels)")
     rule_interval: RuleInterval | None = Field(
         None, description="evaluation interval of the rule groups (unset: Prometheus' global one; 1s to 5m)"

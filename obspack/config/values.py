@@ -58,7 +58,8 @@ MAX_ENTRIES = 32
 RULE_LABELS = frozenset({
     "alertname", "severity", "namespace", "pod", "container", "model_name", "job", "instance", "le", "engine",
     "pid", "reason", "finished_reason", "gpu", "UUID", "Hostname", "modelName", "GPU_I_ID", "slo",
-    "long", "short", "connector", "kind",
+    "long", "short", "connector", "kind", "signal", "horizontalpodautoscaler", "scaledObject", "scaledResource",
+    "exported_namespace",
 })
 
 
@@ -162,6 +163,18 @@ def _matchers(value: str) -> str:
     return text
 
 
+def _promql(value: str) -> str:
+    """A whole PromQL expression (empty: none), checked by the parser."""
+    text = _text(value, MAX_PROMQL).strip()
+    if not text:
+        return ""
+    try:
+        promql_parser.parse(text)
+    except Exception as e:  # noqa: BLE001
+        raise ValueError(f"{value[:80]!r} is not a PromQL expression ({e})") from None
+    return text
+
+
 _BARE = re.compile(r"""(?:^|,)\s*([A-Za-z_][A-Za-z0-9_]*)\s*(=~|!~|!=|=)\s*([^"'`,\s][^,]*?|)\s*(?=,|$)""")
 
 
@@ -245,6 +258,7 @@ LabelName = Annotated[str, AfterValidator(_label_name)]
 LabelValue = Annotated[str, AfterValidator(_label_value)]
 Regex = Annotated[str, AfterValidator(_regex)]
 Matchers = Annotated[str, AfterValidator(_matchers)]
+PromQL = Annotated[str, AfterValidator(_promql)]
 K8sName = Annotated[str, AfterValidator(_k8s_name)]
 K8sKey = Annotated[str, AfterValidator(_k8s_key)]
 K8sLabels = Annotated[dict[str, str], AfterValidator(_k8s_labels)]

@@ -6,8 +6,8 @@ from grafanalib.core import Dashboard
 
 from obspack import conventions as c
 from obspack.config import ObspackConfig
+from obspack.dashboards import autoscaling, features, variables
 from obspack.dashboards import feature_queries as fq
-from obspack.dashboards import features, variables
 from obspack.dashboards import panels as p
 from obspack.dashboards import queries as q
 from obspack.dashboards.defaults import dashboard, runbook_link, triage_from_row, triage_from_series
@@ -254,6 +254,7 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
             row_links=[triage_from_row(cfg)],
             h=6,
         ),
+        autoscaling.row(cfg),
         *features.rows(cfg),
     ]
     return dashboard(

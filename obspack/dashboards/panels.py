@@ -257,6 +257,11 @@ def section(title: str) -> RowPanel:
     return RowPanel(title=title, gridPos=GridPos(h=1, w=WIDTH, x=0, y=0))
 
 
+def collapsed_section(title: str, panels: Sequence[Panel]) -> RowPanel:
+    """A collapsed row holding `panels`: they query nothing until the row is opened."""
+    return RowPanel(title=title, gridPos=GridPos(h=1, w=WIDTH, x=0, y=0), collapsed=True, panels=list(panels))
+
+
 def repeated_section(title: str, variable: str, panels: Sequence[Panel]) -> RowPanel:
     """A collapsed row holding `panels`, repeated once per value of `variable` (a hidden variable whose
     values exist only where a feature is in use). Its panels query nothing until the row is opened.

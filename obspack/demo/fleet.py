@@ -9,7 +9,8 @@ What it holds, per cluster (every cluster has the same namespace and pod names):
 - production-stack router copies of engine gauges (a `server` label, no `model_name`).
 - cAdvisor: the vLLM and exporter containers, the pod-level cgroup and the pause sandbox (containerd
   style in one cluster, dockershim `container="POD"` in the next), plus kubelet /metrics/resource copies.
-- kube-state-metrics from two HA replicas (every series twice, differing in `instance`).
+- kube-state-metrics from two HA replicas (every series twice, differing in `instance`), with one KEDA-made
+  HorizontalPodAutoscaler per cluster, namespace and model (`keda-hpa-<model>`), healthy and below its max.
 - dcgm-exporter in both label modes, per node: workload in `pod=` (honorLabels: true) or in
   `exported_pod=` with `pod=` naming the exporter pod; `Hostname` in one cluster, `hostname` in the
   next; one idle GPU per node that no pod holds.
@@ -881,6 +882,40 @@ class _Fleet:
                         "kube_pod_container_status_restarts_total", ksm(pod, r, container=container), 0.0
                     )
 
+    def autoscalers(self, w: _Writer) -> None:
+        """One KEDA-made HPA per cluster, namespace and model (keda-hpa-<model>), from both kube-state-metrics
+        replicas: its replicas are the model's pods there, with room for two more, and it can read its metric."""
+        replicas = ("10.96.0.20:8080", "10.96.0.21:8080")
+        models: dict[tuple[str, str, str], int] = {}
+        for pod in self.pods:
+            key = (pod.cluster, pod.namespace, pod.model)
+            models[key] = models.get(key, 0) + 1
+
+        def hpa(cluster: str, namespace: str, model: str, replica: str, **extra: str) -> str:
+            name = "keda-hpa-" + model.split("/")[-1].lower().replace(".", "-")
+            return _labels(**{self.cl: cluster, "instance": replica, "job": "kube-state-metrics", "namespace": namespace,
+                              "horizontalpodautoscaler": name}, **extra)
+
+        series = {
+            "kube_horizontalpodautoscaler_spec_min_replicas": lambda n: 1.0,
+            "kube_horizontalpodautoscaler_spec_max_replicas": lambda n: float(n + 2),
+            "kube_horizontalpodautoscaler_status_current_replicas": lambda n: float(n),
+            "kube_horizontalpodautoscaler_status_desired_replicas": lambda n: float(n),
+        }
+        for family, value in series.items():
+            w.family(family, "gauge", "HorizontalPodAutoscaler replicas.")
+            for (cluster, namespace, model), n in sorted(models.items()):
+                for r in replicas:
+                    w.series(family, hpa(cluster, namespace, model, r), value(n))
+        w.family("kube_horizontalpodautoscaler_status_condition", "gauge", "The condition of this autoscaler.")
+        for (cluster, namespace, model), _ in sorted(models.items()):
+            for r in replicas:
+                for condition in ("AbleToScale", "ScalingActive", "ScalingLimited"):
+                    for status in ("true", "false", "unknown"):
+                        on = (status == "true") != (condition == "ScalingLimited") and status != "unknown"
+                        w.series("kube_horizontalpodautoscaler_status_condition",
+                                 hpa(cluster, namespace, model, r, condition=condition, status=status), float(on))
+
     # -- DCGM --------------------------------------------------------------------------------------
 
     def gpus(self) -> Iterator[tuple[str, Pod | None, Pod, int]]:
@@ -1113,7 +1148,7 @@ class _Fleet:
 # The families by source, in file order. `write_openmetrics_by_source` writes one file per entry.
 SOURCES: dict[str, tuple[str, ...]] = {
     "vllm": ("vllm_gauges", "vllm_counters", "vllm_histograms", "vllm_features"),
-    "kubernetes": ("cadvisor", "kube_state_metrics"),
+    "kubernetes": ("cadvisor", "kube_state_metrics", "autoscalers"),
     "dcgm": ("dcgm",),
     "exporter": ("exporter",),
 }

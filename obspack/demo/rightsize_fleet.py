@@ -23,6 +23,7 @@ real ones do: kube-state-metrics from two HA replicas (every series twice), cAdv
 | rs-longrun | Deployment longrun | started 20 days before the window under a 96 GiB limit: its 30 GiB model load is not in the data |
 | rs-prewindow | Deployment warm | started 3 days before the window; the data there still holds its 30 GiB load |
 | rs-canary | Deployments chat and chat-canary | same image and model: chat started before the window, chat-canary loaded 26 GiB inside it |
+| rs-scale | Deployment scale | a queue that peaks daily, and a TTFT SLO that burns from a queue of 4 up (`rightsize --autoscaling`) |
 
 Each workload serves its own model, as real fleets do, except chat and chat-canary, which share one (and
 their image): a workload whose model load the window did not see takes its load peak from such a sibling.
@@ -33,6 +34,7 @@ step, as a real kill does more often than not.
 
 from __future__ import annotations
 
+import math
 import shutil
 import tempfile
 import zlib
@@ -140,6 +142,8 @@ class Engine:
     alloc_retries: float = 0.0
     dense: bool = False  # waiting and KV usage every step (else hourly)
     model: str = MODEL
+    ttft_slow: Callable[[int], float] | None = None  # share of first tokens over 2.5 s at t (None: no TTFT histogram)
+    ttft_rate: float = 5.0  # first tokens per second, with ttft_slow
 
 
 def buckets_1_2_5(limit: int) -> list[float]:
@@ -318,6 +322,8 @@ class Fleet:
                 self.om.add(family, "histogram", f"{family}_bucket", {**labels, "le": le}, grown(e.requests * share))
             self.om.add(family, "histogram", f"{family}_count", labels, grown(e.requests))
             self.om.add(family, "histogram", f"{family}_sum", labels, grown(e.requests * 300))
+        if e.ttft_slow is not None:
+            self.ttft(labels, e, life)
         self.dcgm(pod, e, life)
         exporter = {**labels, "container": "obspack-exporter", "job": "obspack-exporter", "device": "0", "pid": "100"}
         exporter.pop("model_name")
@@ -326,6 +332,30 @@ class Fleet:
                     exporter, [(t, e.fragmentation) for t in hourly])
         self.om.add("obspack_cuda_alloc_retries", "counter", "obspack_cuda_alloc_retries_total", exporter,
                     [(t, e.alloc_retries * (t - pod.start) / span) for t in hourly])
+
+    def ttft(self, labels: dict[str, str], e: Engine, life: list[int]) -> None:
+        """vLLM's time-to-first-token histogram every step: `ttft_rate` first tokens a second, `ttft_slow(t)`
+        of them slower than 2.5 s (half in the 5 s bucket, half in the 10 s one), the rest in the 0.25 s one."""
+        slow = e.ttft_slow
+        assert slow is not None
+        bounds = (0.001, 0.01, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, math.inf)
+        total = fast = 0.0
+        rows: dict[float, Samples] = {b: [] for b in bounds}
+        previous = life[0] if life else 0
+        for t in life:
+            n = e.ttft_rate * (t - previous)
+            previous = t
+            total += n
+            fast += n * (1 - slow(t))
+            for b in bounds:
+                value = 0.0 if b < 0.25 else fast if b < 5.0 else fast + (total - fast) / 2 if b < 10.0 else total
+                rows[b].append((t, value))
+        for b, samples in rows.items():
+            le = "+Inf" if b == math.inf else repr(b)
+            self.om.add("vllm:time_to_first_token_seconds", "histogram", "vllm:time_to_first_token_seconds_bucket",
+                        {**labels, "le": le}, samples)
+        self.om.add("vllm:time_to_first_token_seconds", "histogram", "vllm:time_to_first_token_seconds_count", labels,
+                    rows[math.inf])
 
     def dcgm(self, pod: Pod, e: Engine, life: list[int]) -> None:
         node = f"gpu-node-{_hash(pod.cluster, pod.name)[:3]}"
@@ -528,7 +558,26 @@ def rs_canary(f: Fleet, ns: str = "rs-canary", tag: str = "") -> None:
         f.add(pod, Engine(model=model))
 
 
-WORKLOADS = (rs_load, rs_oom, rs_context, rs_batch, rs_kv, rs_release, rs_new, rs_ok, rs_liveness, rs_longrun, rs_prewindow, rs_canary)
+def rs_scale(f: Fleet, ns: str = "rs-scale", tag: str = "") -> None:
+    """Two replicas of a chat model whose queue per engine is 0 at night, 2 by day, 4 from 12:00 and 8 from
+    13:00 to 14:00; the KV cache stays at 60%. From a queue of 4 up, 5% of first tokens take over 2.5 s (0.2%
+    otherwise): the TTFT SLO (99% within 2.5 s) burns at 4 and more, every day. The history says: a queue
+    target of 3 (80% of 4), the KV cache's default kept, and 6 replicas at the peak (2 x 8 / 3, rounded up)."""
+    f.replicaset("gpu-east", ns, f"scale{tag}-6f5e4d3c2", f"scale{tag}", T0 - DAY)
+
+    def queue(t: int) -> float:
+        hour = (t // 3600) % 24
+        return 8.0 if hour == 13 else 4.0 if hour == 12 else 2.0 if day(t) else 0.0
+
+    for i in range(2):
+        pod = Pod("gpu-east", ns, f"scale{tag}-6f5e4d3c2-{'ab'[i]}7k2m", [Run(T0 + 3600 * (1 + i), END + 1, _load_then(18 * GIB, 16 * GIB))],
+                  24 * GIB, 20 * GIB, owner=("ReplicaSet", f"scale{tag}-6f5e4d3c2"))
+        f.add(pod, Engine(running=lambda t: 4.0, waiting=queue, kv=lambda t: 0.6, dense=True, model="Qwen/Qwen3-8B",
+                          ttft_slow=lambda t: 0.05 if queue(t) >= 4 else 0.002))
+
+
+WORKLOADS = (rs_load, rs_oom, rs_context, rs_batch, rs_kv, rs_release, rs_new, rs_ok, rs_liveness, rs_longrun, rs_prewindow,
+             rs_canary, rs_scale)
 
 
 def write_fleet(path: Path, workloads: Iterable[Callable[[Fleet], None]] = WORKLOADS) -> int:

@@ -26,6 +26,7 @@ class Topic(str, Enum):
     DASHBOARD = "dashboard"
     VARIABLE = "variable"
     RULES = "rules"
+    AUTOSCALER = "autoscaler"
 
 
 @dataclass(frozen=True)

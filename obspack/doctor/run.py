@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from obspack.doctor import knowledge as k
 from obspack.doctor.advice import advise
 from obspack.doctor.api import Connection, DoctorError, PrometheusAPI
+from obspack.doctor.autoscalers import autoscaler_findings
 from obspack.doctor.backends import connect, detect
 from obspack.doctor.causes import group, probe_off
 from obspack.doctor.checks import SelectorChecks, Window
@@ -75,6 +76,8 @@ def diagnose(pack: Pack, connection: Connection, options: Options = Options()) -
         dashboards = fit_dashboards(api, checker, needs, checks, records, found.pods, at)
         history = history_findings(api, needs, at)
         phase("dashboards")
+        scaling = autoscaler_findings(api, pack, at, options.lookback_s)
+        phase("autoscalers")
         read = {leaf for need in rule_needs for leaf in leaves(need)} | {
             x for d in dashboards for x in d.selectors
         }
@@ -87,6 +90,7 @@ def diagnose(pack: Pack, connection: Connection, options: Options = Options()) -
             *dashboard_findings(dashboards),
             *history,
             *deployment.findings,
+            *scaling,
         )
         _answered_since(api, mark)
         requests = api.requests

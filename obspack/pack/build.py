@@ -11,6 +11,7 @@ from obspack.config import ObspackConfig
 from obspack.dashboards import all_dashboards
 from obspack.errors import RenderError
 from obspack.pack.alertmanager import alertmanager_example
+from obspack.pack.autoscaling import manifests
 from obspack.pack.model import Dashboard, Pack, Sources
 from obspack.pack.shipped_tests.alerts import rule_tests
 from obspack.pack.shipped_tests.slos import slo_rule_tests
@@ -57,4 +58,5 @@ def build(cfg: ObspackConfig) -> Pack:
         alertmanager=alertmanager_example(cfg),
         prometheus_rule=cfg.prometheus_rule.model_dump(),
         grafana=cfg.grafana.model_dump(),
+        autoscaling=manifests(cfg),
     )

@@ -4,8 +4,9 @@ config. Writers and readers of live servers take a Pack and never the config."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from obspack.pack.autoscaling import Manifests
 from obspack.rules.model import AlertRule, RuleGroup
 
 
@@ -44,3 +45,4 @@ class Pack:
     alertmanager: dict[str, object]
     prometheus_rule: dict[str, object]  # name, namespace, labels
     grafana: dict[str, object]  # namespace, folder, folder_annotation, configmap_labels
+    autoscaling: Manifests = field(default_factory=lambda: Manifests((), ()))  # KEDA and HPA manifests

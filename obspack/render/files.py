@@ -5,7 +5,8 @@ The layout is a contract that users' tools, the Helm chart and the tests read:
     thanos/       the same groups for Thanos Ruler, with partial_response_strategy
     mimir/        the same groups as Mimir ruler namespaces (mimirtool rules load/sync)
     vmalert/      the same groups for vmalert, expressions rewritten to MetricsQL (docs/engines.md)
-    kubernetes/   a PrometheusRule and one Grafana-sidecar ConfigMap per dashboard
+    kubernetes/   a PrometheusRule and one Grafana-sidecar ConfigMap per dashboard; autoscaling/: the KEDA
+                  ScaledObjects or HPAs of autoscaling.autoscalers, and the prometheus-adapter rules
     grafana/      one JSON file per dashboard
     runbooks/     one Markdown runbook per alert
     tests/        promtool unit tests of the alerts, for the user's CI
@@ -20,7 +21,7 @@ from collections.abc import Callable
 
 from obspack.conventions import MARKER
 from obspack.memo import per_config
-from obspack.pack import Dashboard, Pack
+from obspack.pack import Dashboard, Pack, autoscaling
 from obspack.render import thanos, vmalert, yamlfmt
 from obspack.render.mimir import mimir_files
 from obspack.rules.model import RuleGroup
@@ -115,6 +116,19 @@ def kubernetes_files(pack: Pack) -> dict[str, str]:
     return out
 
 
+AUTOSCALING_DIR = "kubernetes/autoscaling"
+
+
+def autoscaling_files(pack: Pack) -> dict[str, str]:
+    """One file per autoscaler (a ScaledObject, or an HPA), and the prometheus-adapter rules the HPAs need
+    (its config's `externalRules`; the adapter's Helm chart takes the list as `rules.external`)."""
+    out = {f"{AUTOSCALING_DIR}/{name}": _yaml_file(pack, list(docs), multi=True) for name, docs in pack.autoscaling.files}
+    if pack.autoscaling.adapter_rules:
+        rules = {"externalRules": list(pack.autoscaling.adapter_rules)}
+        out[f"{AUTOSCALING_DIR}/{autoscaling.ADAPTER_FILE}"] = _yaml_file(pack, rules)
+    return out
+
+
 def grafana_files(pack: Pack) -> dict[str, str]:
     return {f"grafana/{d.name}.json": dashboard_json(pack, d) for d in pack.dashboards}
 
@@ -149,7 +163,16 @@ def readme(pack: Pack, paths: list[str]) -> str:
 def pack_files(pack: Pack) -> dict[str, str]:
     """Every file of the pack, keyed by its POSIX path relative to the output folder, sorted."""
     files: dict[str, str] = {}
-    writers = (rule_files, engine_files, kubernetes_files, grafana_files, runbook_files, test_files, alertmanager_files)
+    writers = (
+        rule_files,
+        engine_files,
+        kubernetes_files,
+        autoscaling_files,
+        grafana_files,
+        runbook_files,
+        test_files,
+        alertmanager_files,
+    )
     for writer in writers:
         files.update(writer(pack))
     files["README.md"] = readme(pack, list(files))

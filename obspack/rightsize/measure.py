@@ -1,5 +1,5 @@
 """Ask the questions of queries.py and keep the answers as plain rows: quantity -> {label values: value}, and
-for the day-by-day questions quantity -> {label values: {day's end: value}}.
+for the range questions (day by day, step by step) quantity -> {label values: {time: value}}.
 
 Answers are treated as hostile: a row without a label map, a value that is not a number, a label that is
 not text is counted and left out; NaN and infinite values (a quantile over nothing) are left out, and so
@@ -16,7 +16,7 @@ from typing import Any
 
 from obspack.doctor.api import PrometheusAPI, QueryFailed
 from obspack.rightsize.model import Failure
-from obspack.rightsize.queries import DAY, Query
+from obspack.rightsize.queries import Query
 
 Key = tuple[str, ...]
 Rows = dict[Key, float]
@@ -109,14 +109,14 @@ def parse_days(result: Any, keys: tuple[str, ...], most: float = 2.0**53) -> tup
 
 
 def measure(api: PrometheusAPI, queries: Iterable[Query], at: float, window_s: int = 0) -> Measurements:
-    """Every query at `at` (or its own time), at most the connection's concurrency in flight; the day-by-day
-    ones as range queries over the window (`window_s`), one point a day ending at `at`."""
+    """Every query at `at` (or its own time), at most the connection's concurrency in flight; the range ones
+    over the window (`window_s`), one point every `every_s` ending at `at`."""
     work = list(queries)
 
     def ask(q: Query) -> Any:
-        if q.days:
-            days = max(1, window_s // DAY)
-            return api.query_range(q.expr, at - (days - 1) * DAY, at, DAY)
+        if q.every_s:
+            points = max(1, window_s // q.every_s)
+            return api.query_range(q.expr, at - (points - 1) * q.every_s, at, q.every_s)
         return api.query(q.expr, q.at if q.at is not None else at)
 
     answers = api.map(ask, work)
@@ -128,7 +128,7 @@ def measure(api: PrometheusAPI, queries: Iterable[Query], at: float, window_s: i
         if isinstance(answer, QueryFailed):
             failures.append(Failure(query.name, str(answer)))
             continue
-        if query.days:
+        if query.every_s:
             days[query.name], bad, nonsense = parse_days(answer, query.keys, query.most)
         else:
             rows[query.name], bad, nonsense = parse(answer, query.keys, query.most)

@@ -305,6 +305,25 @@ class WhatIf:
 
 
 @dataclass(frozen=True)
+class ModelScaling:
+    cluster: str
+    namespace: str
+    model: str
+    workloads: tuple[Key, ...]  # the owners of the pods serving the model (targets for an autoscaler)
+    steps: int  # steps with enough first tokens to judge
+    burning: int  # of them, steps where the TTFT SLO burned
+    objective: float | None
+    queue_target: float | None
+    kv_target: float | None
+    basis: str  # why these targets, or why none
+    replicas_now: int
+    replicas_peak: int | None  # the most replicas the traffic needed (with the targets used)
+    peak_at: float | None
+    pods_at_peak: int | None
+    targets_used: tuple[float, float]  # (queue, KV) the replica counts were computed with
+
+
+@dataclass(frozen=True)
 class Failure:
     quantity: str
     error: str
@@ -342,6 +361,7 @@ class Report:
     include_low: bool = False  # low-confidence workloads get their patches too
     what_if: WhatIf | None = None
     selectors: tuple[str, ...] = ()  # what discovery looked for (said when it found nothing)
+    scaling: tuple[ModelScaling, ...] = ()  # with --autoscaling: per model, targets and replicas from history
 
     @property
     def exit_code(self) -> int:

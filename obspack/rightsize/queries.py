@@ -35,9 +35,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from obspack import conventions as c
+from obspack import slos
 from obspack.config import ObspackConfig, promql_string
 from obspack.durations import format_ms
-from obspack.rules.recording import dcgm, kubernetes, vllm
+from obspack.rules.recording import autoscaling as scaling
+from obspack.rules.recording import dcgm, kubernetes, slo, vllm
 
 MIB = 1048576  # DCGM reports the framebuffer in MiB
 DAY = 86400
@@ -84,7 +86,11 @@ class Query:
     expr: str
     keys: tuple[str, ...]  # the labels that tell rows apart, the cluster label first
     at: float | None = None  # evaluated at this time instead of the end of the window
-    days: bool = False  # a range query, one point a day ending at the end of the window (the backtest's days)
+    every_s: int = 0  # a range query over the window, one point every this many seconds ending at the end of it
+
+    @property
+    def days(self) -> bool:
+        return self.every_s == DAY
     most: float = 2.0**53  # values above this are nonsense (a broken exporter's) and are left out
 
     def __post_init__(self) -> None:
@@ -349,19 +355,19 @@ def host_memory(f: Fleet) -> list[Query]:
             "day_peak",
             f"max by ({f.container}) ({f.working_set(lambda leg: f'max_over_time({leg}[1d])')})",
             containers,
-            days=True,
+            every_s=DAY,
         ),
         Query(
             "day_p99",
             f"max by ({f.container}) ({f.working_set(lambda leg: f'quantile_over_time(0.99, {leg}[1d])')})",
             containers,
-            days=True,
+            every_s=DAY,
         ),
         Query(
             "day_oom_kills",
             f"sum by ({f.container}) (sum_over_time((\n{killed}\n)[1d:{OOM_STEP}]))",
             containers,
-            days=True,
+            every_s=DAY,
         ),
     ]
 
@@ -470,6 +476,33 @@ def knobs(f: Fleet) -> list[Query]:
             (cl, *POD),
         ),
     ]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Autoscaling targets (`--autoscaling`): per model and step, what the saturation signal reads and whether the
+# time-to-first-token SLO burned
+
+
+def autoscaling(cfg: ObspackConfig, plan: Plan) -> list[Query]:
+    """Range questions at the plan's step over the window, per cluster, namespace and model: the queue per
+    engine and the KV cache usage as the signal's record reads them, the pods serving, and the slow and all
+    first tokens per second over each step (the TTFT SLO's own bad and all events, each model with its
+    settings). None without a TTFT SLO: there is nothing to place the targets against."""
+    keep = (cfg.cluster_label, "namespace", "model_name")
+    pods = vllm.unless_asleep(cfg, f"group by ({c.by(cfg, *vllm.POD_MODEL)}) (vllm:num_requests_running{vllm.sel(cfg)})")
+    asked = [
+        Query("scale_queue", scaling.queue_per_engine(cfg), keep, every_s=plan.step_s),
+        Query("scale_kv", scaling.kv_cache(cfg), keep, every_s=plan.step_s),
+        Query("scale_pods", f"count by ({c.by(cfg, 'namespace', 'model_name')}) (\n{pods}\n)", keep, every_s=plan.step_s),
+    ]
+    branches = slos.branches(cfg, "time_to_first_token") if cfg.slos.enabled else ()
+    if branches:
+        bad, every = zip(*(slo.latency_events(cfg, "time_to_first_token", b, plan.step) for b in branches))
+        asked += [
+            Query("scale_ttft_bad", "\nor\n".join(bad), keep, every_s=plan.step_s),
+            Query("scale_ttft_all", "\nor\n".join(every), keep, every_s=plan.step_s),
+        ]
+    return asked
 
 
 def measurements(cfg: ObspackConfig, plan: Plan) -> list[Query]:

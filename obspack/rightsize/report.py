@@ -15,6 +15,8 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+import yaml
+
 from obspack.durations import format_ms
 from obspack.rightsize import patches
 from obspack.rightsize.model import (
@@ -25,6 +27,7 @@ from obspack.rightsize.model import (
     Level,
     LoadSource,
     Memory,
+    ModelScaling,
     Release,
     Report,
     Risk,
@@ -117,6 +120,8 @@ def text(report: Report, style: Style = _plain) -> str:
             lines += ["", *_block(w, style, report.include_low)]
     if report.what_if is not None:
         lines += ["", *_what_if_lines(report.what_if, style)]
+    if report.scaling:
+        lines += ["", *_scaling_lines(report.scaling, style)]
     found = [*report.notes, *(f"could not measure {f.quantity}: {_safe(f.error)}" for f in report.failures)]
     if not report.workloads and report.selectors and not report.failures:
         found += [f"tried: {_safe(s)}" for s in report.selectors]
@@ -327,6 +332,72 @@ def _what_if_lines(w: WhatIf, style: Style) -> list[str]:
     return [style(head, bold=True, fg="green" if w.passes else "red"), f"  {_safe(w.answer)}"]
 
 
+def _regex_literal(text: str) -> str:
+    return "".join(f"\\{ch}" if ch in ".^$*+?()[]{}|\\" else ch for ch in text)
+
+
+def _scaling_lines(found: tuple[ModelScaling, ...], style: Style) -> list[str]:
+    lines = [style("autoscaling targets from the TTFT SLO's history", bold=True)]
+    for m in found:
+        title = f"{m.cluster + ' ' if m.cluster else ''}{m.namespace} {m.model}"
+        queue = f"queue {m.queue_target:g}" if m.queue_target is not None else "queue: keep the default"
+        kv = f"KV cache {m.kv_target:g}" if m.kv_target is not None else "KV cache: keep the default"
+        peak = (
+            f"needed {_replicas(m.replicas_peak)} at its peak ({_when(m.peak_at)}, with {m.pods_at_peak} running)"
+            if m.replicas_peak is not None and m.peak_at is not None
+            else "replicas needed: not measured"
+        )
+        lines += [
+            f"  {_safe(title)}: {queue}, {kv}; {peak}; {m.replicas_now} now",
+            f"              {_safe(m.basis)}",
+        ]
+    return lines
+
+
+def _replicas(n: int) -> str:
+    return f"{n} replica{'s' if n != 1 else ''}"
+
+
+def _number(value: float) -> int | float:
+    """3.0 as 3, 0.85 as 0.85: as a person writes it in YAML."""
+    return int(value) if float(value).is_integer() else value
+
+
+def autoscaling_block(found: tuple[ModelScaling, ...]) -> str:
+    """The `autoscaling:` block of obspack.yaml the history suggests (`rightsize --autoscaling`): per-model
+    targets where the history placed them, and an autoscaler for each workload of a model whose TTFT SLO
+    history could be judged, its maximum one above the replicas the peak needed."""
+    models, scalers = [], []
+    for m in found:
+        targets: dict[str, Any] = {}
+        if m.queue_target is not None:
+            targets["queue"] = _number(m.queue_target)
+        if m.kv_target is not None:
+            targets["kv_cache"] = _number(m.kv_target)
+        if targets:
+            models.append({"model_regex": _regex_literal(m.model), **targets})
+        if not m.steps:
+            continue
+        for key in m.workloads:
+            if key.kind not in ("Deployment", "StatefulSet", "LeaderWorkerSet") or m.replicas_peak is None:
+                continue
+            scaler: dict[str, Any] = {"name": key.name, "namespace": key.namespace, "model": m.model}
+            if key.cluster:
+                scaler["cluster"] = key.cluster
+            scaler["target"] = {"kind": key.kind, "name": key.name}
+            scaler["min_replicas"] = 1
+            scaler["max_replicas"] = max(m.replicas_peak + 1, m.replicas_now, 1)
+            scalers.append(scaler)
+    block: dict[str, Any] = {}
+    if models:
+        block["models"] = models
+    if scalers:
+        block["autoscalers"] = scalers
+    if not block:
+        return "# nothing to suggest: see the autoscaling section of the report\n"
+    return yaml.safe_dump({"autoscaling": block}, sort_keys=False, allow_unicode=True)
+
+
 # ---------------------------------------------------------------------------------------------------------
 # JSON
 
@@ -370,6 +441,8 @@ def as_json(report: Report) -> dict[str, Any]:
             for o in owners
         ],
         "what_if": _what_if(report.what_if) if report.what_if is not None else None,
+        "autoscaling": [_scaling(m) for m in report.scaling],
+        "autoscaling_config": autoscaling_block(report.scaling) if report.scaling else None,
         "notes": list(report.notes),
         "selectors_tried": list(report.selectors) if not report.workloads else [],
         "failed_queries": [{"quantity": f.quantity, "error": f.error} for f in report.failures],
@@ -500,6 +573,26 @@ def _gpu(g: GPU, risk: bool) -> dict[str, Any]:
             "verdict": g.verdict.value,
         },
         "advice": list(g.advice),
+    }
+
+
+def _scaling(m: ModelScaling) -> dict[str, Any]:
+    return {
+        "cluster": m.cluster,
+        "namespace": m.namespace,
+        "model": m.model,
+        "workloads": [{"kind": k.kind, "name": k.name, "container": k.container} for k in m.workloads],
+        "steps_judged": m.steps,
+        "steps_burning": m.burning,
+        "ttft_objective": m.objective,
+        "queue_target": m.queue_target,
+        "kv_cache_target": m.kv_target,
+        "basis": m.basis,
+        "replicas_now": m.replicas_now,
+        "replicas_needed_at_peak": m.replicas_peak,
+        "peak_at": _when(m.peak_at) if m.peak_at is not None else None,
+        "replicas_at_peak": m.pods_at_peak,
+        "targets_used": {"queue": m.targets_used[0], "kv_cache": m.targets_used[1]},
     }
 
 

@@ -14,10 +14,10 @@ from dataclasses import replace
 from obspack.config import ObspackConfig
 from obspack.doctor.api import Connection, PrometheusAPI
 from obspack.doctor.backends import connect, detect
-from obspack.rightsize import queries, sizing
+from obspack.rightsize import queries, scaling, sizing
 from obspack.rightsize.assemble import Settings, assemble, needs_before
 from obspack.rightsize.measure import Measurements, measure, merge
-from obspack.rightsize.model import Report, Rules
+from obspack.rightsize.model import ModelScaling, Report, Rules, Workload
 from obspack.rightsize.settings import Options
 from obspack.rightsize.whatif import what_if
 
@@ -42,6 +42,29 @@ def start_sources(found: Measurements) -> tuple[str, ...]:
     return (*(("cadvisor",) if with_start else ()), *(("kube_state_metrics",) if without or not with_start else ()))
 
 
+def scaling_targets(
+    cfg: ObspackConfig, m: Measurements, plan: queries.Plan, workloads: tuple[Workload, ...]
+) -> tuple[ModelScaling, ...]:
+    """Per model with pods in the window, the targets and replicas its history suggests (scaling.py)."""
+    series = {name: m.days.get(name, {}) for name in ("scale_queue", "scale_kv", "scale_pods", "scale_ttft_bad", "scale_ttft_all")}
+    out = []
+    for key in sorted(series["scale_pods"]):
+        cluster, namespace, model = key
+        owners = tuple(
+            w.key for w in workloads if w.key.cluster == cluster and w.key.namespace == namespace and model in w.models
+        )
+        out.append(
+            scaling.suggest(
+                cfg,
+                (cluster, namespace, model),
+                *(series[name].get(key, {}) for name in series),
+                step_s=plan.step_s,
+                workloads=owners,
+            )
+        )
+    return tuple(out)
+
+
 def rightsize(cfg: ObspackConfig, connection: Connection, options: Options | None = None) -> Report:
     options = options or Options()
     started = time.monotonic()
@@ -60,6 +83,8 @@ def rightsize(cfg: ObspackConfig, connection: Connection, options: Options | Non
             before = queries.before_window(cfg, plan, pods, earliest) if pods else None
             if before is not None:
                 m = merge(m, measure(api, [before], at))
+            if options.autoscaling:
+                m = merge(m, measure(api, queries.autoscaling(cfg, plan), at, plan.window_s))
         requests, slowest = api.requests, api.slowest()
     settings = Settings(
         min_history_s=options.min_history_s,
@@ -68,6 +93,7 @@ def rightsize(cfg: ObspackConfig, connection: Connection, options: Options | Non
         fragmentation_high=cfg.alerts.VLLMCUDAAllocatorFragmentationHigh.ratio,
     )
     workloads, notes = assemble(m, plan, settings)
+    targets = scaling_targets(cfg, m, plan, workloads) if options.autoscaling else ()
     asked = what_if(workloads, options.what_if) if options.what_if is not None and not m.failures else None
     if asked is not None:  # the report is about the one workload the what-if names
         workloads = tuple(w for w in workloads if w.key == asked.workload)
@@ -87,5 +113,6 @@ def rightsize(cfg: ObspackConfig, connection: Connection, options: Options | Non
         slowest=slowest,
         include_low=options.include_low,
         what_if=asked,
+        scaling=targets,
         selectors=tuple(queries.tried(cfg)),
     )

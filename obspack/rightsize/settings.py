@@ -45,6 +45,7 @@ class Options:
     backend: str = "auto"
     include_low: bool = False  # also write the patches of low-confidence workloads
     what_if: WhatIfAsk | None = None
+    autoscaling: bool = False  # also derive autoscaling targets from the TTFT SLO's history
 
     @property
     def step_s(self) -> int:
@@ -134,6 +135,7 @@ def options(
     include_low: bool = False,
     what_if_text: str | None = None,
     workload: str | None = None,
+    autoscaling: bool = False,
 ) -> Options:
     """The rightsize command's own options (the connection is the doctor's: doctor.settings.connection)."""
     window_s, load_s, min_history_s, rise = window_options(
@@ -150,4 +152,5 @@ def options(
         backend=doctor_settings.backend_kind(backend),
         include_low=include_low,
         what_if=what_if(what_if_text, workload) if what_if_text is not None else None,
+        autoscaling=autoscaling,
     )

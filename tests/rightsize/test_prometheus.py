@@ -197,7 +197,7 @@ def test_a_well_sized_workload_in_two_clusters_has_nothing_to_change(found) -> N
 def test_the_fleet_exits_1_and_the_json_is_the_documented_schema(found) -> None:
     code, doc = found
     assert code == 1 == doc["exit_code"] and doc["schema"] == "obspack.rightsize/v2"
-    assert doc["summary"] == {"workloads": 14, "actionable": 10, "patched": 9, "not_enough_data": 1, "include_low": False}
+    assert doc["summary"] == {"workloads": 15, "actionable": 11, "patched": 10, "not_enough_data": 1, "include_low": False}
     assert doc["failed_queries"] == [] and doc["window_s"] == 14 * DAY and doc["step_s"] == 900
 
 
@@ -260,7 +260,7 @@ def test_the_text_report_shows_current_and_recommended_the_backtest_and_only_saf
 def test_a_folder_that_cannot_take_the_patches_loses_no_report(prom: Prometheus, tmp_path: Path) -> None:
     (tmp_path / "file").write_text("")
     code, out, err = run(prom.url, "--patches", str(tmp_path / "file" / "patches"))
-    assert code == 2 and "14 workloads" in out and err.startswith("error: --patches ")
+    assert code == 2 and "15 workloads" in out and err.startswith("error: --patches ")
 
 
 def test_what_if_counts_the_oom_kill_a_limit_below_the_kill_would_repeat(prom: Prometheus) -> None:
@@ -274,3 +274,24 @@ def test_what_if_counts_the_oom_kill_a_limit_below_the_kill_would_repeat(prom: P
     code, out, _ = run(prom.url, "--what-if", "limit=20Gi", "--workload", "gpu-east/rs-load/vllm-load")
     assert code == 1 and "what if limit=20Gi on gpu-east rs-load/Deployment/vllm-load [vllm]: does not pass" in out
     assert "  with 20Gi, 2 of 2 runs and 1 of 14 days would have been OOM-killed; peak 140% of the limit" in out
+
+
+def test_autoscaling_targets_come_from_where_the_ttft_slo_burned(prom: Prometheus) -> None:
+    """rs-scale's TTFT SLO burns from a queue of 4 per engine up, every day: a queue target of 3 (80% of 4),
+    the KV cache's default kept (it did not matter), 6 replicas at the peak (2 x 8 / 3). The block printed
+    for obspack.yaml is a valid config with that autoscaler."""
+    code, doc = report(prom.url, "--autoscaling")
+    assert code == 1
+    (scale,) = [m for m in doc["autoscaling"] if m["namespace"] == "rs-scale"]
+    assert (scale["queue_target"], scale["kv_cache_target"], scale["replicas_needed_at_peak"]) == (3, None, 6)
+    assert scale["replicas_now"] == 2 and scale["workloads"] == [{"kind": "Deployment", "name": "scale", "container": "vllm"}]
+    assert "burned in" in scale["basis"] and "at 4 requests waiting per engine or more" in scale["basis"]
+    quiet = [m for m in doc["autoscaling"] if m["namespace"] == "rs-load"][0]
+    assert quiet["queue_target"] is None and "histogram" in quiet["basis"]  # no TTFT data there
+    block = yaml.safe_load(doc["autoscaling_config"])
+    cfg = ObspackConfig.model_validate(block)
+    (scaler,) = cfg.autoscaling.autoscalers
+    assert (scaler.namespace, scaler.target.name, scaler.max_replicas, scaler.model) == ("rs-scale", "scale", 7, "Qwen/Qwen3-8B")
+    assert cfg.autoscaling.models[0].queue == 3
+    code, out, _ = run(prom.url, "--autoscaling")
+    assert "\n# paste into obspack.yaml:\nautoscaling:\n" in out

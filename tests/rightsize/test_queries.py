@@ -91,7 +91,7 @@ def test_the_split_reads_each_start_over_the_steps_own_window_so_a_killed_runs_l
 def test_the_backtest_reads_runs_and_days_and_the_days_are_range_questions() -> None:
     found = {q.name: q for q in every(ObspackConfig())}
     assert found["run_peak"].keys == ("cluster", "namespace", "pod", "container", "id", "image")
-    assert {n for n, q in found.items() if q.days} == {"day_peak", "day_p99", "day_oom_kills"}
+    assert {n for n, q in found.items() if q.every_s} == {"day_peak", "day_p99", "day_oom_kills"}
     assert "[1d:1h]" in found["day_oom_kills"].expr and "max_over_time(container_memory_working_set_bytes{" in found["day_peak"].expr
     assert found["run_peak"].most == 2.0**50 and found["restarts"].most == 2.0**53  # bytes get the tighter bound
 

@@ -73,8 +73,8 @@ def test_shipped_tests_exist_and_pass_when_selectors_narrow_every_varied_label(t
     assert _lint(files) == []
     tests = sorted(rel for rel in files if rel.startswith("tests/"))
     assert tests == [
-        "tests/exporter_test.yaml", "tests/memory-planes_test.yaml", "tests/vllm-engine_test.yaml",
-        "tests/vllm-features_test.yaml",
+        "tests/autoscaling_test.yaml", "tests/exporter_test.yaml", "tests/memory-planes_test.yaml",
+        "tests/vllm-engine_test.yaml", "tests/vllm-features_test.yaml",
     ]  # fmt: skip
     out = write_files(files, tmp_path / "pack")
     done = subprocess.run(
@@ -118,16 +118,19 @@ def test_selectors_that_leave_too_few_values_name_each_missing_test(tmp_path: Pa
         "the test needs that many",
         "no test of VLLMKVTransferFailures: label 'cluster': the selectors (cluster=\"prod\") leave fewer than 2 "
         "values, the test needs that many",
+        "no test of VLLMAutoscalerMaxedOut: label 'engine': the selectors (engine=\"0\") leave fewer than 2 values, "
+        "the test needs that many",
         "no SLO tests: label 'cluster': the selectors (cluster=\"prod\") leave fewer than 2 values, the test needs that many",
     )
     result = CliRunner().invoke(app, ["render", "--config", str(config), "--out", str(tmp_path / "pack")])
     assert result.exit_code == 0
-    assert result.output.count("warning: no test of ") == 7 and "warning: no SLO tests: " in result.output
+    assert result.output.count("warning: no test of ") == 8 and "warning: no SLO tests: " in result.output
     readme = (tmp_path / "pack" / "README.md").read_text()
     assert "## Tests this pack does not ship" in readme and "no test of VLLMRequestQueueBacklog" in readme
     # the alerts whose incidents fit are still tested
     assert sorted(p.name for p in (tmp_path / "pack" / "tests").iterdir()) == [
-        "exporter_test.yaml", "memory-planes_test.yaml", "vllm-engine_test.yaml", "vllm-features_test.yaml"]  # fmt: skip
+        "autoscaling_test.yaml", "exporter_test.yaml", "memory-planes_test.yaml", "vllm-engine_test.yaml",
+        "vllm-features_test.yaml"]  # fmt: skip
 
 
 @pytest.mark.tool

@@ -56,6 +56,7 @@ def test_rendered_unit_tests_pass(rendered: Path) -> None:
     files = sorted((rendered / "tests").glob("*_test.yaml"))
     slos = "VLLMErrorBudgetBurn" in (rendered / ALERTS_FILE).read_text()  # the e2e config turns SLOs off
     assert [f.name for f in files] == [
+        "autoscaling_test.yaml",
         "exporter_test.yaml",
         "memory-planes_test.yaml",
         *(["slo_test.yaml"] if slos else []),
@@ -118,6 +119,9 @@ def test_unit_tests_fail_when_a_threshold_is_wrong(tmp_path: Path) -> None:
     assert "VLLMKVCacheUsageHigh" in done.stdout + done.stderr
 
 
+WHO = ("pod", "horizontalpodautoscaler", "scaledObject", "scaledResource")
+
+
 def test_every_alert_has_a_firing_case_and_a_quiet_neighbour() -> None:
     cfg = ObspackConfig()
     tests = [t for f in rule_tests(cfg)[0].values() for t in f["tests"]]  # type: ignore[union-attr]
@@ -128,9 +132,11 @@ def test_every_alert_has_a_firing_case_and_a_quiet_neighbour() -> None:
         assert mine, f"{alert.alert} has no unit test"
         firing = [c for t in mine for c in t["alert_rule_test"] if c["alertname"] == alert.alert and c.get("exp_alerts")]
         assert firing, f"{alert.alert} has no firing case"
-        expected_pods = {a["exp_labels"]["pod"] for c in firing for a in c["exp_alerts"]}
-        input_pods = {s["series"].split('pod="')[1].split('"')[0] for t in mine for s in t["input_series"] if 'pod="' in s["series"]}
-        assert input_pods - expected_pods, f"{alert.alert} has no quiet neighbour in its incident"
+        # what an alert is about: a pod, or for the autoscaler alerts an HPA or a ScaledObject
+        who = next(k for k in WHO if k in firing[0]["exp_alerts"][0]["exp_labels"])
+        expected = {a["exp_labels"].get(who) for c in firing for a in c["exp_alerts"]}
+        inputs = {s["series"].split(f'{who}="')[1].split('"')[0] for t in mine for s in t["input_series"] if f'{who}="' in s["series"]}
+        assert inputs - expected, f"{alert.alert} has no quiet neighbour in its incident"
 
 
 def test_disabled_alerts_have_no_tests_and_every_expression_parses() -> None:
@@ -153,6 +159,8 @@ def test_alert_catalogue_contract() -> None:
         "VLLMCUDAAllocatorFragmentationHigh": "warning", "ObspackExporterTargetDown": "warning",
         "VLLMContainerRestarted": "warning", "VLLMKVTransferFailures": "warning", "VLLMAdmissionRejections": "warning",
         "VLLMKVOffloadAllocationFailures": "warning", "VLLMSpecDecodeAcceptanceLow": "info",
+        "VLLMAutoscalerThrashing": "warning", "VLLMAutoscalerMaxedOut": "warning",
+        "VLLMAutoscalerScaleUpBlocked": "warning", "VLLMAutoscalerSignalMissing": "warning",
     }
     got = {a.alert: a.severity.value for a in all_alerts(ObspackConfig()) if a.alert != SLO_ALERT}
     assert got == expected  # VLLMErrorBudgetBurn's contract: tests/rules/test_slo.py
@@ -160,6 +168,8 @@ def test_alert_catalogue_contract() -> None:
         annotations = alert.to_dict()["annotations"]
         assert alert.summary.endswith(".") and (alert.summary[0].isupper() or alert.summary.startswith("vLLM"))
         assert "{{" not in alert.summary
-        who = "{{ $labels.model_name }}" if alert.alert == SLO_ALERT else "{{ $labels.pod }}"
-        assert who in alert.description
+        who = {SLO_ALERT: "model_name", "VLLMAutoscalerSignalMissing": "namespace"}.get(alert.alert, "pod")
+        if alert.alert in ("VLLMAutoscalerThrashing", "VLLMAutoscalerMaxedOut"):
+            who = "horizontalpodautoscaler"
+        assert f"{{{{ $labels.{who} }}}}" in alert.description
         assert {"summary", "description", "runbook_url", "dashboard_url", "triage"} <= set(annotations)

@@ -24,6 +24,7 @@ from obspack import __version__
 from obspack.config import ObspackConfig
 from obspack.dashboards import all_dashboards
 from obspack.memo import per_config
+from obspack.pack.autoscaling import manifests
 from obspack.pack.build import stamp
 from obspack.pack.chart.layout import CHART_SOURCE
 from obspack.pack.chart.sentinels import Sentinels
@@ -72,6 +73,7 @@ def chart_pack(cfg: ObspackConfig, *, dashboards: bool = True) -> Pack:
         alertmanager={},
         prometheus_rule=cfg.prometheus_rule.model_dump(),
         grafana=cfg.grafana.model_dump(),
+        autoscaling=manifests(cfg),
     )
 
 

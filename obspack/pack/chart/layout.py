@@ -9,6 +9,7 @@ from obspack.exporter import DEFAULT_PORT
 
 RULE_TEMPLATE = "templates/generated/prometheusrule.yaml"
 DASHBOARD_DIR = "files/dashboards"
+AUTOSCALING_DIR = "files/autoscaling"  # the ScaledObjects and HPAs of autoscaling.autoscalers, as rendered
 HELPERS_TEMPLATE = "templates/generated/_rules.tpl"
 SIDECAR_PATCH = "examples/sidecar-patch.yaml"
 CHART_SOURCE = "the obspack Helm chart"

@@ -247,6 +247,12 @@ def values_table(cfg: ObspackConfig) -> dict[str, V | S]:
                 ),
             },
         ),
+        "autoscaling": S(
+            "The KEDA ScaledObjects and HPAs of the config's autoscaling.autoscalers (files/autoscaling/): off "
+            "until you turn them on, since they scale workloads. They need KEDA, or prometheus-adapter serving "
+            "the rules in the pack's kubernetes/autoscaling/prometheus-adapter-rules.yaml.",
+            {"enabled": V(False, BOOL, "install the autoscalers rendered from obspack.yaml")},
+        ),
         "vllmMonitor": S(
             "A PodMonitor or ServiceMonitor for vLLM itself, for clusters that do not scrape it yet.",
             {

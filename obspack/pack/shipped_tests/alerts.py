@@ -130,7 +130,7 @@ def series_text(metric: str, labels: dict[str, str]) -> str:
     return f"{metric}{{{inner}}}"
 
 
-SOURCES = ("vllm", "cadvisor", "ksm", "dcgm", "exporter")
+SOURCES = ("vllm", "cadvisor", "ksm", "dcgm", "exporter", "keda")
 # What a real exporter sets on its series, kept when the selectors accept it.
 _EXPORTER_LABELS = {
     "ksm": {"job": "kube-state-metrics"},
@@ -147,7 +147,8 @@ class Builder:
         s = cfg.selectors
         self.constraints = satisfy.Constraints.of(
             cfg.cluster_label,
-            {"vllm": s.vllm, "cadvisor": s.cadvisor, "ksm": s.kube_state_metrics, "dcgm": s.dcgm, "exporter": s.exporter},
+            {"vllm": s.vllm, "cadvisor": s.cadvisor, "ksm": s.kube_state_metrics, "dcgm": s.dcgm, "exporter": s.exporter,
+             "keda": s.keda},
         )
         self.problem = ""  # why no test can be built for these selectors, if none can
         self.sel: dict[str, dict[str, str]] = {}
@@ -208,6 +209,16 @@ class Builder:
 
     def exporter(self, inc: Incident, metric: str, labels: dict[str, str], values: str) -> None:
         inc.add(metric, {**self.sel["exporter"], "container": "obspack-exporter", **labels}, values, source="exporter")
+
+    def keda(self, inc: Incident, metric: str, labels: dict[str, str], values: str) -> None:
+        inc.add(metric, {"job": "keda-operator", **self.sel["keda"], **labels}, values, source="keda")
+
+    def hpa(self, inc: Incident, metric: str, cluster: str, namespace: str, name: str, values: str, **extra: str) -> None:
+        """A kube-state-metrics HPA series (KEDA's HPA is one too), from both HA replicas."""
+        for replica in ("10.96.0.20:8080", "10.96.0.21:8080"):
+            labels = {self.cfg.cluster_label: cluster, "namespace": namespace, "horizontalpodautoscaler": name,
+                      "instance": replica, **extra}
+            self.ksm(inc, metric, labels, values)
 
 
 # One evaluation interval (the tests' 1m): the one rule-group boundary allowed between raw series and an alert.
@@ -727,7 +738,169 @@ def spec_decode(b: Builder) -> Incident:
     return inc
 
 
+# ---------------------------------------------------------------------------------------------------------
+# Autoscaling
+
+
+def _saturation_targets(cfg: ObspackConfig, model: str) -> tuple[float, float]:
+    """(queue, KV) targets of a model: the first autoscaling.models entry it matches, else the defaults."""
+    a = cfg.autoscaling
+    for entry in a.models:
+        if re.fullmatch(entry.model_regex, model):
+            return (entry.queue or a.targets.queue, entry.kv_cache or a.targets.kv_cache)
+    return a.targets.queue, a.targets.kv_cache
+
+
+def _serving(b: Builder, inc: Incident, where: dict[str, str], n: int, *, engines: int, waiting: float,
+             kv: float, awake: bool = True) -> None:
+    """A vLLM pod whose engines each run a request, wait for capacity and use the KV cache as given (0.33).
+    Its series name their container, as scraped ones do: that alone marks the pod as vLLM where the image
+    regex does not take the test's image (no extra marker series, which would count as another engine)."""
+    if b.image_ok:
+        b.vllm_container(inc, where, "vllm", n)
+    where = {**where, "container": "vllm"}
+    for engine in map(str, range(engines)):
+        b.vllm(inc, "vllm:num_requests_running", where, f"1x{n}", engine=engine)
+        b.vllm(inc, "vllm:num_requests_waiting", where, f"{waiting:g}x{n}", engine=engine)
+        b.vllm(inc, f.WAITING_BY_REASON, where, f"{waiting:g}x{n}", engine=engine, reason="capacity")
+        b.vllm(inc, f.WAITING_BY_REASON, where, f"0x{n}", engine=engine, reason="deferred")
+        b.vllm(inc, "vllm:kv_cache_usage_perc", where, f"{kv:g}x{n}", engine=engine)
+        b.sleep_state(inc, where, (awake, n), engine=engine)
+
+
+def autoscaler_maxed_out(b: Builder) -> Incident:
+    """The HPA at its maximum with its model past the targets fires; one with room to grow, and one at its
+    maximum beside an idle model, do not. The signal itself is checked too: queue per engine over the queue
+    target, the larger of it and the KV cache over the KV target, engines asleep and the router left out."""
+    t = b.cfg.alerts.VLLMAutoscalerMaxedOut
+    queue, kv_target = _saturation_targets(b.cfg, MODEL)
+    inc = Incident("VLLMAutoscalerMaxedOut: at max replicas while saturated fires; room to grow or an idle model "
+                   "does not; the saturation signal counts awake engines only")
+    n = int(minutes(t.for_)) + 15
+    # inference: two pods of two engines each; every engine waits for 2.5 x the queue target x the threshold
+    per_engine = round(queue * t.saturation * 2.5, 3)
+    for pod in ("llama-0", "llama-1"):
+        _serving(b, inc, b.where("prod-a", "inference", pod), n, engines=2, waiting=per_engine, kv=0.5)
+    # a pod put to sleep keeps a huge stale queue: left out of the signal
+    _serving(b, inc, b.where("prod-a", "inference", "llama-2"), n, engines=1, waiting=per_engine * 40, kv=1.0, awake=False)
+    # production-stack's router copy: no model_name, never counted
+    router = {**b.sel["vllm"], b.cfg.cluster_label: "prod-a", "namespace": "inference",
+              "pod": "vllm-router-5f9c", "server": "http://10.1.2.3:8000"}
+    inc.add("vllm:num_requests_waiting", router, f"{per_engine * 100:g}x{n}")
+    b.hpa(inc, "kube_horizontalpodautoscaler_status_current_replicas", "prod-a", "inference", "keda-hpa-chat", f"4x{n}")
+    b.hpa(inc, "kube_horizontalpodautoscaler_spec_max_replicas", "prod-a", "inference", "keda-hpa-chat", f"4x{n}")
+    b.hpa(inc, "kube_horizontalpodautoscaler_status_current_replicas", "prod-a", "inference", "batch", f"2x{n}")
+    b.hpa(inc, "kube_horizontalpodautoscaler_spec_max_replicas", "prod-a", "inference", "batch", f"6x{n}")
+    # another namespace at its maximum, its model idle (KV at a tenth of the target, no queue)
+    _serving(b, inc, b.where("prod-a", "research", "mistral-0"), n, engines=1, waiting=0, kv=round(kv_target / 10, 4))
+    b.hpa(inc, "kube_horizontalpodautoscaler_status_current_replicas", "prod-a", "research", "mistral", f"3x{n}")
+    b.hpa(inc, "kube_horizontalpodautoscaler_spec_max_replicas", "prod-a", "research", "mistral", f"3x{n}")
+    at = on_time(0, t.for_)
+    inc.expect("VLLMAutoscalerMaxedOut", at, [
+        ({b.cfg.cluster_label: "prod-a", "namespace": "inference", "horizontalpodautoscaler": "keda-hpa-chat"}, 4),
+    ])
+    cl = b.cfg.cluster_label
+    ns = f"namespace={inc.ref('namespace', 'inference')}"
+    signal = max(per_engine / queue, 0.5 / kv_target)  # the same float operations as the record's
+    inc.expect_samples(f"{c.SATURATION}{{{ns}}}", at, [
+        (c.SATURATION, {cl: "prod-a", "namespace": "inference", "model_name": MODEL}, signal),
+    ])
+    inc.expect_samples(f"{c.SATURATION_PART}{{{ns}}}", at, [
+        (c.SATURATION_PART, {cl: "prod-a", "namespace": "inference", "model_name": MODEL, "signal": "queue"},
+         per_engine / queue),
+        (c.SATURATION_PART, {cl: "prod-a", "namespace": "inference", "model_name": MODEL, "signal": "kv_cache"},
+         0.5 / kv_target),
+    ])
+    return inc
+
+
+def autoscaler_thrashing(b: Builder) -> Incident:
+    t = b.cfg.alerts.VLLMAutoscalerThrashing
+    inc = Incident("VLLMAutoscalerThrashing: replicas up and down repeatedly fire; a steady climb, or flapping "
+                   "outside vLLM's namespaces, do not")
+    k = math.ceil(t.reversals)
+    period = 5
+    flips = 2 * k  # up, down, up, down, ...
+    n = period * flips + int(minutes(t.window)) + 10
+    flapping = " ".join(f"{2 + (i % 2)}x{period - 1}" for i in range(flips + 1)) + f" 2x{n}"
+    climbing = " ".join(f"{2 + i}x{period - 1}" for i in range(flips + 1)) + f" {2 + flips}x{n}"
+    b.vllm_container(inc, b.where("prod-a", "inference", "llama-0"), "vllm", n + flips * period)
+    b.hpa(inc, "kube_horizontalpodautoscaler_status_desired_replicas", "prod-a", "inference", "keda-hpa-chat", flapping)
+    b.hpa(inc, "kube_horizontalpodautoscaler_status_desired_replicas", "prod-a", "inference", "steady", climbing)
+    b.hpa(inc, "kube_horizontalpodautoscaler_status_desired_replicas", "prod-a", "web", "shop", flapping)
+    onset = flips * period  # the k-th fall lands there
+    inc.expect("VLLMAutoscalerThrashing", on_time(onset, t.for_), [
+        ({b.cfg.cluster_label: "prod-a", "namespace": "inference", "horizontalpodautoscaler": "keda-hpa-chat"}, k),
+    ])
+    inc.expect("VLLMAutoscalerThrashing", onset - 1, [])
+    return inc
+
+
+def autoscaler_scale_up_blocked(b: Builder) -> Incident:
+    t = b.cfg.alerts.VLLMAutoscalerScaleUpBlocked
+    if not b.image_ok:
+        raise satisfy.Unsatisfiable(
+            f"vllm_containers.image_regex does not match {IMAGE}, and a pending pod has no vLLM metrics to be known by"
+        )
+    inc = Incident("VLLMAutoscalerScaleUpBlocked: a vLLM pod that needs GPUs and cannot be scheduled fires; a "
+                   "CPU-only pod, another image, and a short wait do not")
+    n = int(minutes(t.for_)) + 15
+    pods = (("llama-5", "2", IMAGE, f"1x{n}"), ("llama-6", "0", IMAGE, f"1x{n}"),
+            ("embedder-0", "1", "docker.io/library/text-embeddings:1.5", f"1x{n}"),
+            ("llama-7", "1", IMAGE, f"1x2 0x{n}"))
+    for pod, gpus, image, pending in pods:
+        where = b.where("prod-a", "inference", pod)
+        b.ksm(inc, "kube_pod_container_info", {**where, "container": "vllm", "image": image}, f"1x{n}")
+        b.ksm(inc, "kube_pod_status_unschedulable", where, pending)
+        if gpus != "0":
+            b.ksm(inc, "kube_pod_container_resource_requests",
+                  {**where, "container": "vllm", "resource": "nvidia_com_gpu", "unit": "integer"}, f"{gpus}x{n}")
+        b.ksm(inc, "kube_pod_container_resource_requests",
+              {**where, "container": "vllm", "resource": "memory", "unit": "byte"}, f"{64 * GIB}x{n}")
+    inc.expect("VLLMAutoscalerScaleUpBlocked", on_time(0, t.for_) - HOP, [(b.where("prod-a", "inference", "llama-5"), 2)])
+    return inc
+
+
+def autoscaler_signal_missing(b: Builder) -> Incident:
+    t = b.cfg.alerts.VLLMAutoscalerSignalMissing
+    inc = Incident("VLLMAutoscalerSignalMissing: an HPA that cannot read its metric, KEDA scaler errors and empty "
+                   "answers fire (KEDA scraped with or without honor_labels); healthy ones do not")
+    n = int(minutes(t.for_) + minutes(t.window)) + 15
+    b.vllm_container(inc, b.where("prod-a", "inference", "llama-0"), "vllm", n)
+    for hpa, active in (("keda-hpa-chat", False), ("batch", True)):
+        for status in ("true", "false", "unknown"):
+            value = int(status == ("true" if active else "false"))
+            b.hpa(inc, "kube_horizontalpodautoscaler_status_condition", "prod-a", "inference", hpa, f"{value}x{n}",
+                  condition="ScalingActive", status=status)
+    cl = b.cfg.cluster_label
+    # the operator's series carry the ScaledObject's namespace; scraped without honor_labels it moves to
+    # exported_namespace and the target's namespace (keda) takes its place
+    for scaled, errors, labels in (
+        ("summarizer", "0+2x", {"namespace": "inference"}),
+        ("translator", "0+2x", {"namespace": "keda", "exported_namespace": "inference"}),
+        ("chat", "5x", {"namespace": "inference"}),
+    ):
+        b.keda(inc, "keda_scaler_detail_errors_total",
+               {cl: "prod-a", **labels, "scaledObject": scaled, "scaler": "prometheusScaler", "triggerIndex": "0",
+                "metric": "s0-prometheus", "type": "scaledobject"}, f"{errors}{n}")
+    b.keda(inc, "keda_scaler_empty_upstream_responses_total",
+           {cl: "prod-a", "namespace": "inference", "scaledResource": "writer", "triggerName": "vllm-saturation",
+            "metricName": "s0-prometheus", "resourceType": "scaledobject", "ignoreNullValues": "false"}, f"0+1x{n}")
+    at = on_time(1, t.for_)
+    inc.expect("VLLMAutoscalerSignalMissing", at, [
+        ({cl: "prod-a", "namespace": "inference", "horizontalpodautoscaler": "keda-hpa-chat"}, 1),
+        ({cl: "prod-a", "namespace": "inference", "scaledObject": "summarizer"}, 2 * minutes(t.window)),
+        ({cl: "prod-a", "namespace": "inference", "scaledObject": "translator"}, 2 * minutes(t.window)),
+        ({cl: "prod-a", "namespace": "inference", "scaledResource": "writer"}, minutes(t.window)),
+    ])
+    return inc
+
+
 INCIDENTS: dict[str, Callable[[Builder], Incident]] = {
+    "VLLMAutoscalerMaxedOut": autoscaler_maxed_out,
+    "VLLMAutoscalerThrashing": autoscaler_thrashing,
+    "VLLMAutoscalerScaleUpBlocked": autoscaler_scale_up_blocked,
+    "VLLMAutoscalerSignalMissing": autoscaler_signal_missing,
     "VLLMHostMemoryNearLimit": host_memory,
     "VLLMContainerOOMKilled": oom_killed,
     "VLLMContainerRestarted": restarted,
@@ -756,6 +929,8 @@ TOPIC_FILES = {
     "exporter": ("VLLMKVCacheFragmentationHigh", "VLLMCUDAAllocatorFragmentationHigh", "ObspackExporterTargetDown"),
     "vllm-features": ("VLLMKVTransferFailures", "VLLMAdmissionRejections", "VLLMKVOffloadAllocationFailures",
                       "VLLMSpecDecodeAcceptanceLow"),
+    "autoscaling": ("VLLMAutoscalerThrashing", "VLLMAutoscalerMaxedOut", "VLLMAutoscalerScaleUpBlocked",
+                    "VLLMAutoscalerSignalMissing"),
 }
 
 

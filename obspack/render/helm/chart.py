@@ -10,6 +10,7 @@ from typing import Any
 from obspack import __version__
 from obspack.pack.chart import Chart
 from obspack.pack.chart.layout import (
+    AUTOSCALING_DIR,
     DASHBOARD_DIR,
     EXPORTER_IMAGE,
     EXPORTER_PORT,
@@ -48,6 +49,8 @@ def chart_files(chart: Chart) -> dict[str, str]:
     }
     for d in chart.pack.dashboards:
         files[f"{DASHBOARD_DIR}/{d.name}.json"] = dashboard_json(chart.pack, d)
+    for name, docs in chart.pack.autoscaling.files:
+        files[f"{AUTOSCALING_DIR}/{name}"] = f"# {generated_comment(chart.source)}\n" + yamlfmt.dump_all(list(docs))
     return dict(sorted(files.items()))
 
 

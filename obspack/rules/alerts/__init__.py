@@ -9,7 +9,7 @@ from obspack import conventions as c
 from obspack import slos
 from obspack.config import AlertSettings, ObspackConfig, SLOs
 from obspack.memo import per_config
-from obspack.rules.alerts import exporter, features, memory, slo, vllm
+from obspack.rules.alerts import autoscaling, exporter, features, memory, slo, vllm
 from obspack.rules.model import AlertRule, RuleGroup
 
 AlertFn = Callable[[ObspackConfig], AlertRule]
@@ -19,6 +19,7 @@ TOPICS: tuple[tuple[str, tuple[AlertFn, ...]], ...] = (
     ("vllm-engine", vllm.ALERTS),
     ("exporter", exporter.ALERTS),
     ("vllm-features", features.ALERTS),
+    ("autoscaling", autoscaling.ALERTS),
     ("slo", slo.ALERTS),
 )
 
@@ -34,7 +35,11 @@ def runbook_url(cfg: ObspackConfig, slug: str) -> str:
 
 
 # The dashboard variables an alert link sets, per page, and the alert label each one takes.
-LINK_VARIABLES = {c.TRIAGE_DASHBOARD: ("namespace", "pod"), c.SLO_DASHBOARD: ("namespace", "model")}
+LINK_VARIABLES = {
+    c.TRIAGE_DASHBOARD: ("namespace", "pod"),
+    c.SLO_DASHBOARD: ("namespace", "model"),
+    c.FLEET_DASHBOARD: ("namespace",),
+}
 
 
 def dashboard_url(cfg: ObspackConfig, name: str = c.TRIAGE_DASHBOARD) -> str:

@@ -6,9 +6,16 @@ from __future__ import annotations
 from obspack.config import ObspackConfig
 from obspack.memo import per_config
 from obspack.rules.model import RuleGroup
-from obspack.rules.recording import dcgm, kubernetes, slo, vllm
+from obspack.rules.recording import autoscaling, dcgm, kubernetes, slo, vllm
 
 
 @per_config
 def all_recording_groups(cfg: ObspackConfig) -> tuple[RuleGroup, ...]:
-    return (kubernetes.group(cfg), vllm.group(cfg), *dcgm.groups(cfg), *vllm.latency_groups(cfg), *slo.groups(cfg))
+    return (
+        kubernetes.group(cfg),
+        vllm.group(cfg),
+        autoscaling.group(cfg),
+        *dcgm.groups(cfg),
+        *vllm.latency_groups(cfg),
+        *slo.groups(cfg),
+    )

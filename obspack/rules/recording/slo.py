@@ -82,6 +82,11 @@ def _latency(cfg: ObspackConfig, sli: str, branch: slos.Branch, window: str, sco
     return _sum(cfg, scope, "\n  or\n  ".join(bad), window), _sum(cfg, scope, "\n  or\n  ".join(every), window)
 
 
+def latency_events(cfg: ObspackConfig, sli: str, branch: slos.Branch, window: str, scope: Scope = RECORDS) -> tuple[str, str]:
+    """(bad, all) events per second of a latency SLI over `window`, as the SLO records count them."""
+    return _latency(cfg, sli, branch, window, scope)
+
+
 def _availability(cfg: ObspackConfig, branch: slos.Branch, window: str, scope: Scope) -> tuple[str, str]:
     """(failed, all) HTTP requests per second, each pod's rate joined to its served model."""
     pod = c.by(cfg, "namespace", "pod")

@@ -1,0 +1,148 @@
+"""The autoscalers of vLLM workloads: whatever renders them (obspack's KEDA ScaledObjects and HPAs, or a
+team's own), the HorizontalPodAutoscaler that does the scaling is in kube-state-metrics
+(`kube_horizontalpodautoscaler_*`; KEDA creates one per ScaledObject, named keda-hpa-<name>). Only the HPAs
+of namespaces that run vLLM are watched (the vLLM pod record, one group hop). KEDA's own errors come from
+its operator's metrics (selectors.keda).
+"""
+
+from __future__ import annotations
+
+from obspack import conventions as c
+from obspack.config import ObspackConfig
+from obspack.rules.model import AlertRule
+from obspack.rules.recording.kubernetes import vllm_source_selectors
+
+HPA = ("namespace", "horizontalpodautoscaler")
+WHO = "{{ $labels.namespace }}/{{ $labels.horizontalpodautoscaler }}"
+GPU_RESOURCES = 'resource=~"nvidia_com_gpu|nvidia_com_mig_.*"'  # whole GPUs, or MIG slices (mixed strategy)
+
+
+def hpa(cfg: ObspackConfig, metric: str, *matchers: str) -> str:
+    """A kube-state-metrics HPA series, HA replicas collapsed."""
+    ksm = c.selector(cfg.selectors.kube_state_metrics, *matchers)
+    return f"max by ({c.by(cfg, *HPA)}) ({metric}{ksm})"
+
+
+def keda_increase(cfg: ObspackConfig, counter: str, name: str, window: str) -> str:
+    """A KEDA operator counter's increase per ScaledObject. The operator labels its series with the
+    ScaledObject's namespace; scraped without honor_labels, Prometheus moves that label to
+    `exported_namespace` (the target's own namespace is KEDA's), so both spellings are read."""
+    keda = cfg.selectors.keda
+    by = c.by(cfg, "namespace", name)
+    moved_sel, plain_sel = c.selector(keda, 'exported_namespace!=""'), c.selector(keda, 'exported_namespace=""')
+    moved = f'label_replace(increase({counter}{moved_sel}[{window}]), "namespace", "$1", "exported_namespace", "(.+)")'
+    plain = f"increase({counter}{plain_sel}[{window}])"
+    return f"sum by ({by}) (\n  {moved}\n  or\n  {plain}\n)"
+
+
+def in_vllm_namespaces(cfg: ObspackConfig, expr: str) -> str:
+    ns = c.by(cfg, "namespace")
+    return f"{expr}\nand on ({ns})\ngroup by ({ns}) ({c.VLLM_POD})"
+
+
+def thrashing(cfg: ObspackConfig) -> AlertRule:
+    """Desired replicas went up and down repeatedly: each change of direction starts or stops GPU pods that
+    take minutes to load a model. Ups and downs are counted minute by minute over the window."""
+    t = cfg.alerts.VLLMAutoscalerThrashing
+    desired = hpa(cfg, "kube_horizontalpodautoscaler_status_desired_replicas")
+    step = f"({desired} - max by ({c.by(cfg, *HPA)}) (kube_horizontalpodautoscaler_status_desired_replicas{c.selector(cfg.selectors.kube_state_metrics)} offset 1m))"
+    ups = f"count_over_time(({step} > 0)[{t.window}:1m])"
+    downs = f"count_over_time(({step} < 0)[{t.window}:1m])"
+    expr = f"({ups} >= {t.reversals:g})\nand\n({downs} >= {t.reversals:g})"
+    return AlertRule(
+        alert="VLLMAutoscalerThrashing",
+        expr=in_vllm_namespaces(cfg, expr),
+        for_=t.for_,
+        severity=t.severity,
+        summary="An autoscaler of vLLM replicas keeps scaling up and down: every change starts or stops a model load.",
+        description=(
+            "HPA " + WHO + " changed direction at least " + f"{t.reversals:g} times each way in the last {t.window} "
+            "({{ $value }} increases). Each new replica loads its model for minutes before it serves."
+        ),
+        runbook="vllm-autoscaler-thrashing",
+        triage="kubectl -n {{ $labels.namespace }} describe hpa {{ $labels.horizontalpodautoscaler }}",
+        dashboard=c.FLEET_DASHBOARD,
+    )
+
+
+def maxed_out(cfg: ObspackConfig) -> AlertRule:
+    """At its maximum replicas while a model of its namespace is past its targets: the autoscaler can do no
+    more, and the users of that model wait."""
+    t = cfg.alerts.VLLMAutoscalerMaxedOut
+    ns = c.by(cfg, "namespace")
+    current = hpa(cfg, "kube_horizontalpodautoscaler_status_current_replicas")
+    most = hpa(cfg, "kube_horizontalpodautoscaler_spec_max_replicas")
+    # the parts, not the signal made from them: on vmalert a record of the same group is one evaluation older
+    expr = f"({current} >= {most})\nand on ({ns})\n(max by ({ns}) ({c.SATURATION_PART}) > {t.saturation:g})"
+    return AlertRule(
+        alert="VLLMAutoscalerMaxedOut",
+        expr=expr,
+        for_=t.for_,
+        severity=t.severity,
+        summary="An autoscaler of vLLM replicas is at its maximum while the model is saturated: capacity is exhausted.",
+        description=(
+            "HPA " + WHO + " runs {{ $value }} replicas, its maximum, while a model of the namespace is past its "
+            f"saturation targets (signal above {t.saturation:g}) for {t.for_}."
+        ),
+        runbook="vllm-autoscaler-maxed-out",
+        triage="kubectl -n {{ $labels.namespace }} get hpa {{ $labels.horizontalpodautoscaler }}",
+        dashboard=c.FLEET_DASHBOARD,
+    )
+
+
+def scale_up_blocked(cfg: ObspackConfig) -> AlertRule:
+    """vLLM pods that ask for GPUs and cannot be scheduled: a scale-up the cluster cannot honour."""
+    t = cfg.alerts.VLLMAutoscalerScaleUpBlocked
+    pod = c.by(cfg, "namespace", "pod")
+    ksm = cfg.selectors.kube_state_metrics
+    unschedulable = f"max by ({pod}) (kube_pod_status_unschedulable{c.selector(ksm)})"
+    gpu_request = c.selector(ksm, GPU_RESOURCES)
+    gpus = f"max by ({pod}) (kube_pod_container_resource_requests{gpu_request})"
+    vllm = " or ".join(
+        f"group by ({pod}) ({s})" for s in vllm_source_selectors(cfg, with_container=False) if s.startswith("kube_")
+    )
+    expr = f"({unschedulable} == 1)\n* on ({pod}) group_left ()\n({gpus} > 0)\nand on ({pod})\n({vllm})"
+    return AlertRule(
+        alert="VLLMAutoscalerScaleUpBlocked",
+        expr=expr,
+        for_=t.for_,
+        severity=t.severity,
+        summary="vLLM pods that need GPUs cannot be scheduled: the scale-up waits for GPU capacity.",
+        description=(
+            "Pod {{ $labels.namespace }}/{{ $labels.pod }} asks for GPUs and has been unschedulable for "
+            f"{t.for_}: no node has them free."
+        ),
+        runbook="vllm-autoscaler-scale-up-blocked",
+        triage="kubectl -n {{ $labels.namespace }} describe pod {{ $labels.pod }}",
+        dashboard=c.FLEET_DASHBOARD,
+    )
+
+
+def signal_missing(cfg: ObspackConfig) -> AlertRule:
+    """The autoscaler cannot read its signal: the HPA's ScalingActive condition is false (its metric does
+    not answer, through KEDA or prometheus-adapter), or KEDA's scaler keeps failing. A ScaledObject whose
+    query returns nothing scales nothing and says so only in its status."""
+    t = cfg.alerts.VLLMAutoscalerSignalMissing
+    inactive = hpa(cfg, "kube_horizontalpodautoscaler_status_condition", 'condition="ScalingActive"', 'status="false"')
+    errors = f"{keda_increase(cfg, 'keda_scaler_detail_errors_total', 'scaledObject', t.window)} > 0"
+    empty = f"{keda_increase(cfg, 'keda_scaler_empty_upstream_responses_total', 'scaledResource', t.window)} > 0"
+    expr = "\nor\n".join(in_vllm_namespaces(cfg, e) for e in (f"({inactive} == 1)", errors, empty))
+    return AlertRule(
+        alert="VLLMAutoscalerSignalMissing",
+        expr=expr,
+        for_=t.for_,
+        severity=t.severity,
+        summary="An autoscaler of vLLM replicas cannot read its signal: it scales nothing.",
+        description=(
+            "The autoscaler of {{ $labels.namespace }} ({{ with $labels.horizontalpodautoscaler }}HPA {{ . }}"
+            "{{ end }}{{ with $labels.scaledObject }}ScaledObject {{ . }}{{ end }}{{ with $labels.scaledResource }}"
+            "ScaledObject {{ . }}{{ end }}) has had no usable metric for " + t.for_ + ": it holds its replicas "
+            "whatever the load."
+        ),
+        runbook="vllm-autoscaler-signal-missing",
+        triage="kubectl -n {{ $labels.namespace }} get scaledobject,hpa",
+        dashboard=c.FLEET_DASHBOARD,
+    )
+
+
+ALERTS = (thrashing, maxed_out, scale_up_blocked, signal_missing)
