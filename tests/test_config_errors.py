@@ -165,13 +165,23 @@ ERRORS: dict[str, tuple[bytes | None, str]] = {
     ),
     "not a regular expression": (
         b"vllm_containers:\n  image_regex: '(vllm'\n",
-        "FILE:2: vllm_containers.image_regex: '(vllm' is not a valid regular expression "
-        "(missing ), unterminated subpattern at position 0)",
+        "FILE:2: vllm_containers.image_regex: '(vllm' is not a regular expression Prometheus accepts: "
+        "a group is opened with ( and never closed (missing ))",
     ),
-    "regular expression Go refuses": (
+    "regular expression RE2 refuses": (
         b"vllm_containers:\n  image_regex: 'vllm.{1,1001}'\n",
-        "FILE:2: vllm_containers.image_regex: 'vllm.{1,1001}' repeats more than 1000 times, "
-        "which Prometheus' Go regexp refuses",
+        "FILE:2: vllm_containers.image_regex: 'vllm.{1,1001}' is not a regular expression Prometheus accepts: "
+        "the repetition {1,1001} is over RE2's limit of 1000",
+    ),
+    "regular expression in a selector": (
+        b"selectors:\n  dcgm: namespace=~\"llm-(?!canary).*\"\n",
+        "FILE:2: selectors.dcgm: namespace=~\"llm-(?!canary).*\": 'llm-(?!canary).*' is not a regular expression "
+        "Prometheus accepts: a negative lookahead (?!...) is not supported by RE2, Prometheus' regex engine",
+    ),
+    "regular expression obspack cannot read": (
+        b"vllm_containers:\n  image_regex: '\\pL'\n",
+        "FILE:2: vllm_containers.image_regex: '\\\\pL' is a regular expression Prometheus accepts, but obspack "
+        "cannot read it (bad escape \\p at position 0); write it without that construct",
     ),
     "not label matchers": (
         b"selectors:\n  vllm: job=vllm\n",
