@@ -113,7 +113,8 @@ def test_config_changes_the_output(tmp_path: Path) -> None:
     assert "namespace_pod_model:vllm_kv_cache_usage:max > 0.8" in alerts
     assert "VLLMTargetDown" not in alerts
     assert "by (k8s_cluster, namespace, pod" in (out / "prometheus" / "recording-rules.yaml").read_text()
-    assert re.search(r"from config [0-9a-f]{12}\. Do not edit", alerts.splitlines()[0])
+    assert re.search(r"from config [0-9a-f]{12}\. Do not edit", (out / "README.md").read_text().splitlines()[0])
+    assert " from " not in alerts.splitlines()[0], "the digest is in README.md alone"
 
 
 def test_without_config_the_local_obspack_yaml_is_read_and_the_stamp_is_its_content(

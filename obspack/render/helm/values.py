@@ -50,7 +50,7 @@ def _emit(table: dict[str, V | S], indent: int) -> list[str]:
 
 def values_yaml(chart: Chart) -> str:
     head = [
-        f"# {generated_comment(chart.source)}",
+        f"# {generated_comment()}",
         "# Defaults of the obspack chart: the alert and SLO settings are those of the config the chart was",
         "# rendered from. values.schema.json rejects unknown keys and wrong types.",
     ]
@@ -72,6 +72,6 @@ def values_schema(chart: Chart) -> dict[str, Any]:
     root = _schema(S("Values of the obspack chart.", chart.values))
     return {
         "$schema": "http://json-schema.org/draft-07/schema#",
-        "$comment": generated_comment(chart.source),
+        "$comment": generated_comment(),
         **root,
     }
