@@ -89,6 +89,8 @@ def _config_path(config: Path | None) -> Path | None:
     if config is None and DEFAULT_CONFIG.is_file():
         typer.echo(f"reading ./{DEFAULT_CONFIG} (pass --config to read another)", err=True)
         return DEFAULT_CONFIG
+    if config is None:
+        typer.echo(f"no ./{DEFAULT_CONFIG} here: using the built-in defaults (`obspack init` writes one)", err=True)
     return config
 
 
@@ -171,12 +173,16 @@ def render(
         for folder, files in targets:
             result = output.write(folder, files)
             _warn_skipped(folder, result.skipped)
-            changed = len(result.missing) + len(result.stale)
-            typer.echo(
-                f"wrote {folder}: {changed} changed, {len(result.extra)} removed, {len(result.unchanged)} unchanged"
-            )
+            typer.echo(f"wrote {folder}: {_counts(result)}")
     except ObspackError as e:
         raise _fail(e) from None
+
+
+def _counts(result: Any) -> str:
+    """What a write did, e.g. `45 new` or `3 changed, 1 removed, 41 unchanged` (the manifest included)."""
+    counts = zip((len(result.missing), len(result.stale), len(result.extra), len(result.unchanged)),
+                 ("new", "changed", "removed", "unchanged"))  # fmt: skip
+    return ", ".join(f"{n} {what}" for n, what in counts if n) or "nothing to write"
 
 
 def _warn_missing_tests(pack: Pack) -> None:

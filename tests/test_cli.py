@@ -189,3 +189,20 @@ def test_a_file_that_is_not_text_gets_one_error_line(tmp_path: Path) -> None:
         assert failed.returncode == 2, failed.stderr
         assert re.fullmatch(rf"error: {re.escape(str(bad))}:\d+: the config is not UTF-8 text .*\n", failed.stderr)
     assert snapshot(out) == before
+
+
+def test_without_any_config_the_defaults_are_named_once_and_a_fresh_render_counts_new_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    defaults = "no ./obspack.yaml here: using the built-in defaults (`obspack init` writes one)\n"
+    first = run("render", "--out", "pack")
+    assert first.exit_code == 0
+    files = len(list((tmp_path / "pack").rglob("*"))) - len([p for p in (tmp_path / "pack").rglob("*") if p.is_dir()])
+    assert first.stderr == defaults
+    assert first.stdout == f"wrote pack: {files} new\n"
+    assert run("render", "--out", "pack").stdout == f"wrote pack: {files} unchanged\n"
+    (tmp_path / "one.yaml").write_text("alerts:\n  VLLMKVCacheUsageHigh:\n    ratio: 0.85\n")
+    changed = run("render", "--config", "one.yaml", "--out", "pack")
+    assert changed.stderr == "" and changed.stdout == f"wrote pack: 14 changed, {files - 14} unchanged\n"
+    assert run("validate").stderr == defaults
