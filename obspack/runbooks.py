@@ -23,6 +23,7 @@ from obspack import conventions as c
 from obspack import slos
 from obspack.config import ObspackConfig
 from obspack.errors import RenderError
+from obspack.numbers import percent
 from obspack.rules.alerts import all_alerts, dashboard_url, enabled, settings
 from obspack.rules.model import AlertRule, tidy
 from obspack.rules.recording import dcgm
@@ -104,7 +105,7 @@ def with_placeholders(cfg: ObspackConfig, text: str) -> str:
 
 def _percent(ratio: float) -> str:
     """0.9 -> '90%', 0.955 -> '95.5%'."""
-    return f"{ratio * 100:.4g}%"
+    return percent(ratio)
 
 
 def _held(for_: str) -> str:
