@@ -48,6 +48,9 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # Plain help: click wraps it to the terminal and never cuts an option's name, as rich's tables do at 80
+    # columns (`--basic-auth-password-f…`).
+    rich_markup_mode=None,
 )
 
 DEFAULT_CONFIG = Path("obspack.yaml")
@@ -106,7 +109,7 @@ def command(*args: object) -> str:
     return " ".join(["obspack", *(shlex.quote(str(a)) for a in args if a is not None)])
 
 
-@app.command(cls=_PlainHelp)
+@app.command(cls=_PlainHelp, short_help="Write a commented obspack.yaml with every default.")
 def init(
     path: Annotated[Path, typer.Argument(metavar="FILE", help="Where to write the config.")] = Path("obspack.yaml"),
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing file.")] = False,
@@ -122,7 +125,7 @@ def init(
     typer.echo(f"wrote {path}; edit it, then run: {then}")
 
 
-@app.command(cls=_PlainHelp)
+@app.command(cls=_PlainHelp, short_help="Render the pack (and a Helm chart) into a folder.")
 def render(
     config: ConfigOption = None,
     out: Annotated[Path, typer.Option("--out", "-o", metavar="DIR", help="Output folder of the pack.")] = Path("generated"),
@@ -142,10 +145,9 @@ def render(
 
     Examples:
 
+    \b
     obspack render --out generated
-
     obspack render --config team.yaml --out monitoring/vllm --helm charts/obspack
-
     obspack render --out generated --check   (in CI: exit 1 when generated/ is stale)"""
     from obspack.pack import build
     from obspack.render import write as output
@@ -212,7 +214,7 @@ def _report_check(folder: Path, files: dict[str, str]) -> bool:
     return True
 
 
-@app.command(cls=_PlainHelp)
+@app.command(cls=_PlainHelp, short_help="Check the config and every PromQL expression.")
 def validate(config: ConfigOption = None) -> None:
     """Check the config and parse every PromQL expression it renders (and run promtool when present).
 
@@ -298,7 +300,7 @@ At = Annotated[
 ]
 
 
-@app.command(cls=_PlainHelp)
+@app.command(cls=_PlainHelp, short_help="Check the pack against a live Prometheus.")
 def doctor(
     prometheus: PrometheusURL,
     config: ConfigOption = None,
@@ -326,10 +328,9 @@ def doctor(
 
     Examples:
 
+    \b
     obspack doctor -p http://prometheus.monitoring:9090
-
     obspack doctor -p https://mimir.example.com/prometheus --tenant team-a --bearer-token-file token --json
-
     obspack doctor -p http://vmselect:8481/select/0/prometheus --config obspack.yaml --timeout 1m --max-time 10m
 
     Exit code 0: nothing breaks the pack and every check was asked; 1: problems found, or checks that could
@@ -355,7 +356,7 @@ def doctor(
     raise typer.Exit(code=report.exit_code)
 
 
-@app.command(cls=_PlainHelp)
+@app.command(cls=_PlainHelp, short_help="Size vLLM pods and vLLM's knobs from their history.")
 def rightsize(
     prometheus: PrometheusURL,
     config: ConfigOption = None,
@@ -394,8 +395,8 @@ def rightsize(
 
     Examples:
 
+    \b
     obspack rightsize -p http://prometheus.monitoring:9090
-
     obspack rightsize -p http://prometheus:9090 --window 28d --json --patches patches/
 
     Exit code 0: nothing to change; 1: recommendations or risks; 2: the server, or a question, failed."""
@@ -432,10 +433,10 @@ def rightsize(
     raise typer.Exit(code=report.exit_code)
 
 
-app.command("exporter", cls=_PlainHelp)(exporter)
+app.command("exporter", cls=_PlainHelp, short_help="Serve derived KV-cache, prefix-cache and allocator series.")(exporter)
 
 
-@app.command(cls=_PlainHelp)
+@app.command(cls=_PlainHelp, short_help="Play vLLM incidents through the pack on a local Prometheus.")
 def demo(
     workdir: Annotated[
         Path | None,
@@ -451,8 +452,8 @@ def demo(
 
     Examples:
 
+    \b
     obspack demo
-
     obspack demo --keep --workdir /tmp/obspack-demo"""
     from obspack.demo.narrate import play
 

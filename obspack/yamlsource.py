@@ -103,7 +103,15 @@ def _error_at(error: yaml.YAMLError, text: str) -> tuple[int, str]:
         return text.count("\n", 0, error.position) + 1, f"{error.reason} {char!r}"
     mark = getattr(error, "problem_mark", None) or getattr(error, "context_mark", None)
     problem = getattr(error, "problem", None) or str(error)
+    if mark is not None and _at(text, mark.line, mark.column) == "\t":
+        return mark.line + 1, f"a tab at column {mark.column + 1}: YAML indents with spaces, never tabs"
     return (mark.line + 1 if mark is not None else 1), " ".join(str(problem).split())
+
+
+def _at(text: str, line: int, column: int) -> str:
+    """The character at a mark's line and column, or ''."""
+    lines = text.split("\n")
+    return lines[line][column : column + 1] if 0 <= line < len(lines) else ""
 
 
 def _check_shape(text: str, name: str) -> None:

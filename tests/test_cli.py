@@ -206,3 +206,20 @@ def test_without_any_config_the_defaults_are_named_once_and_a_fresh_render_count
     changed = run("render", "--config", "one.yaml", "--out", "pack")
     assert changed.stderr == "" and changed.stdout == f"wrote pack: 14 changed, {files - 14} unchanged\n"
     assert run("validate").stderr == defaults
+
+
+def test_help_fits_80_columns_without_cutting_a_name_or_showing_a_type() -> None:
+    from typer.main import get_command
+
+    group = get_command(app)
+    top = runner.invoke(app, ["--help"], env={"COLUMNS": "80", "TERM": "dumb"}).output
+    assert "--version  Print the version and exit." in top
+    for name, command in group.commands.items():  # type: ignore[attr-defined]
+        assert re.search(rf"^  {name} +{re.escape(command.short_help)}$", top, re.M), f"{name}: short help cut"
+        text = runner.invoke(app, [name, "--help"], env={"COLUMNS": "80", "TERM": "dumb"}).output
+        assert "…" not in text and "..." not in text, name
+        assert not re.search(r"<(bool|str|path|int|float|text)>", text, re.I), f"{name}: a type placeholder"
+        for param in command.params:
+            for flag in param.opts:
+                if flag.startswith("--"):
+                    assert re.search(rf"(^|[ ,]){re.escape(flag)}([ ,=]|$)", text, re.M), f"{name}: {flag} cut"
