@@ -94,7 +94,7 @@ def _stats(cfg: ObspackConfig) -> list[p.Panel]:
         p.stat(
             "CUDA allocator fragmentation",
             p.target(
-                q.total(cfg, "obspack_cuda_allocator_fragmentation_ratio", "max", q.POD), "fragmentation"
+                f"max({q.exporter(cfg, 'obspack_cuda_allocator_fragmentation_ratio', q.POD)})", "fragmentation"
             ),
             unit=p.PERCENT_UNIT,
             description=(
