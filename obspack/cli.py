@@ -215,13 +215,25 @@ def _report_check(folder: Path, files: dict[str, str]) -> bool:
 
 
 @app.command(cls=_PlainHelp, short_help="Check the config and every PromQL expression.")
-def validate(config: ConfigOption = None) -> None:
+def validate(
+    config: ConfigOption = None,
+    tests: Annotated[
+        bool,
+        typer.Option("--tests", help="Also run the pack's shipped unit tests (promtool test rules; needs promtool)."),
+    ] = False,
+) -> None:
     """Check the config and parse every PromQL expression it renders (and run promtool when present).
 
-    Example: obspack validate --config obspack.yaml"""
+    Examples:
+
+    \b
+    obspack validate --config obspack.yaml
+    obspack validate --config obspack.yaml --tests   (the shipped tests too: 15 to 30 s)"""
+    import time
+
     from obspack.pack.walk import expressions, parse_errors
     from obspack.render.files import ALERTS_FILE, RECORDING_FILE, pack_files
-    from obspack.render.promtool import check_rules
+    from obspack.render.promtool import check_rules, run_unit_tests
 
     try:
         _, pack = _pack(config)
@@ -231,15 +243,22 @@ def validate(config: ConfigOption = None) -> None:
     problems = parse_errors(pack)
     count = sum(1 for _ in expressions(pack))
     promtool = shutil.which("promtool")
-    if promtool and not problems:
-        files = pack_files(pack)
+    if tests and not promtool:
+        problems.append("--tests needs promtool on PATH (Debian: apt-get install prometheus)")
+    files = pack_files(pack) if promtool and not problems else {}
+    if files:
         problems += check_rules(promtool, {rel: files[rel] for rel in (RECORDING_FILE, ALERTS_FILE)})
+    ran, started = 0, time.monotonic()
+    if tests and files and not problems:
+        ran, failed = run_unit_tests(promtool, files)
+        problems += failed
     for problem in problems:
         typer.secho(f"error: {problem}", fg=typer.colors.RED, err=True)
     if problems:
         raise typer.Exit(code=1)
     checked = "parsed, promtool check rules --lint-fatal passed" if promtool else "parsed (promtool not found, skipped)"
-    typer.echo(f"config OK; {count} PromQL expressions {checked}")
+    passed = f"; {ran} shipped test files passed (promtool test rules, {time.monotonic() - started:.0f}s)" if tests else ""
+    typer.echo(f"config OK; {count} PromQL expressions {checked}{passed}")
 
 
 # The options of the commands that ask a live server (doctor, rightsize): one declaration each.
