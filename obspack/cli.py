@@ -19,7 +19,7 @@ if TYPE_CHECKING:  # the commands import what they need when they run: `obspack 
 
 from obspack import __version__
 from obspack.config import annotated_defaults, load_config
-from obspack.errors import ObspackError
+from obspack.errors import ObspackError, RenderError
 from obspack.exporter.command import exporter
 
 
@@ -158,6 +158,8 @@ def render(
         cfg = load_config(config)
         pack = build(cfg)
         _warn_missing_tests(pack)
+        if helm is not None:
+            _apart(out, helm)
         targets = [(out, pack_files(pack))]
         if helm is not None:
             from obspack.pack.chart import build_chart
@@ -172,12 +174,24 @@ def render(
                 typer.secho(f"not up to date: run `{again}`", fg=typer.colors.RED, err=True)
                 raise typer.Exit(code=1)
             return
-        for folder, files in targets:
-            result = output.write(folder, files)
+        results = output.write_all(targets)  # both folders, or neither
+        for (folder, _), result in zip(targets, results):
             _warn_skipped(folder, result.skipped)
             typer.echo(f"wrote {folder}: {_counts(result)}")
     except ObspackError as e:
         raise _fail(e) from None
+
+
+def _apart(out: Path, helm: Path) -> None:
+    """--out and --helm must not overlap: the chart's manifest would replace the pack's, and one render
+    would remove the other's files."""
+    from obspack.render import write as output
+
+    how = output.overlap(out, helm)
+    if how:
+        said = {"same": f"--out {out} and --helm {helm} are the same folder", "a in b": f"--out {out} is inside --helm {helm}",
+                "b in a": f"--helm {helm} is inside --out {out}"}[how]  # fmt: skip
+        raise RenderError(f"{said}: each would replace or remove the other's files; give each a folder of its own")
 
 
 def _counts(result: Any) -> str:
