@@ -51,6 +51,7 @@ app = typer.Typer(
     # Plain help: click wraps it to the terminal and never cuts an option's name, as rich's tables do at 80
     # columns (`--basic-auth-password-f…`).
     rich_markup_mode=None,
+    context_settings={"max_content_width": 120},  # as wide as the terminal, up to 120 columns
 )
 
 DEFAULT_CONFIG = Path("obspack.yaml")
@@ -87,20 +88,21 @@ def _main(
     """Observability pack for vLLM on Kubernetes: rules, dashboards, runbooks and an exporter."""
 
 
-def _config_path(config: Path | None) -> Path | None:
-    """The config a command reads: --config, else ./obspack.yaml when it exists (said on stderr)."""
+def _config_path(config: Path | None, *, say_defaults: bool = False) -> Path | None:
+    """The config a command reads: --config, else ./obspack.yaml when it exists (said on stderr), else the
+    built-in defaults (said on stderr by the commands that make the pack, render and validate)."""
     if config is None and DEFAULT_CONFIG.is_file():
         typer.echo(f"reading ./{DEFAULT_CONFIG} (pass --config to read another)", err=True)
         return DEFAULT_CONFIG
-    if config is None:
+    if config is None and say_defaults:
         typer.echo(f"no ./{DEFAULT_CONFIG} here: using the built-in defaults (`obspack init` writes one)", err=True)
     return config
 
 
-def _pack(config: Path | None) -> tuple[ObspackConfig, Pack]:
+def _pack(config: Path | None, *, say_defaults: bool = False) -> tuple[ObspackConfig, Pack]:
     from obspack.pack import build
 
-    cfg = load_config(_config_path(config))
+    cfg = load_config(_config_path(config, say_defaults=say_defaults))
     return cfg, build(cfg)
 
 
@@ -154,7 +156,7 @@ def render(
     from obspack.render.files import pack_files
 
     try:
-        config = _config_path(config)
+        config = _config_path(config, say_defaults=True)
         cfg = load_config(config)
         pack = build(cfg)
         _warn_missing_tests(pack)
@@ -250,7 +252,7 @@ def validate(
     from obspack.render.promtool import check_rules, run_unit_tests
 
     try:
-        _, pack = _pack(config)
+        _, pack = _pack(config, say_defaults=True)
     except ObspackError as e:
         raise _fail(e) from None
     _warn_missing_tests(pack)

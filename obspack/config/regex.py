@@ -8,16 +8,14 @@ never suggests another matcher: a regex stays a regex.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import warnings
+from typing import Any
 
 import promql_parser
-import re2
 
-_OPTIONS = re2.Options()
-_OPTIONS.log_errors = False  # RE2 would print every refused pattern on stderr
-_OPTIONS.max_mem = 64 << 20  # near Go's limit on a compiled regexp, well above what 4096 characters need
 _PROBE = "obspack_probe"
 _BACKREFERENCE = re.compile(r"\\[1-9]")
 # Unescaped \C (any byte): RE2 in C++ has it, Go's regexp does not.
@@ -96,11 +94,24 @@ def _re2_reason(message: str) -> str:
     return describe(arg) if describe else f"RE2 refuses it ({message})"
 
 
+@functools.cache
+def _re2() -> tuple[Any, Any]:
+    """The RE2 module and its options, imported on the first regex a config sets (not for the defaults,
+    which are not checked again: `obspack render` without a config stays quick)."""
+    import re2
+
+    options = re2.Options()
+    options.log_errors = False  # RE2 would print every refused pattern on stderr
+    options.max_mem = 64 << 20  # near Go's limit on a compiled regexp, well above what 4096 characters need
+    return re2, options
+
+
 def problem(value: str) -> str | None:
     """Why a regex cannot be used, in words, or None. First what Prometheus refuses (RE2, and what Go's
     regexp refuses beyond it), then what obspack's own parsers cannot read."""
+    re2, options = _re2()
     try:
-        re2.compile(value, _OPTIONS)
+        re2.compile(value, options)
     except re2.error as e:
         raw = e.args[0] if e.args else ""
         text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
