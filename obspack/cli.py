@@ -19,7 +19,7 @@ if TYPE_CHECKING:  # the commands import what they need when they run: `obspack 
 
 from obspack import __version__
 from obspack.config import annotated_defaults, load_config
-from obspack.errors import ObspackError
+from obspack.errors import ObspackError, RenderError
 from obspack.exporter.command import exporter
 
 
@@ -48,6 +48,10 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # Plain help: click wraps it to the terminal and never cuts an option's name, as rich's tables do at 80
+    # columns (`--basic-auth-password-f…`).
+    rich_markup_mode=None,
+    context_settings={"max_content_width": 120},  # as wide as the terminal, up to 120 columns
 )
 
 DEFAULT_CONFIG = Path("obspack.yaml")
@@ -84,18 +88,21 @@ def _main(
     """Observability pack for vLLM on Kubernetes: rules, dashboards, runbooks and an exporter."""
 
 
-def _config_path(config: Path | None) -> Path | None:
-    """The config a command reads: --config, else ./obspack.yaml when it exists (said on stderr)."""
+def _config_path(config: Path | None, *, say_defaults: bool = False) -> Path | None:
+    """The config a command reads: --config, else ./obspack.yaml when it exists (said on stderr), else the
+    built-in defaults (said on stderr by the commands that make the pack, render and validate)."""
     if config is None and DEFAULT_CONFIG.is_file():
         typer.echo(f"reading ./{DEFAULT_CONFIG} (pass --config to read another)", err=True)
         return DEFAULT_CONFIG
+    if config is None and say_defaults:
+        typer.echo(f"no ./{DEFAULT_CONFIG} here: using the built-in defaults (`obspack init` writes one)", err=True)
     return config
 
 
-def _pack(config: Path | None) -> tuple[ObspackConfig, Pack]:
+def _pack(config: Path | None, *, say_defaults: bool = False) -> tuple[ObspackConfig, Pack]:
     from obspack.pack import build
 
-    cfg = load_config(_config_path(config))
+    cfg = load_config(_config_path(config, say_defaults=say_defaults))
     return cfg, build(cfg)
 
 
@@ -104,7 +111,7 @@ def command(*args: object) -> str:
     return " ".join(["obspack", *(shlex.quote(str(a)) for a in args if a is not None)])
 
 
-@app.command(cls=_PlainHelp)
+@app.command(cls=_PlainHelp, short_help="Write a commented obspack.yaml with every default.")
 def init(
     path: Annotated[Path, typer.Argument(metavar="FILE", help="Where to write the config.")] = Path("obspack.yaml"),
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing file.")] = False,
@@ -120,7 +127,7 @@ def init(
     typer.echo(f"wrote {path}; edit it, then run: {then}")
 
 
-@app.command(cls=_PlainHelp)
+@app.command(cls=_PlainHelp, short_help="Render the pack (and a Helm chart) into a folder.")
 def render(
     config: ConfigOption = None,
     out: Annotated[Path, typer.Option("--out", "-o", metavar="DIR", help="Output folder of the pack.")] = Path("generated"),
@@ -140,20 +147,21 @@ def render(
 
     Examples:
 
+    \b
     obspack render --out generated
-
     obspack render --config team.yaml --out monitoring/vllm --helm charts/obspack
-
     obspack render --out generated --check   (in CI: exit 1 when generated/ is stale)"""
     from obspack.pack import build
     from obspack.render import write as output
     from obspack.render.files import pack_files
 
     try:
-        config = _config_path(config)
+        config = _config_path(config, say_defaults=True)
         cfg = load_config(config)
         pack = build(cfg)
         _warn_missing_tests(pack)
+        if helm is not None:
+            _apart(out, helm)
         targets = [(out, pack_files(pack))]
         if helm is not None:
             from obspack.pack.chart import build_chart
@@ -168,15 +176,31 @@ def render(
                 typer.secho(f"not up to date: run `{again}`", fg=typer.colors.RED, err=True)
                 raise typer.Exit(code=1)
             return
-        for folder, files in targets:
-            result = output.write(folder, files)
+        results = output.write_all(targets)  # both folders, or neither
+        for (folder, _), result in zip(targets, results):
             _warn_skipped(folder, result.skipped)
-            changed = len(result.missing) + len(result.stale)
-            typer.echo(
-                f"wrote {folder}: {changed} changed, {len(result.extra)} removed, {len(result.unchanged)} unchanged"
-            )
+            typer.echo(f"wrote {folder}: {_counts(result)}")
     except ObspackError as e:
         raise _fail(e) from None
+
+
+def _apart(out: Path, helm: Path) -> None:
+    """--out and --helm must not overlap: the chart's manifest would replace the pack's, and one render
+    would remove the other's files."""
+    from obspack.render import write as output
+
+    how = output.overlap(out, helm)
+    if how:
+        said = {"same": f"--out {out} and --helm {helm} are the same folder", "a in b": f"--out {out} is inside --helm {helm}",
+                "b in a": f"--helm {helm} is inside --out {out}"}[how]  # fmt: skip
+        raise RenderError(f"{said}: each would replace or remove the other's files; give each a folder of its own")
+
+
+def _counts(result: Any) -> str:
+    """What a write did, e.g. `45 new` or `3 changed, 1 removed, 41 unchanged` (the manifest included)."""
+    counts = zip((len(result.missing), len(result.stale), len(result.extra), len(result.unchanged)),
+                 ("new", "changed", "removed", "unchanged"))  # fmt: skip
+    return ", ".join(f"{n} {what}" for n, what in counts if n) or "nothing to write"
 
 
 def _warn_missing_tests(pack: Pack) -> None:
@@ -206,32 +230,51 @@ def _report_check(folder: Path, files: dict[str, str]) -> bool:
     return True
 
 
-@app.command(cls=_PlainHelp)
-def validate(config: ConfigOption = None) -> None:
+@app.command(cls=_PlainHelp, short_help="Check the config and every PromQL expression.")
+def validate(
+    config: ConfigOption = None,
+    tests: Annotated[
+        bool,
+        typer.Option("--tests", help="Also run the pack's shipped unit tests (promtool test rules; needs promtool)."),
+    ] = False,
+) -> None:
     """Check the config and parse every PromQL expression it renders (and run promtool when present).
 
-    Example: obspack validate --config obspack.yaml"""
+    Examples:
+
+    \b
+    obspack validate --config obspack.yaml
+    obspack validate --config obspack.yaml --tests   (the shipped tests too: 15 to 30 s)"""
+    import time
+
     from obspack.pack.walk import expressions, parse_errors
     from obspack.render.files import ALERTS_FILE, RECORDING_FILE, pack_files
-    from obspack.render.promtool import check_rules
+    from obspack.render.promtool import check_rules, run_unit_tests
 
     try:
-        _, pack = _pack(config)
+        _, pack = _pack(config, say_defaults=True)
     except ObspackError as e:
         raise _fail(e) from None
     _warn_missing_tests(pack)
     problems = parse_errors(pack)
     count = sum(1 for _ in expressions(pack))
     promtool = shutil.which("promtool")
-    if promtool and not problems:
-        files = pack_files(pack)
+    if tests and not promtool:
+        problems.append("--tests needs promtool on PATH (Debian: apt-get install prometheus)")
+    files = pack_files(pack) if promtool and not problems else {}
+    if files:
         problems += check_rules(promtool, {rel: files[rel] for rel in (RECORDING_FILE, ALERTS_FILE)})
+    ran, started = 0, time.monotonic()
+    if tests and files and not problems:
+        ran, failed = run_unit_tests(promtool, files)
+        problems += failed
     for problem in problems:
         typer.secho(f"error: {problem}", fg=typer.colors.RED, err=True)
     if problems:
         raise typer.Exit(code=1)
     checked = "parsed, promtool check rules --lint-fatal passed" if promtool else "parsed (promtool not found, skipped)"
-    typer.echo(f"config OK; {count} PromQL expressions {checked}")
+    passed = f"; {ran} shipped test files passed (promtool test rules, {time.monotonic() - started:.0f}s)" if tests else ""
+    typer.echo(f"config OK; {count} PromQL expressions {checked}{passed}")
 
 
 # The options of the commands that ask a live server (doctor, rightsize): one declaration each.
@@ -292,7 +335,7 @@ At = Annotated[
 ]
 
 
-@app.command(cls=_PlainHelp)
+@app.command(cls=_PlainHelp, short_help="Check the pack against a live Prometheus.")
 def doctor(
     prometheus: PrometheusURL,
     config: ConfigOption = None,
@@ -320,10 +363,9 @@ def doctor(
 
     Examples:
 
+    \b
     obspack doctor -p http://prometheus.monitoring:9090
-
     obspack doctor -p https://mimir.example.com/prometheus --tenant team-a --bearer-token-file token --json
-
     obspack doctor -p http://vmselect:8481/select/0/prometheus --config obspack.yaml --timeout 1m --max-time 10m
 
     Exit code 0: nothing breaks the pack and every check was asked; 1: problems found, or checks that could
@@ -349,7 +391,7 @@ def doctor(
     raise typer.Exit(code=report.exit_code)
 
 
-@app.command(cls=_PlainHelp)
+@app.command(cls=_PlainHelp, short_help="Size vLLM pods and vLLM's knobs from their history.")
 def rightsize(
     prometheus: PrometheusURL,
     config: ConfigOption = None,
@@ -410,8 +452,8 @@ def rightsize(
 
     Examples:
 
+    \b
     obspack rightsize -p http://prometheus.monitoring:9090
-
     obspack rightsize -p http://prometheus:9090 --window 28d --json --patches patches/
 
     obspack rightsize -p http://prometheus:9090 --what-if limit=40Gi --workload llm/vllm-chat
@@ -461,10 +503,10 @@ def rightsize(
     raise typer.Exit(code=report.exit_code)
 
 
-app.command("exporter", cls=_PlainHelp)(exporter)
+app.command("exporter", cls=_PlainHelp, short_help="Serve derived KV-cache, prefix-cache and allocator series.")(exporter)
 
 
-@app.command(cls=_PlainHelp)
+@app.command(cls=_PlainHelp, short_help="Play vLLM incidents through the pack on a local Prometheus.")
 def demo(
     workdir: Annotated[
         Path | None,
@@ -480,8 +522,8 @@ def demo(
 
     Examples:
 
+    \b
     obspack demo
-
     obspack demo --keep --workdir /tmp/obspack-demo"""
     from obspack.demo.narrate import play
 

@@ -13,6 +13,7 @@ model, ...) or that it is a value the reader chooses. A placeholder that is none
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -22,6 +23,7 @@ from obspack import conventions as c
 from obspack import slos
 from obspack.config import ObspackConfig
 from obspack.errors import RenderError
+from obspack.numbers import percent
 from obspack.rules.alerts import all_alerts, dashboard_url, enabled, settings
 from obspack.rules.model import AlertRule, tidy
 from obspack.rules.recording import dcgm
@@ -107,7 +109,7 @@ def with_placeholders(cfg: ObspackConfig, text: str) -> str:
 
 def _percent(ratio: float) -> str:
     """0.9 -> '90%', 0.955 -> '95.5%'."""
-    return f"{ratio * 100:.4g}%"
+    return percent(ratio)
 
 
 def _held(for_: str) -> str:
@@ -163,6 +165,27 @@ def placeholder_note(cfg: ObspackConfig, alert: AlertRule, used: set[str]) -> st
             f"{alert.alert}, and obspack/runbooks.py neither finds them (finders) nor says who chooses them (CHOSEN)"
         )
     return "\n\n".join(paragraphs)
+
+
+def _texts(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [t for item in value.items() for part in item for t in _texts(part)]
+    if isinstance(value, list | tuple):
+        return [t for item in value for t in _texts(item)]
+    return []
+
+
+def without_settings(cfg: ObspackConfig, text: str) -> str:
+    """The page without the text of the user's settings (a selector's `<none>`, a regex's `(?P<x>...)`):
+    only what obspack wrote can be a placeholder. Each setting is taken out as written and as a PromQL
+    string literal prints it."""
+    found = {t for t in _texts(cfg.model_dump(mode="json", by_alias=True)) if "<" in t}
+    forms = {form for t in found for form in (t, json.dumps(t)[1:-1], json.dumps(t, ensure_ascii=False)[1:-1])}
+    for form in sorted(forms, key=len, reverse=True):
+        text = text.replace(form, "")
+    return text
 
 
 class _Page:
@@ -318,7 +341,8 @@ def render_runbook(
     name = template_name(alert.runbook)
     try:
         text = render_template(name, **_context(cfg, alert, catalogue, rules))
-        text = text.replace(_NOTE, placeholder_note(cfg, alert, set(PLACEHOLDER.findall(text))))
+        used = set(PLACEHOLDER.findall(without_settings(cfg, text)))
+        text = text.replace(_NOTE, placeholder_note(cfg, alert, used))
     except jinja2.TemplateNotFound as e:
         raise RenderError(
             f"alert {alert.alert} has no runbook: add templates/{name} (template not found: {e.name})"

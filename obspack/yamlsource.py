@@ -11,7 +11,13 @@ that comes from an alias is located at the line that uses the alias.
 
 from __future__ import annotations
 
+import errno
+import os
 import re
+import select
+import stat
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,6 +29,7 @@ from obspack.errors import ConfigError
 MAX_BYTES = 16 * 1024 * 1024  # a complete obspack.yaml is a few KB
 MAX_DEPTH = 64  # the deepest setting is four levels down
 MAX_VALUES = 10_000
+WAIT_S = 10.0  # a pipe's or FIFO's writer (`--config <(...)`) has this long to send the whole config
 KeyPath = tuple[str, ...]
 
 _Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # type: ignore[assignment]
@@ -59,8 +66,7 @@ class Source:
 def _read_text(path: Path) -> str:
     name = str(path)
     try:
-        with path.open("rb") as f:
-            raw = f.read(MAX_BYTES + 1)
+        raw = _read_bytes(path)
     except OSError as e:
         raise ConfigError([f"{name}: cannot read the config file ({e.strerror})"]) from None
     if len(raw) > MAX_BYTES:
@@ -72,6 +78,48 @@ def _read_text(path: Path) -> str:
         raise ConfigError(
             [f"{name}:{line}: the config is not UTF-8 text (byte 0x{raw[e.start]:02x}); save it as UTF-8"]
         ) from None
+
+
+def _read_bytes(path: Path) -> bytes:
+    """Up to MAX_BYTES + 1 bytes of the file. A FIFO, socket or terminal (`<(...)`, `/dev/stdin`) is read as
+    it comes, for at most WAIT_S in all: a FIFO nobody writes would otherwise block its reader forever."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))  # a FIFO's open never waits
+    try:
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            os.set_blocking(fd, True)
+            return _read_all(fd, lambda got: None)
+        ends = time.monotonic() + WAIT_S
+        poller = select.poll()
+        poller.register(fd, select.POLLIN | select.POLLHUP)
+
+        def wait(got: int) -> None:
+            # Linux reports no hang-up on a FIFO that never had a writer: poll waits for one, until the end.
+            if not poller.poll(max(0, int((ends - time.monotonic()) * 1000))):
+                why = (
+                    f"nothing was written to it within {WAIT_S:g}s: a FIFO or pipe that nobody writes"
+                    if not got
+                    else f"its writer sent {got} bytes and did not finish within {WAIT_S:g}s"
+                )
+                raise OSError(errno.ETIMEDOUT, why)
+
+        return _read_all(fd, wait)
+    finally:
+        os.close(fd)
+
+
+def _read_all(fd: int, wait: Callable[[int], None]) -> bytes:
+    chunks, size = [], 0
+    while size <= MAX_BYTES:
+        wait(size)
+        try:
+            chunk = os.read(fd, min(1 << 20, MAX_BYTES + 1 - size))
+        except BlockingIOError:
+            continue
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
 
 
 def load(path: Path) -> Source:
@@ -103,7 +151,15 @@ def _error_at(error: yaml.YAMLError, text: str) -> tuple[int, str]:
         return text.count("\n", 0, error.position) + 1, f"{error.reason} {char!r}"
     mark = getattr(error, "problem_mark", None) or getattr(error, "context_mark", None)
     problem = getattr(error, "problem", None) or str(error)
+    if mark is not None and _at(text, mark.line, mark.column) == "\t":
+        return mark.line + 1, f"a tab at column {mark.column + 1}: YAML indents with spaces, never tabs"
     return (mark.line + 1 if mark is not None else 1), " ".join(str(problem).split())
+
+
+def _at(text: str, line: int, column: int) -> str:
+    """The character at a mark's line and column, or ''."""
+    lines = text.split("\n")
+    return lines[line][column : column + 1] if 0 <= line < len(lines) else ""
 
 
 def _check_shape(text: str, name: str) -> None:

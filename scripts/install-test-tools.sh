@@ -11,7 +11,8 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
 
-python3 -m pip install --quiet --disable-pip-version-check -e ".[test]"
+# google-re2 (RE2 for the config's regexes) comes as a wheel: never try to compile it from source
+python3 -m pip install --quiet --disable-pip-version-check --only-binary google-re2 -e ".[test]"
 
 need_apt=()
 command -v promtool >/dev/null 2>&1 || need_apt+=(prometheus)

@@ -113,7 +113,8 @@ def test_config_changes_the_output(tmp_path: Path) -> None:
     assert "namespace_pod_model:vllm_kv_cache_usage:max > 0.8" in alerts
     assert "VLLMTargetDown" not in alerts
     assert "by (k8s_cluster, namespace, pod" in (out / "prometheus" / "recording-rules.yaml").read_text()
-    assert re.search(r"from config [0-9a-f]{12}\. Do not edit", alerts.splitlines()[0])
+    assert re.search(r"from config [0-9a-f]{12}\. Do not edit", (out / "README.md").read_text().splitlines()[0])
+    assert " from " not in alerts.splitlines()[0], "the digest is in README.md alone"
 
 
 def test_without_config_the_local_obspack_yaml_is_read_and_the_stamp_is_its_content(
@@ -188,3 +189,37 @@ def test_a_file_that_is_not_text_gets_one_error_line(tmp_path: Path) -> None:
         assert failed.returncode == 2, failed.stderr
         assert re.fullmatch(rf"error: {re.escape(str(bad))}:\d+: the config is not UTF-8 text .*\n", failed.stderr)
     assert snapshot(out) == before
+
+
+def test_without_any_config_the_defaults_are_named_once_and_a_fresh_render_counts_new_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    defaults = "no ./obspack.yaml here: using the built-in defaults (`obspack init` writes one)\n"
+    first = run("render", "--out", "pack")
+    assert first.exit_code == 0
+    files = len(list((tmp_path / "pack").rglob("*"))) - len([p for p in (tmp_path / "pack").rglob("*") if p.is_dir()])
+    assert first.stderr == defaults
+    assert first.stdout == f"wrote pack: {files} new\n"
+    assert run("render", "--out", "pack").stdout == f"wrote pack: {files} unchanged\n"
+    (tmp_path / "one.yaml").write_text("alerts:\n  VLLMKVCacheUsageHigh:\n    ratio: 0.85\n")
+    changed = run("render", "--config", "one.yaml", "--out", "pack")
+    assert changed.stderr == "" and changed.stdout == f"wrote pack: 14 changed, {files - 14} unchanged\n"
+    assert run("validate").stderr == defaults
+
+
+def test_help_fits_80_columns_without_cutting_a_name_or_showing_a_type() -> None:
+    from typer.main import get_command
+
+    group = get_command(app)
+    top = runner.invoke(app, ["--help"], env={"COLUMNS": "80", "TERM": "dumb"}).output
+    assert "--version  Print the version and exit." in top
+    for name, command in group.commands.items():  # type: ignore[attr-defined]
+        assert re.search(rf"^  {name} +{re.escape(command.short_help)}$", top, re.M), f"{name}: short help cut"
+        text = runner.invoke(app, [name, "--help"], env={"COLUMNS": "80", "TERM": "dumb"}).output
+        assert "…" not in text and "..." not in text, name
+        assert not re.search(r"<(bool|str|path|int|float|text)>", text, re.I), f"{name}: a type placeholder"
+        for param in command.params:
+            for flag in param.opts:
+                if flag.startswith("--"):
+                    assert re.search(rf"(^|[ ,]){re.escape(flag)}([ ,=]|$)", text, re.M), f"{name}: {flag} cut"

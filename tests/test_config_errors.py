@@ -24,6 +24,10 @@ ERRORS: dict[str, tuple[bytes | None, str]] = {
     "not UTF-8": (b"cluster_label: \xff\n", "FILE:1: the config is not UTF-8 text (byte 0xff); save it as UTF-8"),
     "binary content": (b"cluster_label: a\x00\n", "FILE:1: not valid YAML (control characters are not allowed '\\x00')"),
     "not YAML": (b"alerts: {VLLMTargetDown: {enabled: false}\n", "FILE:2: not valid YAML (did not find expected ',' or '}')"),
+    "a tab in the indentation": (
+        b"alerts:\n\tVLLMTargetDown:\n    enabled: false\n",
+        "FILE:2: not valid YAML (a tab at column 1: YAML indents with spaces, never tabs)",
+    ),
     "nested too deeply": (
         b"a: " + b"[" * 65 + b"]" * 65 + b"\n",
         "FILE:1: nested more than 64 levels deep (settings are at most 4)",
@@ -62,6 +66,17 @@ ERRORS: dict[str, tuple[bytes | None, str]] = {
     "number out of range": (
         b"alerts:\n  VLLMRequestQueueBacklog:\n    min_waiting: 0\n",
         "FILE:3: alerts.VLLMRequestQueueBacklog.min_waiting: 0 is out of range (allowed: 1 to 100000)",
+    ),
+    "a percentage where a share goes": (
+        b"alerts:\n  VLLMKVCacheUsageHigh:\n    ratio: 85\n",
+        "FILE:3: alerts.VLLMKVCacheUsageHigh.ratio: 85 is out of range: a share is a fraction, not a percentage "
+        "(did you mean 0.85?) (allowed: 0.001 to 0.999, below the critical one)",
+    ),
+    "a latency threshold written as a duration": (
+        b"slos:\n  time_to_first_token:\n    threshold: 1s\n",
+        "FILE:3: slos.time_to_first_token.threshold: expected a number of seconds, got the duration '1s' (write 1; "
+        "allowed: seconds, a bucket bound vLLM exports: 0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, "
+        "0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80, 160, 640, 2560)",
     ),
     "not one of the choices": (
         b"alerts:\n  VLLMTargetDown:\n    severity: page\n",
@@ -165,13 +180,23 @@ ERRORS: dict[str, tuple[bytes | None, str]] = {
     ),
     "not a regular expression": (
         b"vllm_containers:\n  image_regex: '(vllm'\n",
-        "FILE:2: vllm_containers.image_regex: '(vllm' is not a valid regular expression "
-        "(missing ), unterminated subpattern at position 0)",
+        "FILE:2: vllm_containers.image_regex: '(vllm' is not a regular expression Prometheus accepts: "
+        "a group is opened with ( and never closed (missing ))",
     ),
-    "regular expression Go refuses": (
+    "regular expression RE2 refuses": (
         b"vllm_containers:\n  image_regex: 'vllm.{1,1001}'\n",
-        "FILE:2: vllm_containers.image_regex: 'vllm.{1,1001}' repeats more than 1000 times, "
-        "which Prometheus' Go regexp refuses",
+        "FILE:2: vllm_containers.image_regex: 'vllm.{1,1001}' is not a regular expression Prometheus accepts: "
+        "the repetition {1,1001} is over RE2's limit of 1000",
+    ),
+    "regular expression in a selector": (
+        b"selectors:\n  dcgm: namespace=~\"llm-(?!canary).*\"\n",
+        "FILE:2: selectors.dcgm: namespace=~\"llm-(?!canary).*\": 'llm-(?!canary).*' is not a regular expression "
+        "Prometheus accepts: a negative lookahead (?!...) is not supported by RE2, Prometheus' regex engine",
+    ),
+    "regular expression obspack cannot read": (
+        b"vllm_containers:\n  image_regex: '\\pL'\n",
+        "FILE:2: vllm_containers.image_regex: '\\\\pL' is a regular expression Prometheus accepts, but obspack "
+        "cannot read it (bad escape \\p at position 0); write it without that construct",
     ),
     "not label matchers": (
         b"selectors:\n  vllm: job=vllm\n",

@@ -146,7 +146,8 @@ slo_entry = st.fixed_dictionaries(
 ALERT_FIELDS: dict[str, st.SearchStrategy[Any]] = {
     "enabled": boolean, "for": duration, "severity": severity, "labels": label_map, "ratio": ratio,
     "window": window, "lookback": window, "job_regex": regex, "rate": number, "waiting_to_running": number,
-    "min_waiting": number, "min_query_tokens_per_second": number,
+    "min_waiting": number, "min_query_tokens_per_second": number, "min_draft_tokens_per_second": number,
+    "expired_ratio": ratio,
 }
 SETTINGS: dict[str, st.SearchStrategy[Any]] = {
     "cluster_label": label_name,
@@ -158,6 +159,10 @@ SETTINGS: dict[str, st.SearchStrategy[Any]] = {
         {}, optional={k: matchers for k in ("vllm", "cadvisor", "kube_state_metrics", "dcgm", "exporter")}
     ),
     "vllm_containers": st.fixed_dictionaries({}, optional={"image_regex": regex, "name_regex": regex}),
+    "scope": st.fixed_dictionaries({}, optional={
+        "namespace_regex": mix(st.sampled_from(["", "llm-.*", "inference|serving", "team-[a-z]+"]), regex),
+        "cluster_regex": mix(st.sampled_from(["", "prod-.*", "prod-a"]), regex),
+    }),
     "prometheus_rule": st.fixed_dictionaries({}, optional={"name": k8s_name, "namespace": k8s_name, "labels": k8s_labels}),
     "slos": st.fixed_dictionaries({}, optional={
         "enabled": boolean,

@@ -9,7 +9,7 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[1] / "obspack"
 
 STAGES = {
-    0: {"__init__", "errors", "durations", "memo", "promql", "metricsql", "catalogue", "templating", "yamlsource",
+    0: {"__init__", "errors", "durations", "memo", "numbers", "promql", "metricsql", "catalogue", "templating", "yamlsource",
         "exporter", "probe"},
     1: {"config", "conventions", "slos"},
     2: {"rules", "dashboards", "runbooks", "pack"},

@@ -14,7 +14,7 @@ every problem as `FILE:LINE: key.path: what is wrong (what is allowed)`.
 from obspack.config.alerts import Alerts, AlertSettings
 from obspack.config.conflicts import Conflict, conflicts, windows
 from obspack.config.load import load_config
-from obspack.config.model import GrafanaOutput, ObspackConfig
+from obspack.config.model import GrafanaOutput, ObspackConfig, Scope, scope_matcher
 from obspack.config.slos import SLOs
 from obspack.config.starter import annotated_defaults
 from obspack.config.values import (
@@ -41,6 +41,7 @@ __all__ = [
     "LabelMap",
     "ObspackConfig",
     "SLOs",
+    "Scope",
     "Severity",
     "Window",
     "annotated_defaults",
@@ -48,5 +49,6 @@ __all__ = [
     "has_type",
     "load_config",
     "promql_string",
+    "scope_matcher",
     "windows",
 ]

@@ -11,7 +11,8 @@ from typing import Any
 from pydantic import ValidationError
 from pydantic.fields import FieldInfo
 
-from obspack import yamlsource
+from obspack import durations, yamlsource
+from obspack.catalogue import vllm_latency
 from obspack.config.conflicts import conflicts
 from obspack.config.model import ObspackConfig
 from obspack.config.values import Duration, Refresh, RuleInterval, ScrapeInterval, Window, has_type
@@ -89,8 +90,22 @@ def _describe(err: dict[str, Any]) -> str:
     if kind in ("int_type", "float_type", "string_type") and _is_duration(loc) and isinstance(value, int | float):
         return f"expected a duration with a unit, got the number {value:g} (write '{value:g}s' for seconds; units: ms, s, m, h, d)"
     info = _field(loc) if kind in _NUMERIC else None
+    if info is not None and loc[-1] == "threshold" and loc[0] == "slos":  # latency thresholds, in seconds
+        return _threshold(str(loc[-2]), value, msg)
+    limit = err.get("ctx", {}).get("le", err.get("ctx", {}).get("lt"))
+    if isinstance(limit, int | float) and limit <= 1 and isinstance(value, int | float) and 1 < value <= 100:
+        msg += f": a share is a fraction, not a percentage (did you mean {value / 100:g}?)"
     allowed = re.search(r"\(([^()]*)\)$", info.description or "") if info else None
     return f"{msg} (allowed: {allowed.group(1).removeprefix('allowed: ')})" if allowed else msg
+
+
+def _threshold(sli: str, value: Any, msg: str) -> str:
+    """A latency threshold that is not a number: a duration gets the number of seconds to write."""
+    if isinstance(value, str) and re.fullmatch(durations.PATTERN, value.strip()) and value.strip():
+        seconds = durations.parse_ms(value.strip()) / 1000
+        msg = f"expected a number of seconds, got the duration {value!r} (write {seconds:g})"
+    bounds = ", ".join(f"{b:g}" for b in vllm_latency.boundaries(vllm_latency.SLO_HISTOGRAMS[sli]))
+    return f"{msg[:-1] + '; ' if msg.endswith(')') else msg + ' ('}allowed: seconds, a bucket bound vLLM exports: {bounds})"
 
 
 _DURATIONS = (Duration, Window, RuleInterval, ScrapeInterval, Refresh)

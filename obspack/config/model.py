@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import AfterValidator, Field
+from pydantic import AfterValidator, Field, model_validator
 
 from obspack.config.alerts import Alerts
 from obspack.config.autoscaling import Autoscaling
@@ -25,7 +25,9 @@ from obspack.config.values import (
     Text,
     _cluster_label,
     _Model,
+    promql_string,
 )
+from obspack.promql import hide_strings
 
 # ---------------------------------------------------------------------------------------------------------
 # Sources
@@ -42,6 +44,46 @@ class Selectors(_Model):
     dcgm: Matchers = Field("", description="matchers for NVIDIA dcgm-exporter series")
     exporter: Matchers = Field("", description="matchers for the obspack exporter's series")
     keda: Matchers = Field("", description="matchers for the KEDA operator's series, e.g. job=\"keda-operator\"")
+
+
+class Scope(_Model):
+    """The namespaces and clusters the pack watches, applied to every source (empty: all)."""
+
+    namespace_regex: Regex = Field(
+        "",
+        description="namespaces whose workloads the pack watches, e.g. llm-.* (full match; DCGM's exported_namespace "
+        "or pod_namespace where its series carry the workload there; empty: all)",
+    )
+    cluster_regex: Regex = Field(
+        "", description="values of cluster_label the pack watches, e.g. prod-.* (full match; empty: all)"
+    )
+
+
+# The label each source carries a workload's namespace in. DCGM is left out: its label depends on how it is
+# scraped (namespace, exported_namespace or pod_namespace), so its scope is set per label mode where its
+# series are attributed to pods (obspack/rules/recording/dcgm.py: normalised).
+NAMESPACE_LABELS = {"vllm": "namespace", "cadvisor": "namespace", "kube_state_metrics": "namespace", "exporter": "namespace"}
+
+
+def scope_matcher(label: str, regex: str) -> str:
+    """`label=~"regex"`, or nothing for an empty regex."""
+    return f"{label}=~{promql_string(regex)}" if regex else ""
+
+
+def scoped(selectors: Selectors, scope: Scope, cluster_label: str) -> Selectors:
+    """The selectors with the scope's matchers in front of each source's own (those already there are not
+    added again, so a config dumped and read back stays the same)."""
+    updates = {}
+    for source in Selectors.model_fields:
+        own: str = getattr(selectors, source)
+        wanted = [scope_matcher(NAMESPACE_LABELS[source], scope.namespace_regex)] if source in NAMESPACE_LABELS else []
+        wanted.append(scope_matcher(cluster_label, scope.cluster_regex))
+        hidden, restore = hide_strings(own)
+        present = {restore(m).strip() for m in hidden.split(",")}
+        added = [m for m in wanted if m and m not in present]
+        if added:
+            updates[source] = ", ".join([*added, own]) if own else ", ".join(added)
+    return Selectors.model_validate({**selectors.model_dump(), **updates}) if updates else selectors
 
 
 class VLLMContainers(_Model):
@@ -100,6 +142,7 @@ class ObspackConfig(_Model):
         "30s",
         description="slowest scrape interval of the sources; every window must span two scrapes (1s to 2m30s)",
     )
+    scope: Scope = Scope()
     selectors: Selectors = Selectors()
     vllm_containers: VLLMContainers = VLLMContainers()
     alerts: Alerts = Alerts()
@@ -115,3 +158,11 @@ class ObspackConfig(_Model):
     )
     prometheus_rule: PrometheusRuleOutput = PrometheusRuleOutput()
     grafana: GrafanaOutput = GrafanaOutput()
+
+    @model_validator(mode="after")
+    def _scope_in_selectors(self) -> ObspackConfig:
+        """Every reader of `selectors` (rules, dashboards, runbooks, tests, doctor, rightsize) gets the scope."""
+        selectors = scoped(self.selectors, self.scope, self.cluster_label)
+        if selectors is not self.selectors:
+            object.__setattr__(self, "selectors", selectors)
+        return self

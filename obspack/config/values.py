@@ -18,7 +18,8 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, Strict
 from pydantic.fields import FieldInfo
 
 from obspack import durations
-from obspack.promql import raw_strings_quoted
+from obspack.config import regex
+from obspack.promql import hide_strings, raw_strings_quoted
 
 # The settings' descriptions repeat what each type allows, for `obspack init`. Lengths are capped where a
 # longer value cannot be meant: a multi-megabyte string in a label or URL would otherwise be copied into
@@ -119,23 +120,24 @@ def _label_value(value: str) -> str:
 
 def _regex(value: str) -> str:
     _text(value, MAX_PROMQL)
-    try:
-        re.compile(value)
-        promql_parser.parse(f"{_PROBE}{{l=~{promql_string(value)}}}")
-    except Exception as e:  # noqa: BLE001 - both parsers raise plain errors
-        raise ValueError(f"{value!r} is not a valid regular expression ({e})") from None
-    _re2_only(value)
+    why = regex.problem(value)
+    if why:
+        raise ValueError(why)
     return value
 
 
-def _re2_only(value: str) -> None:
-    """What Python and promql-parser accept but Go's regexp (Prometheus) refuses."""
-    if re.search(r"(?<!\\)[*+?}][*+]", value):
-        raise ValueError(f"{value!r} repeats a repetition (like a++ or a**), which Prometheus' Go regexp refuses")
-    if any(int(n) > 1000 for n in re.findall(r"(?<!\\)\{([0-9]+)(?:,[0-9]*)?\}", value) + re.findall(r"(?<!\\)\{[0-9]*,([0-9]+)\}", value)):
-        raise ValueError(f"{value!r} repeats more than 1000 times, which Prometheus' Go regexp refuses")
-    if "(?<" in value.replace("(?<=", "").replace("(?<!", ""):
-        raise ValueError(f"{value!r} uses (?<name>...); write (?P<name>...) for Prometheus' Go regexp")
+def _regex_matchers(text: str) -> None:
+    """Check the regex of every `=~` and `!~` matcher with RE2 before the PromQL parser sees them: its
+    own regex engine would refuse a bad one with a message about quoting."""
+    hidden, restore = hide_strings(text)
+    for name, op, literal in _REGEX_MATCHER.findall(hidden):
+        try:
+            value = promql_parser.parse(f"{_PROBE}{{l={restore(literal)}}}").matchers.matchers[0].value
+        except Exception:  # noqa: BLE001 - a broken string literal: the parser's own message below says so
+            continue
+        why = regex.problem(value)
+        if why:
+            raise ValueError(f"{name}{op}{restore(literal)}: {why}")
 
 
 def _matchers(value: str) -> str:
@@ -148,6 +150,7 @@ def _matchers(value: str) -> str:
     text = raw_strings_quoted(text)
     if re.search(r"(^|[{,\s])__name__\s*[=!]", text):
         raise ValueError("selectors may not match __name__ (the metric name comes from obspack)")
+    _regex_matchers(text)
     try:
         parsed = promql_parser.parse(f"{_PROBE}{{{text}}}")
     except Exception as e:  # noqa: BLE001
@@ -158,8 +161,6 @@ def _matchers(value: str) -> str:
     for m in parsed.matchers.matchers:
         if m.name.startswith("__"):
             raise ValueError(f"{m.name!r} is reserved: label names starting with __ are Prometheus' own")
-        if str(m.op).endswith("Re"):
-            _re2_only(m.value)
     return text
 
 
@@ -175,7 +176,8 @@ def _promql(value: str) -> str:
     return text
 
 
-_BARE = re.compile(r"""(?:^|,)\s*([A-Za-z_][A-Za-z0-9_]*)\s*(=~|!~|!=|=)\s*([^"'`,\s][^,]*?|)\s*(?=,|$)""")
+_REGEX_MATCHER = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)\s*(=~|!~)\s*("[\ue000-\uf8ff]")')
+_BARE = re.compile(r"""(?:^|,)\s*([A-Za-z_][A-Za-z0-9_]*)\s*(=~|!~|!=|=)\s*([^"'`,\s~][^,]*?|)\s*(?=,|$)""")
 
 
 def _matcher_hint(text: str) -> str:

@@ -18,6 +18,7 @@ from obspack.config import ObspackConfig
 from obspack.dashboards import feature_queries as fq
 from obspack.dashboards import panels as p
 from obspack.dashboards.defaults import runbook_link, triage_from_row, triage_from_series
+from obspack.numbers import percent, tidy
 
 MODEL_LEGEND = "{{namespace}} {{model_name}}"
 POD_LEGEND = "{{namespace}}/{{pod}}"
@@ -216,10 +217,10 @@ def spec_decode(cfg: ObspackConfig) -> RowPanel:
                 unit=p.PERCENT_UNIT,
                 description=(
                     "Accepted draft tokens over drafted ones, per model. Below the dashed line "
-                    f"({t.ratio:.0%}, VLLMSpecDecodeAcceptanceLow) drafting costs more GPU time than it saves: "
+                    f"({percent(t.ratio)}, VLLMSpecDecodeAcceptanceLow) drafting costs more GPU time than it saves: "
                     "check the drafter against the traffic, or turn speculation off."
                 ),
-                thresholds=p.below(t.ratio, min(0.999, t.ratio * 2)),
+                thresholds=p.below(t.ratio, min(0.999, tidy(t.ratio * 2))),
                 draw_thresholds=True,
                 soft_max=1,
                 links=[runbook_link(cfg, "vllm-spec-decode-acceptance-low", "speculative acceptance low")],
@@ -313,7 +314,7 @@ def admission(cfg: ObspackConfig) -> RowPanel:
                 unit=p.PERCENT_UNIT,
                 description=(
                     "Refused requests over all the requests that reached each pod (the 20 highest). Above the "
-                    f"dashed line ({t.ratio:.0%}) VLLMAdmissionRejections fires; one pod far above the others "
+                    f"dashed line ({percent(t.ratio)}) VLLMAdmissionRejections fires; one pod far above the others "
                     "gets more than its share from the load balancer."
                 ),
                 thresholds=p.above(None, t.ratio),

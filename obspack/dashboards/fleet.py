@@ -11,6 +11,7 @@ from obspack.dashboards import feature_queries as fq
 from obspack.dashboards import panels as p
 from obspack.dashboards import queries as q
 from obspack.dashboards.defaults import dashboard, runbook_link, triage_from_row, triage_from_series
+from obspack.numbers import percent
 
 NAME = "vllm-fleet"
 MODEL_LEGEND = "{{namespace}} {{model_name}}"
@@ -89,8 +90,8 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
             p.target(q.total(cfg, c.KV_USAGE, "max"), "max"),
             unit=p.PERCENT_UNIT,
             description=(
-                f"The fullest KV cache of any pod. Orange from {kv_high:.0%} (VLLMKVCacheUsageHigh), red from "
-                f"{kv_critical:.0%} (VLLMKVCacheUsageCritical): that pod queues and preempts requests. Open the "
+                f"The fullest KV cache of any pod. Orange from {percent(kv_high)} (VLLMKVCacheUsageHigh), red from "
+                f"{percent(kv_critical)} (VLLMKVCacheUsageCritical): that pod queues and preempts requests. Open the "
                 "KV and prefix cache dashboard."
             ),
             thresholds=p.above(kv_high, kv_critical),
@@ -171,8 +172,8 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
             p.target(q.max_by(cfg, c.KV_USAGE, "namespace", "model_name"), f"max {MODEL_LEGEND}"),
             unit=p.PERCENT_UNIT,
             description=(
-                f"The fullest pod's KV cache per model. Dashed lines: VLLMKVCacheUsageHigh ({kv_high:.0%}) and "
-                f"VLLMKVCacheUsageCritical ({kv_critical:.0%}). Near the top, the engine queues and preempts: "
+                f"The fullest pod's KV cache per model. Dashed lines: VLLMKVCacheUsageHigh ({percent(kv_high)}) and "
+                f"VLLMKVCacheUsageCritical ({percent(kv_critical)}). Near the top, the engine queues and preempts: "
                 "scale out or lower max_num_seqs / max_model_len."
             ),
             thresholds=p.above(kv_high, kv_critical),

@@ -22,6 +22,7 @@ from obspack.dashboards.defaults import (
     triage_from_row,
     triage_from_series,
 )
+from obspack.numbers import percent
 from obspack.rules.recording import dcgm
 
 NAME = "gpu-by-workload"
@@ -80,7 +81,7 @@ def _stats(cfg: ObspackConfig, gpu_ratio: float, vram_runbook: list[dict[str, ob
             unit=p.PERCENT_UNIT,
             description=(
                 "The fullest GPU's framebuffer. About --gpu-memory-utilization (0.9) is normal for vLLM; red from "
-                f"{gpu_ratio:.0%} (VLLMGPUMemoryNearFull): CUDA out-of-memory errors follow."
+                f"{percent(gpu_ratio)} (VLLMGPUMemoryNearFull): CUDA out-of-memory errors follow."
             ),
             thresholds=p.above(None, gpu_ratio),
             decimals=1,
@@ -177,7 +178,7 @@ def _pods(cfg: ObspackConfig, gpu_ratio: float, vram_runbook: list[dict[str, obj
             unit=p.PERCENT_UNIT,
             description=(
                 f"Framebuffer used / total of each pod's fullest GPU. Dashed line: VLLMGPUMemoryNearFull "
-                f"({gpu_ratio:.0%}). About 90% is vLLM's own reservation; above the line the next large "
+                f"({percent(gpu_ratio)}). About 90% is vLLM's own reservation; above the line the next large "
                 "allocation fails with CUDA OOM: lower --gpu-memory-utilization on that pod. "
                 + TOP_NOTE.format("fullest")
             ),
@@ -271,7 +272,7 @@ def _one_pod(cfg: ObspackConfig, gpu_ratio: float, vram_runbook: list[dict[str, 
             "Framebuffer used / total",
             p.target(q.gpu_framebuffer_ratio(cfg), GPU_LEGEND),
             unit=p.PERCENT_UNIT,
-            description=ONE_POD + f"Dashed line: VLLMGPUMemoryNearFull ({gpu_ratio:.0%}). A GPU above it will "
+            description=ONE_POD + f"Dashed line: VLLMGPUMemoryNearFull ({percent(gpu_ratio)}). A GPU above it will "
             "fail its next large allocation: lower --gpu-memory-utilization on that pod.",
             thresholds=p.above(None, gpu_ratio),
             draw_thresholds=True,

@@ -12,6 +12,7 @@ from obspack.dashboards import panels as p
 from obspack.dashboards import queries as q
 from obspack.dashboards import variables
 from obspack.dashboards.defaults import dashboard, runbook_link, triage_from_series
+from obspack.numbers import percent
 
 NAME = "vllm-kv-prefix-cache"
 POD_LEGEND = "{{namespace}}/{{pod}}"
@@ -53,7 +54,7 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
             p.target(q.total(cfg, c.KV_USAGE, "max"), "max"),
             unit=p.PERCENT_UNIT,
             description=(
-                f"The fullest KV cache in the selection. Orange from {kv_high:.0%}, red from {kv_critical:.0%}: "
+                f"The fullest KV cache in the selection. Orange from {percent(kv_high)}, red from {percent(kv_critical)}: "
                 "that pod queues and preempts. Find it in the usage graph below and open its triage page."
             ),
             thresholds=p.above(kv_high, kv_critical),
@@ -68,7 +69,7 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
             description=(
                 "Prompt tokens served from the prefix cache over tokens looked up, over the selection; vLLM V0 "
                 "pods have no counters: the mean of their lifetime hit rates shows beside it. Below "
-                f"{hit_low:.0%} (VLLMPrefixCacheHitRateLow) the cache saves little prefill: check that requests "
+                f"{percent(hit_low)} (VLLMPrefixCacheHitRateLow) the cache saves little prefill: check that requests "
                 "sharing a prefix reach the same pod (session or prefix-aware routing)."
             ),
             thresholds=p.steps("orange", (hit_low, "green")),
@@ -81,7 +82,7 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
             unit=p.PERCENT_UNIT,
             description=(
                 "Estimated share of used KV slots left empty in partly filled blocks (obspack exporter). Red from "
-                f"{fragmentation:.0%}: requests are short for the block size; try a smaller --block-size."
+                f"{percent(fragmentation)}: requests are short for the block size; try a smaller --block-size."
             ),
             thresholds=p.above(None, fragmentation),
             decimals=1,
@@ -129,8 +130,8 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
             p.target(q.per_pod(cfg, c.KV_USAGE), POD_LEGEND),
             unit=p.PERCENT_UNIT,
             description=(
-                f"Share of KV blocks in use per pod. Dashed lines: VLLMKVCacheUsageHigh ({kv_high:.0%}) and "
-                f"VLLMKVCacheUsageCritical ({kv_critical:.0%}). A pod near the top queues and preempts while "
+                f"Share of KV blocks in use per pod. Dashed lines: VLLMKVCacheUsageHigh ({percent(kv_high)}) and "
+                f"VLLMKVCacheUsageCritical ({percent(kv_critical)}). A pod near the top queues and preempts while "
                 "others idle: check the load balancing; all pods near the top: scale out."
             ),
             thresholds=p.above(kv_high, kv_critical),
@@ -163,7 +164,7 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
             unit=p.PERCENT_UNIT,
             description=(
                 "Expected empty share of used KV slots: each running request's last block is half empty on "
-                f"average. The dashed line is VLLMKVCacheFragmentationHigh ({fragmentation:.0%}); above it, blocks "
+                f"average. The dashed line is VLLMKVCacheFragmentationHigh ({percent(fragmentation)}); above it, blocks "
                 f"are too coarse for these requests: try --block-size 8. The {q.TOP} most fragmented engines are drawn."
             ),
             thresholds=p.above(None, fragmentation),
@@ -213,7 +214,7 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
             description=(
                 "Hits / queried prompt tokens per pod: over 5 minutes (recording rule) and since the engine "
                 "started (obspack exporter). vLLM V0 pods have no counters: their own lifetime block hit-rate "
-                f"gauge is drawn instead. Dashed line: {hit_low:.0%} "
+                f"gauge is drawn instead. Dashed line: {percent(hit_low)} "
                 "(VLLMPrefixCacheHitRateLow). Low rates with shared prompts mean requests miss the pod that holds "
                 f"their prefix: use prefix-aware routing. Since start: the {q.TOP} lowest engines."
             ),

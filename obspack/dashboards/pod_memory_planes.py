@@ -14,6 +14,7 @@ from obspack.dashboards import panels as p
 from obspack.dashboards import queries as q
 from obspack.dashboards import variables
 from obspack.dashboards.defaults import dashboard, runbook_link
+from obspack.numbers import percent, tidy
 from obspack.rules.recording.dcgm import MIB
 
 NAME = c.TRIAGE_DASHBOARD
@@ -39,10 +40,10 @@ def _stats(cfg: ObspackConfig) -> list[p.Panel]:
             unit=p.PERCENT_UNIT,
             description=(
                 "The container closest to its cgroup memory limit (host RAM, not GPU). Red from "
-                f"{a.VLLMHostMemoryNearLimit.ratio:.0%} (VLLMHostMemoryNearLimit): the kernel will OOM-kill it "
+                f"{percent(a.VLLMHostMemoryNearLimit.ratio)} (VLLMHostMemoryNearLimit): the kernel will OOM-kill it "
                 "(exit 137). Raise the memory limit or lower --swap-space / CPU offload."
             ),
-            thresholds=p.above(a.VLLMHostMemoryNearLimit.ratio - 0.1, a.VLLMHostMemoryNearLimit.ratio),
+            thresholds=p.above(tidy(a.VLLMHostMemoryNearLimit.ratio - 0.1), a.VLLMHostMemoryNearLimit.ratio),
             background=True,
             decimals=1,
             links=[runbook_link(cfg, "vllm-host-memory-near-limit", "host memory near limit")],
@@ -53,7 +54,7 @@ def _stats(cfg: ObspackConfig) -> list[p.Panel]:
             unit=p.PERCENT_UNIT,
             description=(
                 "The fullest GPU this pod holds. vLLM reserves --gpu-memory-utilization (0.9 by default) at "
-                f"start, so about 90% is normal. Red from {a.VLLMGPUMemoryNearFull.ratio:.0%} "
+                f"start, so about 90% is normal. Red from {percent(a.VLLMGPUMemoryNearFull.ratio)} "
                 "(VLLMGPUMemoryNearFull): the next allocation may fail with CUDA out of memory."
             ),
             thresholds=p.above(None, a.VLLMGPUMemoryNearFull.ratio),
@@ -66,8 +67,8 @@ def _stats(cfg: ObspackConfig) -> list[p.Panel]:
             p.target(q.total(cfg, c.KV_USAGE, "max"), "KV cache"),
             unit=p.PERCENT_UNIT,
             description=(
-                f"Share of KV cache blocks in use. Orange from {a.VLLMKVCacheUsageHigh.ratio:.0%}, red from "
-                f"{a.VLLMKVCacheUsageCritical.ratio:.0%}: new requests queue and running ones get preempted. "
+                f"Share of KV cache blocks in use. Orange from {percent(a.VLLMKVCacheUsageHigh.ratio)}, red from "
+                f"{percent(a.VLLMKVCacheUsageCritical.ratio)}: new requests queue and running ones get preempted. "
                 "This is GPU memory vLLM already reserved; it does not cause CUDA OOM."
             ),
             thresholds=p.above(a.VLLMKVCacheUsageHigh.ratio, a.VLLMKVCacheUsageCritical.ratio),
@@ -93,12 +94,12 @@ def _stats(cfg: ObspackConfig) -> list[p.Panel]:
         p.stat(
             "CUDA allocator fragmentation",
             p.target(
-                q.total(cfg, "obspack_cuda_allocator_fragmentation_ratio", "max", q.POD), "fragmentation"
+                f"max({q.exporter(cfg, 'obspack_cuda_allocator_fragmentation_ratio', q.POD)})", "fragmentation"
             ),
             unit=p.PERCENT_UNIT,
             description=(
                 "Share of PyTorch's reserved GPU memory in inactive split blocks (obspack exporter). Red from "
-                f"{a.VLLMCUDAAllocatorFragmentationHigh.ratio:.0%}: large allocations can fail with CUDA OOM "
+                f"{percent(a.VLLMCUDAAllocatorFragmentationHigh.ratio)}: large allocations can fail with CUDA OOM "
                 "while nvidia-smi shows free memory. Set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True."
             ),
             thresholds=p.above(None, a.VLLMCUDAAllocatorFragmentationHigh.ratio),
@@ -218,7 +219,7 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
             p.target(q.max_by(cfg, c.MEMORY_LIMIT_RATIO, *CONTAINER, variables=q.POD), "{{container}}"),
             unit=p.PERCENT_UNIT,
             description=(
-                f"Working set over the memory limit. The dashed line is VLLMHostMemoryNearLimit ({host_ratio:.0%}); "
+                f"Working set over the memory limit. The dashed line is VLLMHostMemoryNearLimit ({percent(host_ratio)}); "
                 "at 100% the container is OOM-killed. Empty when the container has no memory limit."
             ),
             thresholds=p.above(None, host_ratio),
@@ -288,7 +289,7 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
             p.target(q.gpu_framebuffer_ratio(cfg), GPU_LEGEND),
             unit=p.PERCENT_UNIT,
             description=(
-                f"Framebuffer used per GPU. The dashed line is VLLMGPUMemoryNearFull ({gpu_ratio:.0%}). Around the "
+                f"Framebuffer used per GPU. The dashed line is VLLMGPUMemoryNearFull ({percent(gpu_ratio)}). Around the "
                 "configured --gpu-memory-utilization is normal; above the line, CUDA out-of-memory errors follow."
             ),
             thresholds=p.above(None, gpu_ratio),
@@ -336,7 +337,7 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
             unit=p.PERCENT_UNIT,
             description=(
                 "Fragmentation ratio (dashed line: VLLMCUDAAllocatorFragmentationHigh at "
-                f"{a.VLLMCUDAAllocatorFragmentationHigh.ratio:.0%}), with allocator retries and CUDA OOMs per "
+                f"{percent(a.VLLMCUDAAllocatorFragmentationHigh.ratio)}), with allocator retries and CUDA OOMs per "
                 "interval (right axis, counts). Retries mean the allocator flushed its cache to satisfy a request; "
                 "OOMs mean it failed. Either: restart with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True."
             ),
@@ -362,8 +363,8 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
             p.target(q.max_by(cfg, c.KV_USAGE, "model_name"), "{{model_name}}"),
             unit=p.PERCENT_UNIT,
             description=(
-                f"Share of KV blocks in use. Dashed lines: VLLMKVCacheUsageHigh ({kv_high:.0%}) and "
-                f"VLLMKVCacheUsageCritical ({kv_critical:.0%}). When full, requests wait and running ones are "
+                f"Share of KV blocks in use. Dashed lines: VLLMKVCacheUsageHigh ({percent(kv_high)}) and "
+                f"VLLMKVCacheUsageCritical ({percent(kv_critical)}). When full, requests wait and running ones are "
                 "preempted: lower max_num_seqs or max_model_len, or scale out."
             ),
             thresholds=p.above(kv_high, kv_critical),

@@ -19,6 +19,7 @@ from obspack.demo import memory_planes as mp
 from obspack.demo.clients import ALERTMANAGER, PROMETHEUS, Change, format_change
 from obspack.demo.lag import Lag, measure, table
 from obspack.demo.stack import PodSpec, Stack, StackError, Tools
+from obspack.demo.workdir import claim
 
 
 def all_pods() -> list[PodSpec]:
@@ -129,6 +130,7 @@ def play(workdir: Path | None = None, keep: bool = False) -> None:
     alert does not come in time (after printing the alert timeline and the servers' logs)."""
     tools = Tools.find()
     workdir = workdir or Path(tempfile.mkdtemp(prefix="obspack-demo-"))
+    claim(workdir)  # before anything starts: a folder that is not the demo's is refused in one line
     pods = all_pods()
     stack = Stack(workdir, pods, tools)
     printer = _Printer(stack)

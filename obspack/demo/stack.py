@@ -35,6 +35,7 @@ from typing import Any, TypeVar
 
 import yaml
 
+from obspack.conventions import MARKER
 from obspack.demo.clients import GONE, Alertmanager, AlertTrack, Change, Watcher, wait_until
 from obspack.demo.fake_k8s import PREALLOCATED, Cluster, FakeSources
 from obspack.demo.fake_vllm import FakeVLLM, Load
@@ -50,6 +51,7 @@ from obspack.demo.processes import (
 )
 from obspack.demo.prometheus import Prometheus
 from obspack.demo.webhook import WebhookReceiver
+from obspack.demo.workdir import claim, write_own
 
 T = TypeVar("T")
 
@@ -156,7 +158,7 @@ def prometheus_config(
         }
 
     def discovered(job: str) -> dict[str, Any]:
-        return {"job_name": job, "file_sd_configs": [{"files": [str(targets / f"{job}.json")], "refresh_interval": "5s"}]}
+        return {"job_name": job, "file_sd_configs": [{"files": [str(targets / f"{job}.yml")], "refresh_interval": "5s"}]}
 
     exporter_pod = {"namespace": "gpu-operator", "container": "nvidia-dcgm-exporter"}
     interval = f"{interval_s}s"
@@ -224,7 +226,7 @@ class Stack:
 
     def start(self, *, watch: bool = True, on_change: Callable[[Change], None] | None = None) -> Stack:
         try:
-            self.workdir.mkdir(parents=True, exist_ok=True)
+            claim(self.workdir)
             self.targets.mkdir(exist_ok=True)
             self.pack = self.render()
             self.webhook = WebhookReceiver()
@@ -262,7 +264,7 @@ class Stack:
     def render(self) -> Path:
         """Write the config and run `obspack render` on it, as a user would."""
         config = self.workdir / "obspack.yaml"
-        config.write_text(self.config, encoding="utf-8")
+        write_own(config, f"# {MARKER} demo: the config it renders the pack from.\n{self.config}")
         out = self.workdir / "pack"
         run = subprocess.run(  # noqa: S603
             [sys.executable, "-m", "obspack", "render", "--config", str(config), "--out", str(out)],
@@ -305,9 +307,9 @@ class Stack:
             (EXPORTER_JOB, lambda p: self.exporters[p.name].address, "obspack-exporter"),
         ):
             groups = [{"targets": [address(p)], "labels": self.labels(p, container)} for p in pods]
-            tmp = self.targets / f".{job}.json"
-            tmp.write_text(json.dumps(groups, indent=1))
-            tmp.replace(self.targets / f"{job}.json")
+            tmp = self.targets / f".{job}.yml"
+            write_own(tmp, f"# {MARKER} demo\n{json.dumps(groups, indent=1)}\n")  # JSON is YAML
+            tmp.replace(self.targets / f"{job}.yml")
 
     def _start_alertmanager(self) -> Server:
         assert self.pack is not None and self.webhook is not None
@@ -315,7 +317,8 @@ class Stack:
             (self.pack / "alertmanager" / "alertmanager.yaml").read_text(encoding="utf-8")
         )
         path = self.workdir / "alertmanager.yml"
-        path.write_text(yaml.safe_dump(local_alertmanager_config(example, self.webhook), sort_keys=False))
+        config = yaml.safe_dump(local_alertmanager_config(example, self.webhook), sort_keys=False)
+        write_own(path, f"# {MARKER} demo\n{config}")
         argv = alertmanager_argv(self.tools.alertmanager, path, self.workdir / "alertmanager-data")
         return self._track(start_server("alertmanager", argv, "/-/ready", self.workdir, self._cleanup))
 
@@ -340,7 +343,7 @@ class Stack:
             rules, am_address, self.sources.address, self.targets, (self.cluster_label, CLUSTER), self.interval_s
         )
         path = self.workdir / "prometheus.yml"
-        path.write_text(yaml.safe_dump(config, sort_keys=False))
+        write_own(path, f"# {MARKER} demo\n{yaml.safe_dump(config, sort_keys=False)}")
         argv = prometheus_argv(self.tools.prometheus, path, self.workdir / "prometheus-data")
         return self._track(start_server("prometheus", argv, "/-/ready", self.workdir, self._cleanup))
 

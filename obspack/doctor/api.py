@@ -395,8 +395,9 @@ class PrometheusAPI:
                 raise QueryFailed(f"{path}: HTTP {status} {shown}".rstrip(), status, UNAVAILABLE)
             if status >= 400:
                 raise QueryFailed(f"{path}: HTTP {status} {shown}".rstrip(), status, ABSENT)
+            said = repr(shown) if shown else f"an empty answer, HTTP {status}"
             raise DoctorError(
-                f"{self.shown} does not answer like the Prometheus API ({path}: {shown!r}); "
+                f"{self.shown} does not answer like the Prometheus API ({path}: {said}); "
                 "check the URL and its path prefix (Mimir: /prometheus, VictoriaMetrics cluster: "
                 "/select/<tenant>/prometheus)"
             )

@@ -65,7 +65,22 @@ def connect(api: PrometheusAPI, at: float) -> None:
     try:
         api.query("vector(1)", at)
     except QueryFailed as e:
-        raise DoctorError(f"{api.shown} did not answer a query: {e}") from None
+        raise DoctorError(f"{api.shown} did not answer a query: {e}{not_found_hint(api.shown, e.status)}") from None
+
+
+def not_found_hint(url: str, status: int | None) -> str:
+    """What to change in --prometheus when the query API is not where it points (HTTP 404): the API's own
+    path given with the URL, or a path prefix that is missing or wrong."""
+    if status != 404:
+        return ""
+    bare = url.split("?", 1)[0].rstrip("/")
+    for tail in ("/api/v1/query", "/api/v1"):
+        if bare.endswith(tail):
+            return f"; give --prometheus without {tail}, which obspack adds itself: {bare.removesuffix(tail) or '/'}"
+    return (
+        "; check the URL's path prefix (none for Prometheus and Thanos, /prometheus for Mimir, "
+        "/select/<tenant>/prometheus for VictoriaMetrics cluster)"
+    )
 
 
 def detect(api: PrometheusAPI, kind: str = "auto") -> Backend:

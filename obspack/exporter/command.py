@@ -85,6 +85,7 @@ def exporter(
 
     Example, as a sidecar next to vLLM:
 
+    \b
         obspack exporter --target http://127.0.0.1:8000/metrics --listen 0.0.0.0:10025 --timeout 2s
     """
     try:

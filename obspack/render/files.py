@@ -33,7 +33,10 @@ PROMETHEUS_RULE_FILE = "kubernetes/prometheusrule.yaml"
 
 
 def header(pack: Pack) -> str:
-    return f"{MARKER} {pack.version} from {pack.source}. Do not edit: change the config and run `obspack render`."
+    """The first line of every file: obspack's marker and version, not what it was rendered from (the
+    config's digest is in README.md alone, so that a change of one setting changes only the files it
+    touches)."""
+    return f"{MARKER} {pack.version}. Do not edit: change the config and run `obspack render`."
 
 
 def _yaml_file(pack: Pack, data: object, *, multi: bool = False) -> str:
@@ -157,7 +160,7 @@ def alertmanager_files(pack: Pack) -> dict[str, str]:
 
 def readme(pack: Pack, paths: list[str]) -> str:
     text = render_template("pack-README.md.j2", pack=pack, paths=sorted(paths))
-    return f"<!-- {header(pack)} -->\n{text}"
+    return f"<!-- {MARKER} {pack.version} from {pack.source}. Do not edit: change the config and run `obspack render`. -->\n{text}"
 
 
 def pack_files(pack: Pack) -> dict[str, str]:

@@ -22,7 +22,7 @@ import os
 import secrets
 import stat
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -307,6 +307,29 @@ class _Commit:
         self.undo: list[Callable[[], None]] = []
         self.made: list[tuple[str, ...]] = []
         self.staging = self.backup = ""
+        self.writes: list[str] = []
+        self.failed = False  # the failure happened in this folder
+
+    def prepare(self, change: Diff, files: dict[str, str]) -> None:
+        """Stage every new file in a fresh folder inside OUT (nothing visible changes yet)."""
+        self.failed = True
+        # The manifest goes last, so that a render killed half-way never forgets a file already in place.
+        self.writes = sorted(change.missing + change.stale, key=lambda rel: (rel == MANIFEST, rel))
+        self.step("staging folders")
+        self.staging = _fresh_folder(self.tree, STAGING)
+        self.backup = _fresh_folder(self.tree, BACKUP)
+        for i, rel in enumerate(self.writes):
+            self.stage(i, files[rel].encode("utf-8"))
+        self.failed = False
+
+    def apply(self, change: Diff) -> None:
+        """Move the staged files into place (the old ones aside) and the files no longer rendered away."""
+        self.failed = True
+        for i, rel in enumerate(self.writes):
+            self.place(i, safe_relative(rel) or (), replaces=rel in change.stale)
+        for i, rel in enumerate(change.extra, start=len(self.writes)):
+            self.remove(i, safe_relative(rel) or ())
+        self.failed = False
 
     def stage(self, index: int, data: bytes) -> None:
         self.step(f"stage {index}")
@@ -367,57 +390,100 @@ class _Commit:
                     pass
 
 
+def overlap(a: Path, b: Path) -> str:
+    """How two output folders overlap, links followed: "same", "a in b", "b in a", or "" when apart. One
+    render into both would replace or remove the other's files."""
+    real_a, real_b = Path(os.path.realpath(a)), Path(os.path.realpath(b))
+    if real_a == real_b:
+        return "same"
+    if real_b in real_a.parents:
+        return "a in b"
+    if real_a in real_b.parents:
+        return "b in a"
+    return ""
+
+
+def overlapping(folders: list[Path]) -> str | None:
+    """Why output folders cannot be written together (two of them overlap), or None."""
+    for i, a in enumerate(folders):
+        for b in folders[i + 1 :]:
+            how = overlap(a, b)
+            if how:
+                return {"same": f"{a} and {b} are the same folder", "a in b": f"{a} is inside {b}",
+                        "b in a": f"{b} is inside {a}"}[how]  # fmt: skip
+    return None
+
+
 def write(out: Path, files: dict[str, str], *, step: Step = lambda _: None) -> Diff:
     """Write the pack into `out`; returns what changed. Raises RenderError and changes nothing on failure.
 
     `step` is called with a short name before each change on disk (tests inject failures there)."""
-    with _opened(out, create=True) as tree:
-        assert tree is not None
-        with _locked(tree):
+    return write_all([(out, files)], step=step)[0]
+
+
+def write_all(targets: list[tuple[Path, dict[str, str]]], *, step: Step = lambda _: None) -> list[Diff]:
+    """Write several output folders as one: every folder is checked (links, files obspack did not write)
+    and staged before any is changed, and a failure in any of them puts every folder back as it was.
+    Folders that overlap are refused before anything is written."""
+    why = overlapping([out for out, _ in targets])
+    if why:
+        raise RenderError(f"the output folders overlap: {why}; render them into separate folders")
+    with ExitStack() as held:
+        trees = []
+        for out, _ in targets:
+            tree = held.enter_context(_opened(out, create=True))
+            assert tree is not None
+            held.enter_context(_locked(tree))
+            trees.append(tree)
+        changes = []
+        for tree, (out, files) in zip(trees, targets):
             _leftovers(tree)
-            change = _compare(tree, files)
-            files = with_manifest(files)
-            if change.links:
-                raise RenderError(
-                    f"{', '.join(str(out / p) for p in change.links)}: a link or not a plain folder or file where "
-                    "obspack writes; it never writes through links (replace it, or choose another --out)"
-                )
-            foreign = [rel for rel in change.stale if not tree.ours(safe_relative(rel) or ())]
-            if foreign:
-                raise RenderError(
-                    f"refusing to overwrite files obspack did not write: {', '.join(foreign)} "
-                    "(move them away or choose another --out)"
-                )
-            commit = _Commit(tree, step)
-            # The manifest goes last, so that a render killed half-way never forgets a file already in place.
-            writes = sorted(change.missing + change.stale, key=lambda rel: (rel == MANIFEST, rel))
-            try:
-                step("staging folders")
-                commit.staging = _fresh_folder(tree, STAGING)
-                commit.backup = _fresh_folder(tree, BACKUP)
-                for i, rel in enumerate(writes):
-                    commit.stage(i, files[rel].encode("utf-8"))
-                for i, rel in enumerate(writes):
-                    commit.place(i, safe_relative(rel) or (), replaces=rel in change.stale)
-                for i, rel in enumerate(change.extra, start=len(writes)):
-                    commit.remove(i, safe_relative(rel) or ())
-            except BaseException as e:
-                problems = commit.roll_back()
+            changes.append(_checked(tree, out, files))
+        commits = [_Commit(tree, step) for tree in trees]
+        try:
+            for commit, change, (_, files) in zip(commits, changes, targets):
+                commit.prepare(change, with_manifest(files))
+            for commit, change in zip(commits, changes):
+                commit.apply(change)
+        except BaseException as e:
+            problems = [p for commit in reversed(commits) for p in commit.roll_back()]
+            for commit in commits:
                 commit.clean()
-                if isinstance(e, _Link):
-                    raise RenderError(
-                        f"{out / str(e)} is a link or not a folder: obspack never writes through links "
-                        "(replace it with a plain folder, or choose another --out)"
-                    ) from None
-                if not isinstance(e, Exception):
-                    raise
-                left = "previous output left as it was" if not problems else (
-                    f"and undoing it failed too ({'; '.join(problems)}): check {out}"
-                )
-                raise RenderError(f"writing {out} failed, {left}: {_reason(e)}") from None
+            failed = next((c.tree.out for c in commits if c.failed), targets[0][0])
+            if isinstance(e, _Link):
+                raise RenderError(
+                    f"{failed / str(e)} is a link or not a folder: obspack never writes through links "
+                    "(replace it with a plain folder, or choose another --out)"
+                ) from None
+            if not isinstance(e, Exception):
+                raise
+            where = " and ".join(str(out) for out, _ in targets)
+            left = "previous output left as it was" if not problems else (
+                f"and undoing it failed too ({'; '.join(problems)}): check {where}"
+            )
+            raise RenderError(f"writing {where} failed, {left}: {_reason(e)}") from None
+        for commit, change in zip(commits, changes):
             commit.clean()
             for rel in change.extra:
-                _prune_empty(tree, (safe_relative(rel) or ())[:-1])
+                _prune_empty(commit.tree, (safe_relative(rel) or ())[:-1])
+    return changes
+
+
+def _checked(tree: _Tree, out: Path, files: dict[str, str]) -> Diff:
+    """What writing `files` into the folder changes, or RenderError for a link where obspack writes or a
+    file it did not write."""
+    change = _compare(tree, files)
+    if change.links:
+        raise RenderError(
+            f"{', '.join(str(out / p) for p in change.links)}: a link or not a plain folder or file where "
+            "obspack writes; it never writes through links (replace it, or choose another --out)"
+        )
+    foreign = [rel for rel in change.stale if not tree.ours(safe_relative(rel) or ())]
+    if foreign:
+        raise RenderError(
+            f"refusing to overwrite files obspack did not write: {', '.join(foreign)} "
+            "(move them away or choose another --out)"
+        )
     return change
 
 

@@ -109,7 +109,8 @@ def test_a_chart_rendered_from_another_config_bakes_in_what_values_cannot_set() 
     files = chart_files(build_chart(cfg))
     assert "k8s_cluster" in files[layout.RULE_TEMPLATE]
     assert "serving-.*" in files[layout.RULE_TEMPLATE]
-    assert "VLLMTargetDown.job_regex='serving-.*'" in files["values.yaml"]
+    comments = " ".join(line.lstrip("# ") for line in files["values.yaml"].splitlines() if line.startswith("#"))
+    assert "VLLMTargetDown.job_regex: `serving-.*`" in comments
 
 
 def _computing_alert_groups(cfg: ObspackConfig) -> tuple[RuleGroup, ...]:

@@ -216,7 +216,8 @@ def test_unchanged_files_are_not_rewritten(tmp_path: Path) -> None:
 
 
 def test_render_into_a_full_stdout_is_one_line_and_exit_1(tmp_path: Path) -> None:
-    command = [sys.executable, "-m", "obspack", "render", "--out", str(tmp_path / "pack")]
+    (tmp_path / "obspack.yaml").write_text("")  # the defaults, without the line that says so
+    command = [sys.executable, "-m", "obspack", "render", "--config", str(tmp_path / "obspack.yaml"), "--out", str(tmp_path / "pack")]
     with open("/dev/full", "w") as full:
         done = subprocess.run(command, stdout=full, stderr=subprocess.PIPE, text=True)
     assert done.stderr == "error: cannot write to standard output: No space left on device\n"
@@ -230,3 +231,101 @@ def test_a_closed_stdout_exits_1_quietly() -> None:
     done = subprocess.run([sys.executable, "-m", "obspack", "--version"], stdout=write, stderr=subprocess.PIPE, text=True)
     os.close(write)
     assert (done.returncode, done.stderr) == (1, "")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Two folders (render --out OUT --helm CHART): one write, refused up front when they overlap
+
+
+def test_two_folders_are_written_all_or_nothing_whatever_step_fails(tmp_path: Path) -> None:
+    steps: list[str] = []
+    probe_a, probe_b = tmp_path / "probe-a", tmp_path / "probe-b"
+    output.write_all([(probe_a, FILES), (probe_b, FILES)])
+    output.write_all([(probe_a, NEXT), (probe_b, NEXT)], step=steps.append)
+    assert len(steps) > 10
+    for failing in range(len(steps)):
+        a, b = tmp_path / f"a{failing}", tmp_path / f"b{failing}"
+        output.write_all([(a, FILES), (b, FILES)])
+        before = (snapshot(a), snapshot(b))
+        seen: list[str] = []
+
+        def fail(name: str, at: int = failing, seen: list[str] = seen) -> None:
+            seen.append(name)
+            if len(seen) - 1 == at:
+                raise OSError(28, "No space left on device")
+
+        with pytest.raises(RenderError, match="previous output left as it was: No space left on device"):
+            output.write_all([(a, NEXT), (b, NEXT)], step=fail)
+        assert (snapshot(a), snapshot(b)) == before, f"failure at step {failing} ({steps[failing]})"
+
+
+def test_a_refused_second_folder_leaves_the_first_untouched(tmp_path: Path) -> None:
+    pack, chart = tmp_path / "pack", tmp_path / "chart"
+    output.write(pack, FILES)
+    chart.mkdir()
+    (chart / "c.md").write_text("the team's own chart\n")
+    before = snapshot(pack)
+    with pytest.raises(RenderError, match="refusing to overwrite files obspack did not write: c.md"):
+        output.write_all([(pack, NEXT), (chart, FILES)])
+    assert snapshot(pack) == before
+    assert (chart / "c.md").read_text() == "the team's own chart\n"
+
+
+@pytest.mark.parametrize("how", ["same", "inside", "link", "parent"])
+def test_overlapping_folders_are_refused_before_anything_is_written(tmp_path: Path, how: str) -> None:
+    out = tmp_path / "out"
+    output.write(out, FILES)
+    before = snapshot(tmp_path)
+    other = {"same": out, "inside": out / "chart", "link": tmp_path / "link", "parent": tmp_path}[how]
+    if how == "link":
+        other.symlink_to(out)
+        before = snapshot(tmp_path)
+    with pytest.raises(RenderError, match="the output folders overlap"):
+        output.write_all([(out, NEXT), (other, FILES)])
+    assert snapshot(tmp_path) == before
+
+
+@pytest.mark.parametrize(
+    ("helm", "said"),
+    [
+        ("pack", "--out pack and --helm pack are the same folder"),
+        ("link", "--out pack and --helm link are the same folder"),
+        ("pack/chart", "--helm pack/chart is inside --out pack"),
+    ],
+)
+def test_render_refuses_a_helm_folder_that_overlaps_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, helm: str, said: str
+) -> None:
+    from typer.testing import CliRunner
+
+    from obspack.cli import app
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "obspack.yaml").write_text("")
+    assert CliRunner().invoke(app, ["render", "--out", "pack"]).exit_code == 0
+    (tmp_path / "link").symlink_to(tmp_path / "pack")
+    before = snapshot(tmp_path)
+    result = CliRunner().invoke(app, ["render", "--out", "pack", "--helm", helm])
+    assert result.exit_code == 1
+    assert result.stderr.splitlines()[-1] == (
+        f"error: {said}: each would replace or remove the other's files; give each a folder of its own"
+    )
+    assert snapshot(tmp_path) == before
+
+
+def test_render_with_the_users_own_chart_in_helm_leaves_out_as_it_was(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from obspack.cli import app
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "obspack.yaml").write_text("")
+    assert CliRunner().invoke(app, ["render", "--out", "pack"]).exit_code == 0
+    (tmp_path / "chart").mkdir()
+    (tmp_path / "chart" / "Chart.yaml").write_text("apiVersion: v2\nname: ours\nversion: 1.0.0\n")
+    (tmp_path / "obspack.yaml").write_text("alerts:\n  VLLMKVCacheUsageHigh: {ratio: 0.85}\n")
+    before = snapshot(tmp_path)
+    result = CliRunner().invoke(app, ["render", "--out", "pack", "--helm", "chart"])
+    assert result.exit_code == 1
+    assert "refusing to overwrite files obspack did not write: Chart.yaml" in result.stderr
+    assert snapshot(tmp_path) == before, "the pack is not rewritten when the chart is refused"

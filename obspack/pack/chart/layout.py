@@ -47,10 +47,11 @@ EXPORTER_SECURITY = {
 }
 
 
-def generated_comment(source: str) -> str:
-    """The header of every chart file: obspack's marker (so that a later render may replace the file), the
-    version and what the chart was rendered from (the config's digest, as in the pack's headers)."""
+def generated_comment() -> str:
+    """The header of every chart file: obspack's marker (so that a later render may replace the file) and
+    version. What the chart was rendered from is in Chart.yaml's version alone (the config's digest as
+    SemVer build metadata), so that a change of one setting changes only the files it touches."""
     return (
-        f"{MARKER} {__version__} from {source}. Do not edit: change the config and render the chart again "
+        f"{MARKER} {__version__}. Do not edit: change the config and render the chart again "
         "(`obspack render --config obspack.yaml --helm CHART`)."
     )

@@ -9,8 +9,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import annotated_types
+import yaml
 
-from obspack import slos
+from obspack import numbers, slos
 from obspack.catalogue import vllm_latency
 from obspack.config import (
     _DURATION,
@@ -107,6 +108,25 @@ def _setting_schema(setting: Setting) -> dict[str, Any]:
     return schema
 
 
+def _plain(value: Any) -> Any:
+    """A dumped setting without its empty sections, numbers tidy (20, not 20.0)."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items() if v != {}}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, float):
+        value = numbers.tidy(value)
+        return int(value) if value.is_integer() and abs(value) < 1e15 else value
+    return value
+
+
+def _flow(value: Any) -> str:
+    """A setting as the user writes it in obspack.yaml, on one line (YAML flow style) in backquotes:
+    `30d`, `null`, `[{model_regex: meta-llama/.*, time_to_first_token: {threshold: 5}}]`."""
+    text = yaml.safe_dump(_plain(value), default_flow_style=True, width=1 << 20, allow_unicode=True, sort_keys=False)
+    return f"`{text.strip().removesuffix('...').strip()}`"
+
+
 def _alerts_section(cfg: ObspackConfig) -> S:
     summaries = {a.alert: a.summary for a in all_alerts(cfg)}
     dumped = cfg.alerts.model_dump(by_alias=True, mode="json")
@@ -118,7 +138,7 @@ def _alerts_section(cfg: ObspackConfig) -> S:
             if s.alert != alert:
                 continue
             if s.kind == "fixed":
-                fixed.append(f"{alert}.{s.key}={dumped[alert][s.key]!r}")
+                fixed.append(f"{alert}.{s.key}: {_flow(dumped[alert][s.key])}")
             else:
                 settings[s.key] = V(dumped[alert][s.key], _setting_schema(s), s.info.description or "")
         children[alert] = S(summaries.get(alert, ""), settings)
@@ -153,13 +173,14 @@ def _slos_section(cfg: ObspackConfig) -> S:
             )
         children[sli] = S(type(current).__doc__ or "", settings)
     children["labels"] = V(dict(cfg.slos.labels), ALERT_LABELS, "extra labels on VLLMErrorBudgetBurn")
-    fixed = ", ".join(
-        f"{key}={getattr(cfg.slos, key)!r}" for key in ("period", "min_requests", "models", "speedup")
+    dumped = cfg.slos.model_dump(mode="json", by_alias=True, exclude_none=True)
+    fixed = "; ".join(
+        f"{key}: {_flow(dumped.get(key))}" for key in ("period", "min_requests", "models", "speedup")
     )
     return S(
         "Per-model SLOs and their burn-rate alert (docs/slos.md). Fixed when the chart was rendered (render "
-        f"it from your obspack.yaml to change them): {fixed}, availability.handler_regex="
-        f"{cfg.slos.availability.handler_regex!r}.",
+        f"it from your obspack.yaml to change them): {fixed}; availability.handler_regex: "
+        f"{_flow(cfg.slos.availability.handler_regex)}.",
         children,
     )
 

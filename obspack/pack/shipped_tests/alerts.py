@@ -631,8 +631,9 @@ def kv_transfer_failures(b: Builder) -> Incident:
                    "fire; a burst, a trickle of expired blocks, healthy transfers and the other cluster do not")
     at = max(on_time(1, t.for_), 5 + minutes(t.window) + 2)  # llama-2's burst (minute 5) has left the window
     n = math.ceil(at) + 5  # the series end soon after the check: every step evaluates every rule
-    # Twice the threshold from the first rate on (per minute, the rate is a sixtieth of it).
-    per_minute = max(6, math.ceil(t.rate * 120))
+    # A rate over the window at minute 1 reads one minute's increase over the whole window: four times the
+    # threshold there (llama-1 gets half of it) keeps the onset at minute 1 whatever the threshold and window.
+    per_minute = max(6, math.ceil(t.rate * 4 * minutes(t.window) * 60))
     finished = 1000  # requests a prefill pod finishes per minute
     counters = dict(f.KV_TRANSFER_FAILURES)
     nixl, mooncake = counters["nixl"], counters["mooncake"]
@@ -649,7 +650,8 @@ def kv_transfer_failures(b: Builder) -> Incident:
         counter(metric, "llama-0", 0)
     for metric, kind in mooncake:
         counter(metric, "llama-1", 0 if kind == "failed_transfer" else per_minute / 2)
-    counter(f.REQUEST_SUCCESS, "llama-1", finished, finished_reason="stop")
+    # its expired share stays at half the threshold however many transfers fail
+    counter(f.REQUEST_SUCCESS, "llama-1", max(finished, math.ceil(per_minute / t.expired_ratio)), finished_reason="stop")
     # llama-2 had one burst; llama-3 transfers fine; the other cluster's llama-0 too
     for metric, _ in nixl:
         b.vllm(inc, metric, where["llama-2"], f"0x4 {per_minute * 3}x{n - 4}", engine="0")
@@ -698,7 +700,8 @@ def kv_offload_failures(b: Builder) -> Incident:
     inc = Incident("VLLMKVOffloadAllocationFailures: steady failures of the CPU and tiering specs fire; a burst does not")
     at = max(on_time(1, t.for_), 5 + minutes(t.window) + 2)  # llama-2's burst (minute 5) has left the window
     n = math.ceil(at) + 5
-    per_minute = max(4, math.ceil(t.rate * 120))
+    # At minute 1 the rate reads one minute's increase over the whole window: twice the threshold there.
+    per_minute = max(4, math.ceil(t.rate * 2 * minutes(t.window) * 60))
     allocation, promotion = f.KV_OFFLOAD_ALLOCATION_FAILURES
     cpu, tiering, burst = (b.where("prod-a", "inference", pod) for pod in ("llama-0", "llama-1", "llama-2"))
     b.vllm(inc, allocation, cpu, f"0+{per_minute}x{n}", engine="0")

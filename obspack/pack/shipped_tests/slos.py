@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from obspack import conventions as c
-from obspack import slos
+from obspack import numbers, slos
 from obspack.catalogue import vllm_features as f
 from obspack.config import ObspackConfig, Severity
 from obspack.pack.shipped_tests import satisfy
@@ -191,7 +191,7 @@ class _Predictor:
 
 
 def _fmt(v: float) -> str:
-    return str(int(v)) if v == int(v) else repr(v)
+    return numbers.text(v)
 
 
 def counter_values(increments: list[float], resets: frozenset[int] = frozenset()) -> str:

@@ -42,19 +42,19 @@ def chart_files(chart: Chart) -> dict[str, str]:
         "Chart.yaml": chart_yaml(chart),
         "values.yaml": values_yaml(chart),
         "values.schema.json": json.dumps(values_schema(chart), indent=2) + "\n",
-        HELPERS_TEMPLATE: helpers_tpl(chart.source),
+        HELPERS_TEMPLATE: helpers_tpl(),
         RULE_TEMPLATE: rule_template(chart),
-        SIDECAR_PATCH: sidecar_patch(chart.source),
-        **static_files(chart.source),
+        SIDECAR_PATCH: sidecar_patch(),
+        **static_files(),
     }
     for d in chart.pack.dashboards:
         files[f"{DASHBOARD_DIR}/{d.name}.json"] = dashboard_json(chart.pack, d)
     for name, docs in chart.pack.autoscaling.files:
-        files[f"{AUTOSCALING_DIR}/{name}"] = f"# {generated_comment(chart.source)}\n" + yamlfmt.dump_all(list(docs))
+        files[f"{AUTOSCALING_DIR}/{name}"] = f"# {generated_comment()}\n" + yamlfmt.dump_all(list(docs))
     return dict(sorted(files.items()))
 
 
-def static_files(source: str) -> dict[str, str]:
+def static_files() -> dict[str, str]:
     """The hand-written templates (obspack/render/helm/static), each under obspack's header so that a later
     render may replace it: a Go template comment that leaves no blank line, or `#` in .helmignore."""
     files = {}
@@ -62,7 +62,7 @@ def static_files(source: str) -> dict[str, str]:
         if not path.is_file():
             continue
         rel = STATIC_TARGETS.get(path.name, f"templates/{path.name}")
-        comment = generated_comment(source)
+        comment = generated_comment()
         head = f"# {comment}\n" if rel == ".helmignore" else f"{{{{- /* {comment} */ -}}}}\n"
         files[rel] = head + path.read_text(encoding="utf-8")
     return files
@@ -83,7 +83,7 @@ def chart_yaml(chart: Chart) -> str:
         "kubeVersion": ">=1.25.0-0",
         "keywords": ["vllm", "gpu", "prometheus", "grafana", "monitoring"],
     }
-    return f"# {generated_comment(chart.source)}\n" + yamlfmt.dump(data)
+    return f"# {generated_comment()}\n" + yamlfmt.dump(data)
 
 
 def exporter_probe() -> dict[str, Any]:
@@ -94,7 +94,7 @@ def exporter_probe() -> dict[str, Any]:
     }
 
 
-def sidecar_patch(source: str) -> str:
+def sidecar_patch() -> str:
     """A strategic-merge patch that adds the exporter (and the CUDA probe's shared folder) to a vLLM pod."""
     exporter = {
         "name": "obspack-exporter",
@@ -136,7 +136,7 @@ def sidecar_patch(source: str) -> str:
         }
     }
     head = [
-        f"# {generated_comment(source)}",
+        f"# {generated_comment()}",
         "# Adds the obspack exporter as a sidecar to a vLLM Deployment (or StatefulSet):",
         "#   kubectl -n <namespace> patch deployment <vllm> --type strategic --patch-file sidecar-patch.yaml",
         "# `name: vllm` must be the name of your vLLM container: it gets the CUDA probe's folder and",

@@ -131,9 +131,9 @@ def _url_variables() -> str:
     return _URL_VARIABLES % json.dumps(RUNBOOKS)
 
 
-def _rule_template(pack: Pack, s: Sentinels, source: str) -> str:
+def _rule_template(pack: Pack, s: Sentinels) -> str:
     head = [
-        f"{{{{- /* {generated_comment(source)} */}}}}",
+        f"{{{{- /* {generated_comment()} */}}}}",
         "{{- if .Values.prometheusRule.enabled }}",
         _url_variables(),
         "apiVersion: monitoring.coreos.com/v1",
@@ -154,7 +154,7 @@ def _rule_template(pack: Pack, s: Sentinels, source: str) -> str:
 
 def rule_template(chart: Chart) -> str:
     """The PrometheusRule template, rendered with two sentinel sets that must give the same text."""
-    first, second = (_rule_template(pack, s, chart.source) for pack, s in chart.rule_packs)
+    first, second = (_rule_template(pack, s) for pack, s in chart.rule_packs)
     leftover = Sentinels.LEFTOVER.search(first)
     if leftover:
         line = first[: leftover.start()].count("\n") + 1
@@ -222,5 +222,5 @@ spellings of a whole number, le=~"1(\\\\.0)?" (Python clients and Prometheus 3 w
 """
 
 
-def helpers_tpl(source: str) -> str:
-    return f"{{{{- /* {generated_comment(source)} */}}}}\n" + _HELPERS
+def helpers_tpl() -> str:
+    return f"{{{{- /* {generated_comment()} */}}}}\n" + _HELPERS

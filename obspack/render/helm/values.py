@@ -19,6 +19,11 @@ def _scalar(value: Any) -> str:
     return text.removesuffix("\n").removesuffix("\n...").strip()
 
 
+def _wrap(text: str, width: int) -> list[str]:
+    """Comment lines: broken at spaces only, never inside a value (`meta-llama/...` stays whole)."""
+    return textwrap.wrap(text, width, break_on_hyphens=False, break_long_words=False)
+
+
 def _emit(table: dict[str, V | S], indent: int) -> list[str]:
     pad = "  " * indent
     lines: list[str] = []
@@ -26,7 +31,7 @@ def _emit(table: dict[str, V | S], indent: int) -> list[str]:
         if isinstance(item, S):
             if indent == 0:
                 lines.append("")
-            lines += [f"{pad}# {line}" for line in textwrap.wrap(item.doc, 110 - len(pad))]
+            lines += [f"{pad}# {line}" for line in _wrap(item.doc, 110 - len(pad))]
             lines.append(f"{pad}{key}:")
             lines += _emit(item.children, indent + 1)
             continue
@@ -35,14 +40,14 @@ def _emit(table: dict[str, V | S], indent: int) -> list[str]:
             if indent == 0:
                 lines.append("")
             if item.doc:
-                lines += [f"{pad}# {line}" for line in textwrap.wrap(item.doc, 110 - len(pad))]
+                lines += [f"{pad}# {line}" for line in _wrap(item.doc, 110 - len(pad))]
             lines.append(f"{pad}{key}:")
             lines += [f"{pad}  {line}" for line in yamlfmt.dump(item.default).splitlines()]
         else:
             line = f"{pad}{key}: {_scalar(item.default)}"
             if item.doc and (indent == 0 or len(line + comment) > 110):
                 lines += [""] if indent == 0 else []
-                lines += [f"{pad}# {text}" for text in textwrap.wrap(item.doc, 110 - len(pad))]
+                lines += [f"{pad}# {text}" for text in _wrap(item.doc, 110 - len(pad))]
                 comment = ""
             lines.append(line + comment)
     return lines
@@ -50,7 +55,7 @@ def _emit(table: dict[str, V | S], indent: int) -> list[str]:
 
 def values_yaml(chart: Chart) -> str:
     head = [
-        f"# {generated_comment(chart.source)}",
+        f"# {generated_comment()}",
         "# Defaults of the obspack chart: the alert and SLO settings are those of the config the chart was",
         "# rendered from. values.schema.json rejects unknown keys and wrong types.",
     ]
@@ -72,6 +77,6 @@ def values_schema(chart: Chart) -> dict[str, Any]:
     root = _schema(S("Values of the obspack chart.", chart.values))
     return {
         "$schema": "http://json-schema.org/draft-07/schema#",
-        "$comment": generated_comment(chart.source),
+        "$comment": generated_comment(),
         **root,
     }

@@ -17,6 +17,7 @@ The design keeps the GPU plane cheap and live (docs/rules.md, "The GPU plane"):
 
 from __future__ import annotations
 
+import functools
 import textwrap
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -25,7 +26,7 @@ import promql_parser
 
 from obspack import conventions as c
 from obspack.catalogue.vllm import HAS_MODEL, POD_MODEL
-from obspack.config import ObspackConfig
+from obspack.config import ObspackConfig, scope_matcher
 from obspack.rules.model import RecordingRule, RuleGroup
 from obspack.rules.recording.kubernetes import vllm_pods
 
@@ -51,13 +52,15 @@ def normalised(cfg: ObspackConfig, metric: str, read: Callable[[str], str] = lam
 
     `read` wraps each raw selector, e.g. in `max_over_time(...[14d])` (obspack rightsize reads windows)."""
     dcgm = cfg.selectors.dcgm
-    moved = read(metric + c.selector(dcgm, EXPORTED_POD))
+    # scope.namespace_regex on the label each mode carries the workload's namespace in
+    scope = functools.partial(scope_matcher, regex=cfg.scope.namespace_regex)
+    moved = read(metric + c.selector(dcgm, EXPORTED_POD, scope("exported_namespace")))
     for label in ("pod", "namespace", "container"):
         moved = _label_replace(moved, f'"{label}", "$1", "exported_{label}", "(.+)"')
-    renamed = read(metric + c.selector(dcgm, NO_EXPORTED_POD, OLD_POD))
+    renamed = read(metric + c.selector(dcgm, NO_EXPORTED_POD, OLD_POD, scope("pod_namespace")))
     for new, old in (("pod", "pod_name"), ("namespace", "pod_namespace"), ("container", "container_name")):
         renamed = _label_replace(renamed, f'"{new}", "$1", "{old}", "(.+)"')
-    plain = read(metric + c.selector(dcgm, NO_EXPORTED_POD, NO_OLD_POD))
+    plain = read(metric + c.selector(dcgm, NO_EXPORTED_POD, NO_OLD_POD, scope("namespace")))
     every = f"{moved}\nor\n{renamed}\nor\n{plain}"
     return _label_replace(_label_replace(every, '"Hostname", "$1", "hostname", "(.+)"'), '"UUID", "$1", "uuid", "(.+)"')
 
