@@ -51,6 +51,23 @@ REQUEST_RATE = record_name("namespace_model_finished_reason", "vllm_request_succ
 SATURATION_PART = record_name("namespace_model_signal", "vllm_saturation", "ratio")
 SATURATION = record_name("namespace_model", "vllm_saturation", "ratio")
 
+# Cost (obspack/rules/recording/cost.py, docs/cost.md). GPUs held per pod with their state, GPU model, node,
+# workload, team and role; the price of a GPU-hour per node and GPU model in use; then per workload and per
+# model: cost per hour, tokens, cost per million tokens, the prefix cache's savings, the goodput share.
+COST_EVALUATION = record_name("obspack", "vllm_cost_evaluation", "time")  # time() at each evaluation: the step
+POD_GPUS_ALLOCATED = record_name("namespace_pod_model", "vllm_gpus_allocated", "sum")
+POD_COST_INFO = record_name("namespace_pod", "vllm_cost_owner", "info")  # workload, team and role per pod
+NODE_GPUS_ALLOCATED = record_name("node_gpu_model", "vllm_gpus_allocated", "sum")
+GPU_PRICE = record_name("node_gpu_model", "vllm_gpu_price_per_hour", "max")
+WORKLOAD_COST = record_name("namespace_workload_model_state", "vllm_gpu_cost_per_hour", "sum")
+MODEL_GPUS_ALLOCATED = record_name("namespace_model_state", "vllm_gpus_allocated", "sum")
+MODEL_COST = record_name("namespace_model_role_tokens", "vllm_gpu_cost_per_hour", "sum")
+MODEL_TOKENS = record_name("namespace_model_role_tokens", "vllm_tokens", "rate5m")
+MODEL_COST_PER_MILLION = record_name("namespace_model_role_tokens", "vllm_cost_per_million_tokens", "ratio")
+MODEL_CACHE_SAVINGS = record_name("namespace_model", "vllm_prefix_cache_savings_per_hour", "sum")
+MODEL_GOODPUT = record_name("namespace_model", "vllm_goodput", "ratio")
+COST_DASHBOARD = "vllm-cost"
+
 
 def latency_bucket_record(family: str) -> str:
     """Per-model histogram buckets summed over pods, for fleet percentiles."""
@@ -91,6 +108,7 @@ DASHBOARDS = {
     "vllm-kv-prefix-cache": "vLLM / KV and prefix cache",
     "gpu-by-workload": "GPU / by workload",
     "vllm-slos": "vLLM / SLOs",
+    "vllm-cost": "vLLM / Cost",
 }
 TRIAGE_DASHBOARD = "vllm-pod-memory-planes"
 FLEET_DASHBOARD = "vllm-fleet"

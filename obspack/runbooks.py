@@ -27,6 +27,7 @@ from obspack.numbers import percent
 from obspack.rules.alerts import all_alerts, dashboard_url, enabled, settings
 from obspack.rules.model import AlertRule, tidy
 from obspack.rules.recording import dcgm
+from obspack.rules.recording.cost import hours_per_evaluation
 from obspack.rules.recording.vllm import prefix_hits_rate, prefix_queries_rate
 from obspack.templating import render_template
 
@@ -290,8 +291,10 @@ def _dashboard(cfg: ObspackConfig, name: str) -> dict[str, str]:
     uid = c.dashboard_uid(name)
     url = with_placeholders(cfg, dashboard_url(cfg, name))
     base = cfg.grafana.url.rstrip("/")
-    on = {c.SLO_DASHBOARD: "model", c.FLEET_DASHBOARD: "namespace"}.get(name, "pod")
-    kind = {c.SLO_DASHBOARD: "SLO dashboard", c.FLEET_DASHBOARD: "Fleet dashboard"}.get(name, "Triage dashboard")
+    on = {c.SLO_DASHBOARD: "model", c.FLEET_DASHBOARD: "namespace", c.COST_DASHBOARD: "model"}.get(name, "pod")
+    kind = {c.SLO_DASHBOARD: "SLO dashboard", c.FLEET_DASHBOARD: "Fleet dashboard", c.COST_DASHBOARD: "Cost dashboard"}.get(
+        name, "Triage dashboard"
+    )
     return {
         "kind": kind,
         "on": on,
@@ -330,6 +333,7 @@ def _context(
         "pct": _percent,
         "held": _held,
         "slo": _SLOPage(cfg),
+        "hours_per_evaluation": hours_per_evaluation,
     }
 
 

@@ -147,8 +147,15 @@ ALERT_FIELDS: dict[str, st.SearchStrategy[Any]] = {
     "enabled": boolean, "for": duration, "severity": severity, "labels": label_map, "ratio": ratio,
     "window": window, "lookback": window, "job_regex": regex, "rate": number, "waiting_to_running": number,
     "min_waiting": number, "min_query_tokens_per_second": number, "min_draft_tokens_per_second": number,
-    "expired_ratio": ratio,
+    "expired_ratio": ratio, "reversals": number, "saturation": number, "increase": number,
+    "min_tokens_per_second": number,
 }
+price = mix(st.one_of(st.floats(0, 100), st.sampled_from([0, 2.5, 4])), st.sampled_from([-1, 1e6, "2.5", float("nan"), None]))
+currency = mix(st.sampled_from(["USD", "EUR", "GPU-hours", "€"]), st.sampled_from(["", "x" * 20, 'a"b', "{{ x }}", 5]))
+gpu_price = st.fixed_dictionaries(
+    {"model_regex": mix(st.sampled_from(["NVIDIA H100.*", "(?i).*a100.*", "NVIDIA L4"]), regex), "hourly": price},
+    optional={"cluster_regex": regex, "node_pool_regex": mix(st.sampled_from(["", "spot-.*"]), regex)},
+)
 SETTINGS: dict[str, st.SearchStrategy[Any]] = {
     "cluster_label": label_name,
     "scrape_interval": scrape_interval,
@@ -171,6 +178,14 @@ SETTINGS: dict[str, st.SearchStrategy[Any]] = {
         "availability": st.fixed_dictionaries({}, optional={"enabled": boolean, "handler_regex": regex}),
         "models": mix(st.lists(slo_entry, max_size=3), st.sampled_from([[{"model_regex": f"m{i}"} for i in range(33)], "Qwen", None])),
         "labels": label_map,
+    }),
+    "cost": st.fixed_dictionaries({}, optional={
+        "source": mix(st.sampled_from(["config", "opencost"]), st.sampled_from(["kubecost", 1])),
+        "currency": currency,
+        "gpus": mix(st.lists(gpu_price, max_size=3), st.sampled_from([[{"hourly": 1}], "H100", None])),
+        "default_hourly": price,
+        "node_pool_label": mix(st.sampled_from(["", "karpenter.sh/nodepool"]), st.sampled_from(["bad key/", 3])),
+        "team_label": mix(st.sampled_from(["", "team", "app.kubernetes.io/part-of"]), st.sampled_from(["a b", None])),
     }),
     "grafana": st.fixed_dictionaries({}, optional={
         "namespace": k8s_name, "folder": text, "folder_annotation": st.sampled_from(["k8s-sidecar-target-directory", "bad key/"]),
@@ -266,7 +281,14 @@ def test_render_refuses_cleanly_or_writes_a_pack_promtool_accepts(workdir: Path,
     _every_alert_is_tested_or_named(out, tests, result.output, shown)
     # The SLO file takes three times as long as the others together: it runs when the config sets `slos`
     # (tests/rules/test_hostile_configs.py checks it under narrowing selectors, test_slo.py runs it).
-    run = [t for t in tests if t != "slo_test.yaml" or "slos" in (yaml.safe_load(shown) or {})]
+    # The weekly cost test spans two weeks: it runs when the config sets its alert (test_promtool runs it).
+    drawn = yaml.safe_load(shown) or {}
+    drawn_alerts = drawn.get("alerts") if isinstance(drawn.get("alerts"), dict) else {}
+    run = [
+        t for t in tests
+        if (t != "slo_test.yaml" or "slos" in drawn)
+        and (t != "cost-weekly_test.yaml" or "VLLMCostPerMillionTokensRising" in drawn_alerts)
+    ]
     if run:
         ran = promtool("test", "rules", *run, cwd=out / "tests")
         assert ran.returncode == 0, f"{ran.stdout[-4000:]}{ran.stderr}\n--- config:\n{shown}"

@@ -172,6 +172,25 @@ class AutoscalerSignalMissing(AlertSettings):
     window: Window = Field("10m", description=f"window of KEDA's scaler errors {WINDOW}")
 
 
+class GPUsMostlyIdle(AlertSettings):
+    for_: Duration = Field("1h", alias="for", description=FOR)
+    severity: SeverityName = Field(Severity.INFO, description=SEVERITY)
+    ratio: Ratio = Field(0.75, description=f"idle share of a model's GPU-hours over the window above this fires {RATIO}")
+    window: Window = Field("1d", description=f"window of the idle share; the model must have held GPUs all along {WINDOW}")
+
+
+class CostPerMillionTokensRising(AlertSettings):
+    for_: Duration = Field("1h", alias="for", description=FOR)
+    severity: SeverityName = Field(Severity.INFO, description=SEVERITY)
+    increase: Number = Field(
+        0.2, gt=0, le=100, description="GPU-hours per million tokens up by more than this share on the week before "
+        "(0.2: 20% more; above 0, at most 100)"
+    )
+    min_tokens_per_second: Number = Field(
+        1.0, ge=0, le=1_000_000, description="ignore models that served fewer tokens per second in either week (0 to 1000000)"
+    )
+
+
 class Alerts(_Model):
     """Per-alert settings. Keys are alert names."""
 
@@ -197,3 +216,5 @@ class Alerts(_Model):
     VLLMAutoscalerMaxedOut: AutoscalerMaxedOut = AutoscalerMaxedOut()
     VLLMAutoscalerScaleUpBlocked: AutoscalerScaleUpBlocked = AutoscalerScaleUpBlocked()
     VLLMAutoscalerSignalMissing: AutoscalerSignalMissing = AutoscalerSignalMissing()
+    VLLMGPUsMostlyIdle: GPUsMostlyIdle = GPUsMostlyIdle()
+    VLLMCostPerMillionTokensRising: CostPerMillionTokensRising = CostPerMillionTokensRising()

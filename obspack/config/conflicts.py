@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from obspack import durations
 from obspack.config.alerts import Alerts
+from obspack.config.cost import GPU_HOURS
 from obspack.config.model import ObspackConfig
 from obspack.config.values import _MINUTE, Window, has_type
 
@@ -86,6 +87,44 @@ def conflicts(cfg: ObspackConfig) -> list[Conflict]:
             "(allowed: the warning threshold below the critical one)",
             ("alerts", "VLLMKVCacheUsageCritical", "ratio"),
         ))
+    found += _cost_conflicts(cfg)
     if not any(getattr(cfg.alerts, alert).enabled for alert in Alerts.model_fields):
         found.append(Conflict(("alerts",), "every alert is disabled (allowed: at least one enabled)"))
+    return found
+
+
+def _cost_conflicts(cfg: ObspackConfig) -> list[Conflict]:
+    """Prices need a currency, OpenCost brings its own prices, and a node pool needs the label naming it."""
+    cost, found = cfg.cost, []
+    prices = [(("cost", "gpus"), bool(cost.gpus)), (("cost", "default_hourly"), cost.default_hourly is not None)]
+    for loc, set_ in prices:
+        if set_ and cost.source == "opencost":
+            found.append(Conflict(
+                loc,
+                "is set while cost.source is opencost ({other}), which reads every price from OpenCost's "
+                "node_gpu_hourly_cost (allowed: prices with source config, or no prices)",
+                ("cost", "source"),
+            ))
+        elif set_ and cost.currency == GPU_HOURS:
+            found.append(Conflict(
+                loc,
+                f"sets prices while cost.currency is {GPU_HOURS} ({{other}}), the unit of a pack without prices "
+                "(allowed: a currency such as USD or EUR with prices)",
+                ("cost", "currency"),
+            ))
+    if cost.source == "opencost" and cost.currency == GPU_HOURS:
+        found.append(Conflict(
+            ("cost", "source"),
+            f"opencost reads prices in money while cost.currency is {GPU_HOURS} ({{other}}) (allowed: the currency "
+            "OpenCost prices in, e.g. USD)",
+            ("cost", "currency"),
+        ))
+    for i, entry in enumerate(cost.gpus):
+        if entry.node_pool_regex and not cost.node_pool_label:
+            found.append(Conflict(
+                ("cost", "gpus", str(i), "node_pool_regex"),
+                "needs cost.node_pool_label ({other}), the node label that names the pool (allowed: empty, or set "
+                "node_pool_label, e.g. karpenter.sh/nodepool)",
+                ("cost", "node_pool_label"),
+            ))
     return found

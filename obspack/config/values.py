@@ -60,7 +60,8 @@ RULE_LABELS = frozenset({
     "alertname", "severity", "namespace", "pod", "container", "model_name", "job", "instance", "le", "engine",
     "pid", "reason", "finished_reason", "gpu", "UUID", "Hostname", "modelName", "GPU_I_ID", "slo",
     "long", "short", "connector", "kind", "signal", "horizontalpodautoscaler", "scaledObject", "scaledResource",
-    "exported_namespace",
+    "exported_namespace", "GPU_I_PROFILE", "node", "node_pool", "state", "role", "tokens", "workload",
+    "workload_type", "team_name", "owner_kind", "owner_name", "replicaset",
 })
 
 

@@ -54,7 +54,7 @@ def test_alerts_abort_and_the_pack_records_warn_unless_they_leave_sleeping_engin
     strategies = {g.name: thanos.partial_response_strategy(g, p.cluster_label) for g in p.recording_groups}
     negating = {g.name for g in p.recording_groups if any(re.search(r"\bunless\b", r.expr) for r in g.rules)}
     assert negating and negating == {name for name in strategies if name.startswith("obspack-slo-") and
-                                     not name.endswith(("-windows.rules", "-period.rules"))} | {"obspack-vllm-autoscaling.rules"}
+                                     not name.endswith(("-windows.rules", "-period.rules", "-goodput.rules"))} | {"obspack-vllm-autoscaling.rules"}
     assert strategies == {name: "abort" if name in negating else "warn" for name in strategies}
 
 

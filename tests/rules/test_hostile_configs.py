@@ -73,8 +73,9 @@ def test_shipped_tests_exist_and_pass_when_selectors_narrow_every_varied_label(t
     assert _lint(files) == []
     tests = sorted(rel for rel in files if rel.startswith("tests/"))
     assert tests == [
-        "tests/autoscaling_test.yaml", "tests/exporter_test.yaml", "tests/memory-planes_test.yaml",
-        "tests/vllm-engine_test.yaml", "tests/vllm-features_test.yaml",
+        "tests/autoscaling_test.yaml", "tests/cost-weekly_test.yaml", "tests/cost_test.yaml",
+        "tests/exporter_test.yaml", "tests/memory-planes_test.yaml", "tests/vllm-engine_test.yaml",
+        "tests/vllm-features_test.yaml",
     ]  # fmt: skip
     out = write_files(files, tmp_path / "pack")
     done = subprocess.run(
@@ -129,8 +130,8 @@ def test_selectors_that_leave_too_few_values_name_each_missing_test(tmp_path: Pa
     assert "## Tests this pack does not ship" in readme and "no test of VLLMRequestQueueBacklog" in readme
     # the alerts whose incidents fit are still tested
     assert sorted(p.name for p in (tmp_path / "pack" / "tests").iterdir()) == [
-        "autoscaling_test.yaml", "exporter_test.yaml", "memory-planes_test.yaml", "vllm-engine_test.yaml",
-        "vllm-features_test.yaml"]  # fmt: skip
+        "autoscaling_test.yaml", "cost-weekly_test.yaml", "cost_test.yaml", "exporter_test.yaml",
+        "memory-planes_test.yaml", "vllm-engine_test.yaml", "vllm-features_test.yaml"]  # fmt: skip
 
 
 @pytest.mark.tool

@@ -57,6 +57,8 @@ def test_rendered_unit_tests_pass(rendered: Path) -> None:
     slos = "VLLMErrorBudgetBurn" in (rendered / ALERTS_FILE).read_text()  # the e2e config turns SLOs off
     assert [f.name for f in files] == [
         "autoscaling_test.yaml",
+        "cost-weekly_test.yaml",
+        "cost_test.yaml",
         "exporter_test.yaml",
         "memory-planes_test.yaml",
         *(["slo_test.yaml"] if slos else []),
@@ -119,7 +121,7 @@ def test_unit_tests_fail_when_a_threshold_is_wrong(tmp_path: Path) -> None:
     assert "VLLMKVCacheUsageHigh" in done.stdout + done.stderr
 
 
-WHO = ("pod", "horizontalpodautoscaler", "scaledObject", "scaledResource")
+WHO = ("pod", "horizontalpodautoscaler", "scaledObject", "scaledResource", "model_name")
 
 
 def test_every_alert_has_a_firing_case_and_a_quiet_neighbour() -> None:
@@ -161,6 +163,7 @@ def test_alert_catalogue_contract() -> None:
         "VLLMKVOffloadAllocationFailures": "warning", "VLLMSpecDecodeAcceptanceLow": "info",
         "VLLMAutoscalerThrashing": "warning", "VLLMAutoscalerMaxedOut": "warning",
         "VLLMAutoscalerScaleUpBlocked": "warning", "VLLMAutoscalerSignalMissing": "warning",
+        "VLLMGPUsMostlyIdle": "info", "VLLMCostPerMillionTokensRising": "info",
     }
     got = {a.alert: a.severity.value for a in all_alerts(ObspackConfig()) if a.alert != SLO_ALERT}
     assert got == expected  # VLLMErrorBudgetBurn's contract: tests/rules/test_slo.py
@@ -168,7 +171,8 @@ def test_alert_catalogue_contract() -> None:
         annotations = alert.to_dict()["annotations"]
         assert alert.summary.endswith(".") and (alert.summary[0].isupper() or alert.summary.startswith("vLLM"))
         assert "{{" not in alert.summary
-        who = {SLO_ALERT: "model_name", "VLLMAutoscalerSignalMissing": "namespace"}.get(alert.alert, "pod")
+        who = {SLO_ALERT: "model_name", "VLLMAutoscalerSignalMissing": "namespace", "VLLMGPUsMostlyIdle": "model_name",
+               "VLLMCostPerMillionTokensRising": "model_name"}.get(alert.alert, "pod")
         if alert.alert in ("VLLMAutoscalerThrashing", "VLLMAutoscalerMaxedOut"):
             who = "horizontalpodautoscaler"
         assert f"{{{{ $labels.{who} }}}}" in alert.description

@@ -899,7 +899,116 @@ def autoscaler_signal_missing(b: Builder) -> Incident:
     return inc
 
 
+# ---------------------------------------------------------------------------------------------------------
+# Cost: the alerts read windows of a day and a week, so their files are evaluated every few minutes or hours
+# (a quarter or less of the idle window; six hours for the weekly comparison, whose test spans two weeks and
+# would otherwise take a minute of promtool), not every minute.
+
+WEEK = 7 * 24 * 60
+_EVALUATIONS = (60, 30, 20, 15, 12, 10, 6, 5, 4, 3, 2, 1)  # minutes that divide an hour
+
+
+def cost_evaluation(cfg: ObspackConfig, topic: str) -> int:
+    """Minutes between evaluations in a cost test file: six hours for the weekly comparison; for the idle
+    share, the longest that divides an hour and fits four times in its window."""
+    if topic == "cost-weekly":
+        return 360
+    window = minutes(cfg.alerts.VLLMGPUsMostlyIdle.window)
+    return next((e for e in _EVALUATIONS if 4 * e <= window), 1)
+
+
+def _on_evaluation(at: float, every: int) -> int:
+    return int(math.ceil(at / every) * every)
+
+
+def _gpu_pod(b: Builder, inc: Incident, where: dict[str, str], model: str, n: int, *, gpus: int, node: str,
+             running: str, generated: str, prompt: str = "", asleep: bool = False) -> None:
+    """A vLLM pod (0.33) with `gpus` H100s mapped to it by dcgm-exporter, its running requests and token
+    counters as given (promtool notation over `n` minutes). Its engine series name their container, which
+    marks the pod as vLLM where the image regex does not take the test's image."""
+    if b.image_ok:
+        b.vllm_container(inc, where, "vllm", n)
+    where = {**where, "container": "vllm"}
+    b.vllm(inc, "vllm:num_requests_running", where, running, engine="0", model_name=model)
+    b.vllm(inc, "vllm:generation_tokens_total", where, generated, engine="0", model_name=model)
+    b.vllm(inc, "vllm:prompt_tokens_total", where, prompt or generated, engine="0", model_name=model)
+    if asleep:
+        b.sleep_state(inc, where, (False, n), engine="0", model_name=model)
+    for g in range(gpus):
+        b.dcgm(inc, "DCGM_FI_DEV_FB_USED", {**where, "gpu": str(g), "UUID": f"GPU-{node}-{g}",
+               "Hostname": node}, f"70000x{n}")
+
+
+def gpus_mostly_idle(b: Builder) -> Incident:
+    """llama holds a GPU and serves nothing all along: it fires. A serving model, one asleep, and one as idle
+    that arrived within the window do not."""
+    t = b.cfg.alerts.VLLMGPUsMostlyIdle
+    every = cost_evaluation(b.cfg, "cost")
+    window = minutes(t.window)
+    at = _on_evaluation(window + math.ceil(minutes(t.for_)) + 2 * every, every)
+    n = int(at + 2 * every + 10)
+    inc = Incident("VLLMGPUsMostlyIdle: GPUs held all day by an idle model fire; a serving model, an engine asleep "
+                   "and an idle model that arrived within the window do not")
+    flat = f"5000x{n}"
+    _gpu_pod(b, inc, b.where("prod-a", "inference", "llama-0"), MODEL, n, gpus=1, node="gpu-node-1",
+             running=f"0x{n}", generated=flat)
+    _gpu_pod(b, inc, b.where("prod-a", "inference", "qwen-0"), "Qwen/Qwen3-8B", n, gpus=1, node="gpu-node-2",
+             running=f"2x{n}", generated=f"0+3000x{n}")
+    _gpu_pod(b, inc, b.where("prod-a", "research", "mistral-0"), "mistralai/Mistral-7B-Instruct-v0.3", n, gpus=1,
+             node="gpu-node-3", running=f"0x{n}", generated=flat, asleep=True)
+    # phi arrives one evaluation after the window's start: not held "all day" yet
+    late = int(at - window + every)
+    where = b.where("prod-a", "research", "phi-0")
+    b.vllm(inc, "vllm:num_requests_running", where, f"_x{late} 0x{n - late}", engine="0", model_name="microsoft/phi-4")
+    b.vllm(inc, "vllm:generation_tokens_total", where, f"_x{late} 5x{n - late}", engine="0", model_name="microsoft/phi-4")
+    b.dcgm(inc, "DCGM_FI_DEV_FB_USED", {**where, "container": "vllm", "gpu": "0", "UUID": "GPU-gpu-node-4-0",
+           "Hostname": "gpu-node-4"}, f"_x{late} 70000x{n - late}")
+    cl = b.cfg.cluster_label
+    inc.expect("VLLMGPUsMostlyIdle", at, [({cl: "prod-a", "namespace": "inference", "model_name": MODEL}, 1)])
+    if window > every:
+        inc.expect("VLLMGPUsMostlyIdle", _on_evaluation(window, every) - every, [])
+    return inc
+
+
+def cost_per_million_tokens_rising(b: Builder) -> Incident:
+    """llama serves half the tokens per GPU-hour in its second week (and more than `increase` fewer): it
+    fires. A model as busy both weeks, and one with the same drop but too little traffic to judge, do not."""
+    t = b.cfg.alerts.VLLMCostPerMillionTokensRising
+    every = cost_evaluation(b.cfg, "cost-weekly")
+    at = _on_evaluation(2 * WEEK + math.ceil(minutes(t.for_)) + 2 * every, every)
+    n = at + 130
+    slow = max(100.0, 4 * t.min_tokens_per_second)  # tokens per second in the second week
+    fast = slow * (1 + t.increase) * 2  # in the first: the GPU time per token at least doubles past the threshold
+    inc = Incident("VLLMCostPerMillionTokensRising: a model whose GPUs serve half the tokens week over week fires; "
+                   "a steady model and one with too little traffic do not")
+
+    def tokens(first: float, second: float) -> str:
+        at_week = first * 60 * WEEK
+        return f"0+{first * 60:g}x{WEEK} {at_week + second * 60:g}+{second * 60:g}x{n - WEEK - 1}"
+
+    _gpu_pod(b, inc, b.where("prod-a", "inference", "llama-0"), MODEL, n, gpus=2, node="gpu-node-1",
+             running=f"4x{n}", generated=tokens(fast, slow), prompt=tokens(fast, slow))
+    _gpu_pod(b, inc, b.where("prod-a", "inference", "qwen-0"), "Qwen/Qwen3-8B", n, gpus=1, node="gpu-node-2",
+             running=f"4x{n}", generated=tokens(slow, slow), prompt=tokens(slow, slow))
+    trickle = t.min_tokens_per_second / 8
+    _gpu_pod(b, inc, b.where("prod-a", "research", "mistral-0"), "mistralai/Mistral-7B-Instruct-v0.3", n, gpus=1,
+             node="gpu-node-3", running=f"1x{n}", generated=tokens(trickle * 4, trickle),
+             prompt=tokens(trickle * 4, trickle))
+    # the rule's own arithmetic: the token rate (input and output) at each evaluation of each closed window
+    def rate(minute: int) -> float:
+        return 2 * (fast if minute <= WEEK else slow)
+
+    this = [rate(m) for m in range(at - WEEK, at + 1, every)]
+    last = [rate(m) for m in range(at - 2 * WEEK, at - WEEK + 1, every)]
+    value = (2 * len(this) / sum(this)) / (2 * len(last) / sum(last)) - 1
+    cl = b.cfg.cluster_label
+    inc.expect("VLLMCostPerMillionTokensRising", at, [({cl: "prod-a", "namespace": "inference", "model_name": MODEL}, value)])
+    return inc
+
+
 INCIDENTS: dict[str, Callable[[Builder], Incident]] = {
+    "VLLMGPUsMostlyIdle": gpus_mostly_idle,
+    "VLLMCostPerMillionTokensRising": cost_per_million_tokens_rising,
     "VLLMAutoscalerMaxedOut": autoscaler_maxed_out,
     "VLLMAutoscalerThrashing": autoscaler_thrashing,
     "VLLMAutoscalerScaleUpBlocked": autoscaler_scale_up_blocked,
@@ -934,6 +1043,8 @@ TOPIC_FILES = {
                       "VLLMSpecDecodeAcceptanceLow"),
     "autoscaling": ("VLLMAutoscalerThrashing", "VLLMAutoscalerMaxedOut", "VLLMAutoscalerScaleUpBlocked",
                     "VLLMAutoscalerSignalMissing"),
+    "cost": ("VLLMGPUsMostlyIdle",),
+    "cost-weekly": ("VLLMCostPerMillionTokensRising",),
 }
 
 
@@ -999,7 +1110,7 @@ def rule_tests(cfg: ObspackConfig) -> tuple[dict[str, dict[str, object]], list[s
         if tests:
             files[f"{topic}_test.yaml"] = {
                 "rule_files": ["../prometheus/recording-rules.yaml", "../prometheus/alerts.yaml"],
-                "evaluation_interval": "1m",
+                "evaluation_interval": f"{cost_evaluation(cfg, topic)}m" if topic.startswith("cost") else "1m",
                 # records feed records in other groups: evaluate them in the order the files list them
                 "group_eval_order": order,
                 "tests": tests,

@@ -9,7 +9,7 @@ from obspack import conventions as c
 from obspack import slos
 from obspack.config import AlertSettings, ObspackConfig, SLOs
 from obspack.memo import per_config
-from obspack.rules.alerts import autoscaling, exporter, features, memory, slo, vllm
+from obspack.rules.alerts import autoscaling, cost, exporter, features, memory, slo, vllm
 from obspack.rules.model import AlertRule, RuleGroup
 
 AlertFn = Callable[[ObspackConfig], AlertRule]
@@ -20,6 +20,7 @@ TOPICS: tuple[tuple[str, tuple[AlertFn, ...]], ...] = (
     ("exporter", exporter.ALERTS),
     ("vllm-features", features.ALERTS),
     ("autoscaling", autoscaling.ALERTS),
+    ("cost", cost.ALERTS),
     ("slo", slo.ALERTS),
 )
 
@@ -39,6 +40,7 @@ LINK_VARIABLES = {
     c.TRIAGE_DASHBOARD: ("namespace", "pod"),
     c.SLO_DASHBOARD: ("namespace", "model"),
     c.FLEET_DASHBOARD: ("namespace",),
+    c.COST_DASHBOARD: ("namespace", "model"),
 }
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from obspack.config import ObspackConfig
 from obspack.memo import per_config
 from obspack.rules.model import RuleGroup
-from obspack.rules.recording import autoscaling, dcgm, kubernetes, slo, vllm
+from obspack.rules.recording import autoscaling, cost, dcgm, kubernetes, slo, vllm
 
 
 @per_config
@@ -15,7 +15,8 @@ def all_recording_groups(cfg: ObspackConfig) -> tuple[RuleGroup, ...]:
         kubernetes.group(cfg),
         vllm.group(cfg),
         autoscaling.group(cfg),
-        *dcgm.groups(cfg),
+        *dcgm.groups(cfg, after_attribution=cost.rules(cfg)),
         *vllm.latency_groups(cfg),
         *slo.groups(cfg),
+        *cost.goodput_groups(cfg),
     )

@@ -38,7 +38,8 @@ NO_OLD_POD = 'pod_name=""'
 
 # One dcgm-exporter series per GPU (or MIG instance) has this key in every label mode.
 KEY = ("instance", "gpu", "GPU_I_ID")
-HOLDER = ("namespace", "pod", "UUID", "Hostname", "modelName")  # what the attribution adds to the key
+HOLDER = ("namespace", "pod", "UUID", "Hostname", "modelName", "GPU_I_PROFILE")  # what the attribution adds to the key
+# (GPU_I_PROFILE: a MIG instance's profile, e.g. 3g.40gb; absent on a whole GPU)
 # The labels of a GPU as alerts and per-GPU panels show it.
 GPU_LABELS = ("namespace", "pod", "gpu", "UUID", "Hostname")
 
@@ -151,8 +152,9 @@ def summary_expr(cfg: ObspackConfig, s: Summary) -> str:
     return f"{s.agg} by ({c.by(cfg, *POD_MODEL)}) (\n{textwrap.indent(joined, '  ')}\n)"
 
 
-def groups(cfg: ObspackConfig) -> list[RuleGroup]:
-    """The GPU plane's groups: the attribution, then the per-pod summaries reading it.
+def groups(cfg: ObspackConfig, after_attribution: Iterable[RecordingRule] = ()) -> list[RuleGroup]:
+    """The GPU plane's groups: the attribution (then `after_attribution`, the cost records, which start from
+    it within the group), then the per-pod summaries reading it.
 
     A rule over every GPU costs 0.3 to 0.5 s at 8,000 GPUs with the rule groups sharing two cores
     (docs/benchmarks.md). Prometheus evaluates the rules of a group one after the other and groups
@@ -166,6 +168,9 @@ def groups(cfg: ObspackConfig) -> list[RuleGroup]:
 
     count = f"count by ({c.by(cfg, *POD_MODEL)}) ({c.GPU_INFO})"
     return [
-        group("-attribution", (RecordingRule(c.GPU_INFO, attribution(cfg)), RecordingRule(c.POD_GPU_COUNT, count))),
+        group(
+            "-attribution",
+            (RecordingRule(c.GPU_INFO, attribution(cfg)), RecordingRule(c.POD_GPU_COUNT, count), *after_attribution),
+        ),
         *(group(f"-{name}", summaries(name)) for name in ("framebuffer", "utilization", "thermal")),
     ]

@@ -1,0 +1,428 @@
+"""What the GPUs of vLLM pods cost: GPU-hours per pod, workload, team and model, split into serving, idle and
+asleep; the price of each GPU in use; cost per hour, per million input and output tokens, the prefix
+cache's savings, and the goodput share (docs/cost.md).
+
+The rules sit in the GPU attribution group, after the attribution record they start from, so that every
+record here is computed from raw series within one group: the cost alerts read them one group hop from
+the data, and a rule reading one made earlier in the group sees this evaluation's value.
+
+- GPUs held per pod: the GPUs dcgm-exporter maps to the pod (the attribution record: one holder per GPU,
+  so a GPU time-sliced between pods is counted once; a MIG instance as its share of the GPU's compute
+  slices), else, on nodes where DCGM maps no vLLM GPU at all, the pod's `nvidia.com/gpu` requests from
+  kube-state-metrics (running pods only), with the GPU model from GPU Feature Discovery's node label.
+- State per pod: asleep (sleep mode: the `awake` sleep state reads 0), else serving (a request ran, or a
+  token came out, within the last 5 minutes), else idle (holding GPUs, serving nothing).
+- Prices per node and GPU model in use: the first `cost.gpus` entry that matches (model, cluster, node
+  pool), else `cost.default_hourly`; or OpenCost's node_gpu_hourly_cost; or 1 (costs in GPU-hours).
+- Cost is split into input and output: a prefill pod's cost goes to input tokens, a decode pod's to output
+  tokens; a pod that does both splits its cost by the time its requests spent in prefill and in decode
+  (vLLM's request_prefill_time and request_decode_time; half and half when it served nothing in the hour),
+  as OpenCost's inference cost does.
+- Tokens: input tokens (prompt, cached or not) of pods that prefill, output tokens of pods that decode, so a
+  disaggregated request counts once; production-stack's router copies (no model_name) never count.
+- Over a range, a record's GPU-hours are the sum of its samples times the evaluation step, which the
+  evaluation-time record gives (the step is whatever interval Prometheus runs the group at).
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+
+from obspack import conventions as c
+from obspack import slos
+from obspack.catalogue.vllm import DECODE, PREFILL
+from obspack.config import ObspackConfig, promql_string, scope_matcher
+from obspack.config.cost import GPU_HOURS
+from obspack.rules.model import RecordingRule, RuleGroup
+from obspack.rules.recording.dcgm import pod_models
+from obspack.rules.recording.kubernetes import vllm_pods
+from obspack.rules.recording.vllm import PREFIX_HITS, asleep, sel
+
+POD = ("namespace", "pod")
+MODEL = ("namespace", "model_name")
+HELD = ("namespace", "pod", "model_name", "modelName", "node")  # what a pod's GPUs are keyed by
+WORKLOAD = ("workload_type", "workload", "team_name")
+STATE_WINDOW = "5m"  # serving: a request ran within this window
+SHARE_WINDOW = "1h"  # the prefill/decode time split of pods that do both
+GPU_REQUEST = 'resource="nvidia_com_gpu"'
+RUNNING = 'phase="Running"'
+BY_REPLICASET = 'owner_kind="ReplicaSet"'
+NOT_BY_REPLICASET = 'owner_kind!="ReplicaSet"'
+INPUT = 'tokens="input"'
+GFD_PRODUCT = "label_nvidia_com_gpu_product"  # GPU Feature Discovery's nvidia.com/gpu.product node label
+# A MIG instance's share of its GPU: its compute slices (the N of an `Ng.XXgb` profile) over the GPU's.
+# NVIDIA's MIG user guide: A100, H100, H200, B200 and GB200 have 7 slices; A30 and the RTX PRO 6000 have 4.
+MIG_SLICES = 7
+MIG_FOUR_SLICES = ".*(A30|RTX[ -]PRO[ -]6000).*"
+MIG_PROFILES = {7: (1, 2, 3, 4, 7), 4: (1, 2, 4)}
+# llm-d's role label (llm-d.ai/role): pods that only prefill, only decode; every other value does both.
+PREFILL_ROLES = ("prefill", "encode-prefill")
+DECODE_ROLES = ("decode",)
+ROLES = ("prefill", "decode", "both")
+
+
+def ksm_label(key: str) -> str:
+    """The label kube-state-metrics gives a Kubernetes label: `label_` and the key with anything but
+    letters, digits and `_` replaced by `_` (llm-d.ai/role -> label_llm_d_ai_role)."""
+    return "label_" + re.sub(r"[^a-zA-Z0-9_]", "_", key)
+
+
+def blank_tolerant(regex: str) -> str:
+    """A GPU model regex where a space (outside brackets) also matches a dash: DCGM writes NVIDIA H100 80GB
+    HBM3, dcgm-exporter --replace-blanks-in-model-name and GPU Feature Discovery NVIDIA-H100-80GB-HBM3."""
+    out, depth, escaped = [], 0, False
+    for ch in regex:
+        if escaped:
+            out.append(ch)
+            escaped = False
+        elif ch == "\\":
+            out.append(ch)
+            escaped = True
+        elif ch == "[":
+            depth += 1
+            out.append(ch)
+        elif ch == "]" and depth:
+            depth -= 1
+            out.append(ch)
+        else:
+            out.append("[ -]" if ch == " " and not depth else ch)
+    return "".join(out)
+
+
+def _set(label: str) -> str:
+    return f'{label}!=""'
+
+
+def hours_per_evaluation(window: str) -> str:
+    """Hours between two evaluations of the cost records over `window`, from the evaluation-time record:
+    a record's sum over the window times this is its integral (GPU-hours, money). Where several rulers
+    write the record (Thanos, one per cluster), the slowest step counts."""
+    t = c.COST_EVALUATION
+    span = f"max_over_time({t}[{window}]) - min_over_time({t}[{window}])"
+    return f"max(\n  ({span})\n  / (count_over_time({t}[{window}]) - 1)\n) / 3600"
+
+
+def integral(cfg: ObspackConfig, record: str, window: str, *labels: str) -> str:
+    """A per-hour record summed over `window` by `labels`: GPU-hours, or cost (`record` may carry matchers)."""
+    return (
+        f"sum by ({c.by(cfg, *labels)}) (sum_over_time({record}[{window}]))\n"
+        f"* on () group_left ()\n({hours_per_evaluation(window)})"
+    )
+
+
+def _ksm(cfg: ObspackConfig, *matchers: str) -> str:
+    return c.selector(cfg.selectors.kube_state_metrics, *matchers)
+
+
+def _indent(expr: str) -> str:
+    return textwrap.indent(expr, "  ")
+
+
+def _label(expr: str, label: str, value: str) -> str:
+    return f'label_replace(\n{_indent(expr)},\n  "{label}", "{value}", "", ""\n)'
+
+
+def _copy(expr: str, to: str, source: str) -> str:
+    return f'label_replace(\n{_indent(expr)},\n  "{to}", "$1", "{source}", "(.*)"\n)'
+
+
+# ---------------------------------------------------------------------------------------------------------
+# GPUs held per pod
+
+
+def dcgm_held(cfg: ObspackConfig) -> str:
+    """GPUs per pod from the attribution record: whole GPUs count 1, MIG instances their share."""
+    parts = [f'{c.GPU_INFO}{{GPU_I_PROFILE=""}}']
+    known = []
+    for slices, profiles in MIG_PROFILES.items():
+        models = f"modelName=~{promql_string(MIG_FOUR_SLICES)}" if slices == 4 else f"modelName!~{promql_string(MIG_FOUR_SLICES)}"
+        for g in profiles:
+            profile = f"(.*\\.)?{g}g\\..*"
+            known.append(profile)
+            parts.append(f"{c.GPU_INFO}{{GPU_I_PROFILE=~{promql_string(profile)}, {models}}} * {g} / {slices}")
+    # a MIG profile of another shape counts as a whole GPU: never less than it may cost
+    other = promql_string("|".join(sorted(set(known))))
+    parts.append(f'{c.GPU_INFO}{{GPU_I_PROFILE!="", GPU_I_PROFILE!~{other}}}')
+    every = "\n  or\n  ".join(parts)
+    return f"sum by ({c.by(cfg, *HELD)}) (\n{_indent(_copy(every, 'node', 'Hostname'))}\n)"
+
+
+def dcgm_nodes(cfg: ObspackConfig, nodes: str) -> str:
+    """1 for each of `nodes` where DCGM maps a vLLM pod's GPU, else 0: kube-state-metrics' requests count only
+    where it is 0. (A fallback, not a negation: on partial data a node DCGM does not answer for counts its
+    requests, so the group warns under Thanos like the others.)"""
+    node = c.by(cfg, "node")
+    mapped = _copy(f"group by ({c.by(cfg, 'Hostname')}) ({c.GPU_INFO})", "node", "Hostname")
+    return f"max by ({node}) (\n{_indent(mapped)}\n)\nor on ({node})\n0 * {nodes}"
+
+
+def ksm_held(cfg: ObspackConfig) -> str:
+    """GPUs a running vLLM pod requests, on nodes where DCGM maps none (no DCGM, or no pod mapping), with the
+    GPU model from GPU Feature Discovery's node label where kube-state-metrics has it."""
+    pod, node = c.by(cfg, *POD), c.by(cfg, "node")
+    requests = f"max by ({c.by(cfg, *POD, 'container', 'node')}) (kube_pod_container_resource_requests{_ksm(cfg, GPU_REQUEST)})"
+    per_pod = f"sum by ({c.by(cfg, *POD, 'node')}) (\n  {requests}\n)"
+    running = f"max by ({pod}) (kube_pod_status_phase{_ksm(cfg, RUNNING)}) == 1"
+    nodes = f"group by ({node}) (kube_pod_container_resource_requests{_ksm(cfg, GPU_REQUEST)})"
+    held = (
+        f"{per_pod} > 0\n"
+        f"and on ({pod}) ({running})\n"
+        f"and on ({pod}) (\n{_indent(vllm_pods(cfg))}\n)\n"
+        f"and on ({node}) (\n  (\n{_indent(_indent(dcgm_nodes(cfg, nodes)))}\n  ) == 0\n)"
+    )
+    gfd = _named(cfg, "kube_node_labels", ("node",), GFD_PRODUCT, "modelName")
+    # every node, with its GPU model where GFD's label says it (kube_node_info: one series per node)
+    nodes_typed = f"{gfd}\nor on ({node})\ngroup by ({node}) (kube_node_info{_ksm(cfg)})"
+    typed = f"(\n{_indent(held)}\n)\n* on ({node}) group_left (modelName)\n(\n{_indent(nodes_typed)}\n)"
+    models = pod_models(cfg)
+    return f"(\n{_indent(typed)}\n)\n* on ({pod}) group_left (model_name)\n(\n{_indent(models)}\n)"
+
+
+def held(cfg: ObspackConfig) -> str:
+    """DCGM's GPUs per pod, or for a pod DCGM maps nothing to, kube-state-metrics' requests."""
+    return f"(\n{_indent(dcgm_held(cfg))}\n)\nor on ({c.by(cfg, *POD)})\n(\n{_indent(ksm_held(cfg))}\n)"
+
+
+def states(cfg: ObspackConfig) -> str:
+    """One series per pod holding GPUs, with `state`: asleep, else serving, else idle."""
+    pod = c.by(cfg, *POD)
+    w = STATE_WINDOW
+    serving = (
+        f"group by ({pod}) (\n"
+        f"  max_over_time(vllm:num_requests_running{sel(cfg)}[{w}]) > 0\n"
+        f"  or\n  rate(vllm:generation_tokens_total{sel(cfg)}[{w}]) > 0\n)"
+    )
+    universe = (
+        f"group by ({pod}) ({c.GPU_INFO})\n"
+        f"or\ngroup by ({pod}) (kube_pod_container_resource_requests{_ksm(cfg, GPU_REQUEST)} > 0)"
+    )
+    return (
+        f"{_label(asleep(cfg), 'state', 'asleep')}\nor on ({pod})\n{_label(serving, 'state', 'serving')}\n"
+        f"or on ({pod})\n{_label(universe, 'state', 'idle')}"
+    )
+
+
+def pod_gpus(cfg: ObspackConfig) -> str:
+    return f"(\n{_indent(held(cfg))}\n)\n* on ({c.by(cfg, *POD)}) group_left (state)\n(\n{_indent(states(cfg))}\n)"
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Who pays: workload, team and role per pod
+
+
+def workloads(cfg: ObspackConfig) -> str:
+    """The workload that owns each pod: a ReplicaSet's own owner (its Deployment), else the pod's owner."""
+    pod = c.by(cfg, *POD)
+    rs = c.by(cfg, "namespace", "replicaset")
+    owned = _set("owner_kind"), 'owner_kind!="<none>"'
+    by_rs = f"max by ({pod}, owner_name) (kube_pod_owner{_ksm(cfg, BY_REPLICASET)})"
+    rs_owner = f"topk by ({rs}) (1, max by ({rs}, owner_kind, owner_name) (kube_replicaset_owner{_ksm(cfg, *owned)}))"
+    via_rs = f"{_copy(by_rs, 'replicaset', 'owner_name')}\n* on ({rs}) group_left (owner_kind, owner_name)\n{rs_owner}"
+    direct = f"kube_pod_owner{_ksm(cfg, *owned, NOT_BY_REPLICASET)}"
+    named = [
+        f"max by ({c.by(cfg, *POD, 'workload_type', 'workload')}) (\n"
+        f"{_indent(_copy(_copy(e, 'workload', 'owner_name'), 'workload_type', 'owner_kind'))}\n)"
+        for e in (via_rs, direct)
+    ]
+    return f"topk by ({pod}) (1,\n{_indent(named[0])}\n  or on ({pod})\n{_indent(named[1])}\n)"
+
+
+def _named(cfg: ObspackConfig, metric: str, keep: tuple[str, ...], label: str, to: str) -> str:
+    """One series per `keep` with kube-state-metrics' `label` copied into `to` (where it is set)."""
+    keep_ = c.by(cfg, *keep)
+    renamed = _copy(f"{metric}{_ksm(cfg, _set(label))}", to, label)
+    return f"topk by ({keep_}) (1, max by ({keep_}, {to}) (\n{_indent(renamed)}\n))"
+
+
+def teams(cfg: ObspackConfig, pods: str) -> str:
+    """The team of each pod: its `cost.team_label` label, else its namespace's."""
+    label = ksm_label(cfg.cost.team_label)
+    pod, ns = c.by(cfg, *POD), c.by(cfg, "namespace")
+    own = _named(cfg, "kube_pod_labels", POD, label, "team_name")
+    space = _named(cfg, "kube_namespace_labels", ("namespace",), label, "team_name")
+    by_namespace = f"{pods}\n* on ({ns}) group_left (team_name)\n{space}"
+    return f"{own}\nor on ({pod})\n(\n{_indent(by_namespace)}\n)"
+
+
+def roles(cfg: ObspackConfig, pods: str) -> str:
+    """The prefill/decode role of each pod: `prefill` or `decode` from `cost.role_label`, else `both`."""
+    pod = c.by(cfg, *POD)
+    found = [_label(pods, "role", "both")]
+    if cfg.cost.role_label:
+        label = ksm_label(cfg.cost.role_label)
+        for role, values in (("decode", DECODE_ROLES), ("prefill", PREFILL_ROLES)):
+            matcher = f"{label}=~{promql_string('|'.join(values))}"
+            found.insert(0, _label(f"group by ({pod}) (kube_pod_labels{_ksm(cfg, matcher)})", "role", role))
+    return f"\nor on ({pod})\n".join(found)
+
+
+def pod_info(cfg: ObspackConfig) -> str:
+    """One series per pod holding GPUs: its workload, team and role (each missing label stays empty)."""
+    pod = c.by(cfg, *POD)
+    pods = f"group by ({pod}) ({c.POD_GPUS_ALLOCATED})"
+    dims = [f"(\n{_indent(workloads(cfg))}\n  or on ({pod})\n  {pods}\n)"]
+    if cfg.cost.team_label:
+        dims.append(f"(\n{_indent(teams(cfg, pods))}\n  or on ({pod})\n  {pods}\n)")
+    joined = f"group by ({c.by(cfg, *POD, 'role')}) (\n{_indent(roles(cfg, pods))}\n)"
+    for dim, labels in zip(dims, ("workload_type, workload", "team_name")):
+        joined = f"{joined}\n* on ({pod}) group_left ({labels})\n{dim}"
+    return joined
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Prices
+
+
+def node_pools(cfg: ObspackConfig) -> str:
+    return _named(cfg, "kube_node_labels", ("node",), ksm_label(cfg.cost.node_pool_label), "node_pool")
+
+
+def node_gpus(cfg: ObspackConfig, allocated: str = c.POD_GPUS_ALLOCATED) -> str:
+    """GPUs held by vLLM pods per node and GPU model (and node pool, when a label names it)."""
+    keep = c.by(cfg, "node", "modelName")
+    per_node = f"sum by ({keep}) ({allocated})"
+    if not cfg.cost.node_pool_label:
+        return per_node
+    return f"{per_node}\n* on ({c.by(cfg, 'node')}) group_left (node_pool)\n{node_pools(cfg)}\nor on ({keep})\n{per_node}"
+
+
+def prices(cfg: ObspackConfig, in_use: str = c.POD_GPUS_ALLOCATED) -> str:
+    """The price of a GPU-hour per node and GPU model in use; first match wins (`or` keeps the left one)."""
+    cost, keep = cfg.cost, c.by(cfg, "node", "modelName")
+    if cost.source == "opencost":
+        opencost = f"max by ({c.by(cfg, 'node')}) (node_gpu_hourly_cost{c.selector(cost.opencost.selector)})"
+        return f"group by ({keep}) ({in_use})\n* on ({c.by(cfg, 'node')}) group_left ()\n{opencost}"
+    if cost.currency == GPU_HOURS:
+        return f"group by ({keep}) ({in_use})"
+    branches = []
+    for entry in cost.gpus:
+        matchers = [f"modelName=~{promql_string(blank_tolerant(entry.model_regex))}"]
+        matchers.append(scope_matcher(cfg.cluster_label, entry.cluster_regex))
+        matchers.append(scope_matcher("node_pool", entry.node_pool_regex))
+        branches.append(f"{entry.hourly:g} * group by ({keep}) ({in_use}{c.selector(*matchers)})")
+    if cost.default_hourly is not None:
+        branches.append(f"{cost.default_hourly:g} * group by ({keep}) ({in_use})")
+    return "\nor\n".join(branches) or f"group by ({keep}) ({in_use}) < 0"
+
+
+def pod_cost(cfg: ObspackConfig, *info_matchers: str, labels: str = "") -> str:
+    """Cost per hour of each pod's GPUs, with the pod's `labels` from the pod info record (narrowed by
+    `info_matchers`)."""
+    priced = f"{c.POD_GPUS_ALLOCATED}\n* on ({c.by(cfg, 'node', 'modelName')}) group_left ()\n{c.GPU_PRICE}"
+    info = c.POD_COST_INFO + c.selector(*info_matchers)
+    return f"{priced}\n* on ({c.by(cfg, *POD)}) group_left ({labels})\n{info}"
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Per model: cost split into input and output, tokens, cost per million, savings
+
+
+def _role(*roles: str) -> str:
+    return f"role=~{promql_string('|'.join(roles))}" if len(roles) > 1 else f"role={promql_string(roles[0])}"
+
+
+def _per_pod_of_roles(cfg: ObspackConfig, series: str, *roles: str, labels: str = "") -> str:
+    """Per-pod series (tokens, times) of the pods with these roles, which hold GPUs."""
+    return f"{series}\n* on ({c.by(cfg, *POD)}) group_left ({labels})\n{c.POD_COST_INFO}{{{_role(*roles)}}}"
+
+
+def input_share(cfg: ObspackConfig) -> str:
+    """The share of prefill in the request time of the model's pods that do both, over the hour; a half
+    where they served nothing in it."""
+    keep = c.by(cfg, *MODEL)
+
+    def time(histogram: str) -> str:
+        return f"sum by ({keep}) (\n{_indent(_per_pod_of_roles(cfg, f'rate({histogram}_sum{sel(cfg)}[{SHARE_WINDOW}])', 'both'))}\n)"
+
+    prefill, decode = time(PREFILL), time(DECODE)
+    both = f"group by ({keep}) (\n{_indent(_per_pod_of_roles(cfg, c.POD_GPUS_ALLOCATED, 'both'))}\n)"
+    return f"(\n  {prefill}\n  /\n  ({prefill} + {decode})\n) >= 0\nor on ({keep})\n0.5 * {both}"
+
+
+def model_cost(cfg: ObspackConfig) -> str:
+    keep = c.by(cfg, *MODEL)
+
+    def cost(role: str) -> str:
+        return f"sum by ({c.by(cfg, *MODEL, 'role')}) (\n{_indent(pod_cost(cfg, _role(role), labels='role'))}\n)"
+
+    share = input_share(cfg)
+    parts = [
+        _label(cost("prefill"), "tokens", "input"),
+        _label(cost("decode"), "tokens", "output"),
+        _label(f"{cost('both')}\n* on ({keep}) group_left ()\n(\n{_indent(share)}\n)", "tokens", "input"),
+        _label(f"{cost('both')}\n* on ({keep}) group_left ()\n(\n1 - (\n{_indent(share)}\n)\n)", "tokens", "output"),
+    ]
+    return "\nor\n".join(parts)
+
+
+def model_tokens(cfg: ObspackConfig) -> str:
+    """Tokens per second per model and role: input of the pods that prefill, output of those that decode."""
+    keep = c.by(cfg, *MODEL, "role")
+
+    def rate(counter: str, *roles: str) -> str:
+        per_pod = _per_pod_of_roles(cfg, f"rate({counter}{sel(cfg)}[5m])", *roles, labels="role")
+        return f"sum by ({keep}) (\n{_indent(per_pod)}\n)"
+
+    return (
+        f"{_label(rate('vllm:prompt_tokens_total', 'prefill', 'both'), 'tokens', 'input')}\nor\n"
+        f"{_label(rate('vllm:generation_tokens_total', 'decode', 'both'), 'tokens', 'output')}"
+    )
+
+
+def cost_per_million(cfg: ObspackConfig) -> str:
+    on = c.by(cfg, *MODEL, "role", "tokens")
+    return f"1e6 * {c.MODEL_COST}\n/ on ({on})\n(3600 * {c.MODEL_TOKENS} > 0)"
+
+
+def cache_savings(cfg: ObspackConfig) -> str:
+    """What computing the prefix cache's hits would have cost, per hour: the input cost per computed input
+    token times the tokens served from the cache (vLLM counts them in blocks before 0.9.0)."""
+    keep = c.by(cfg, *MODEL)
+    hits = "\n  or\n  ".join(f"rate({m}{sel(cfg)}[5m])" for m in PREFIX_HITS)
+    per_pod = _per_pod_of_roles(cfg, f"(\n  {hits}\n)", "prefill", "both")
+    cached = f"sum by ({keep}) (\n{_indent(per_pod)}\n)"
+    inputs = f"sum by ({keep}) ({c.MODEL_TOKENS}{{{INPUT}}})"
+    cost = f"sum by ({keep}) ({c.MODEL_COST}{{{INPUT}}})"
+    return f"{cost}\n* on ({keep})\n{cached}\n/ on ({keep})\n({inputs} - on ({keep}) {cached} > 0)"
+
+
+def rules(cfg: ObspackConfig) -> list[RecordingRule]:
+    """The cost records, in the order they read each other (after the attribution record)."""
+    pod = c.by(cfg, *POD)
+    workload = c.by(cfg, "namespace", *WORKLOAD, "model_name", "state")
+    return [
+        RecordingRule(c.COST_EVALUATION, "time()"),
+        RecordingRule(c.POD_GPUS_ALLOCATED, pod_gpus(cfg)),
+        RecordingRule(c.POD_COST_INFO, pod_info(cfg)),
+        RecordingRule(c.NODE_GPUS_ALLOCATED, node_gpus(cfg)),
+        RecordingRule(c.GPU_PRICE, prices(cfg, c.NODE_GPUS_ALLOCATED)),
+        RecordingRule(
+            c.WORKLOAD_COST,
+            f"sum by ({workload}) (\n{_indent(pod_cost(cfg, labels=', '.join(WORKLOAD)))}\n)",
+        ),
+        RecordingRule(c.MODEL_GPUS_ALLOCATED, f"sum by ({c.by(cfg, *MODEL, 'state')}) ({c.POD_GPUS_ALLOCATED})"),
+        RecordingRule(c.MODEL_COST, model_cost(cfg)),
+        RecordingRule(c.MODEL_TOKENS, model_tokens(cfg)),
+        RecordingRule(c.MODEL_COST_PER_MILLION, cost_per_million(cfg)),
+        RecordingRule(c.MODEL_CACHE_SAVINGS, cache_savings(cfg)),
+    ]
+
+
+def goodput(cfg: ObspackConfig) -> str:
+    """The share of a model's tokens from requests that met its SLOs, where SLOs are on: one less the bad
+    shares of its SLOs added up (each over the SLOs' base window). A request that missed two SLOs is
+    subtracted twice, so this is a lower bound: histograms cannot tell which request missed which."""
+    base = slos.base_window(cfg)
+    keep = c.by(cfg, *MODEL)
+    bad = f"{c.slo_rate('errors', base)}\n/ on ({c.by(cfg, *MODEL, 'slo')})\n({c.slo_rate('events', base)} > 0)"
+    return f"clamp_min(\n  1 - sum by ({keep}) (\n{textwrap.indent(bad, '    ')}\n  ),\n  0\n)"
+
+
+def goodput_groups(cfg: ObspackConfig) -> list[RuleGroup]:
+    """The goodput share, from the SLO records (for the cost page only), where an SLO is on: a group of the
+    SLO family (`obspack-slo-`), so the chart's `slos.enabled` switches it with the others."""
+    if not slos.enabled_slis(cfg):
+        return []
+    rule = RecordingRule(c.MODEL_GOODPUT, goodput(cfg))
+    return [RuleGroup(name=f"{c.GROUP_PREFIX}-slo-goodput.rules", rules=(rule,), interval=cfg.rule_interval)]
