@@ -232,6 +232,25 @@ ERRORS: dict[str, tuple[bytes | None, str]] = {
         b"grafana:\n  refresh: 1s\n",
         "FILE:2: grafana.refresh: '1s' is out of range (allowed: 5s, Grafana's default minimum, to 1d)",
     ),
+    "prices without a currency": (
+        b"cost:\n  gpus:\n    - {model_regex: 'NVIDIA H100.*', hourly: 2.5}\n",
+        "FILE:2: cost.gpus: a price needs a currency, and cost.currency is GPU-hours (the default), the unit of a "
+        "pack without prices (allowed: a currency such as USD or EUR)",
+    ),
+    "prices with OpenCost": (
+        b"cost:\n  source: opencost\n  currency: USD\n  default_hourly: 2\n",
+        "FILE:4: cost.default_hourly: a price here conflicts with cost.source opencost (FILE:2), which reads every "
+        "price from OpenCost's node_gpu_hourly_cost (allowed: no prices with opencost, or source config)",
+    ),
+    "node pool without its label": (
+        b"cost:\n  currency: USD\n  gpus:\n    - {model_regex: 'NVIDIA H100.*', hourly: 1.1, node_pool_regex: 'spot-.*'}\n",
+        "FILE:4: cost.gpus.0.node_pool_regex: needs the node label that names the pool, and cost.node_pool_label is "
+        "empty (the default) (allowed: set node_pool_label, e.g. karpenter.sh/nodepool, or leave node_pool_regex empty)",
+    ),
+    "not a currency": (
+        b"cost:\n  currency: ''\n",
+        "FILE:2: cost.currency: '' is not a currency (allowed: 1 to 16 characters, e.g. USD, EUR, GPU-hours)",
+    ),
 }
 
 

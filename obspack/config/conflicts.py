@@ -101,15 +101,15 @@ def _cost_conflicts(cfg: ObspackConfig) -> list[Conflict]:
         if set_ and cost.source == "opencost":
             found.append(Conflict(
                 loc,
-                "is set while cost.source is opencost ({other}), which reads every price from OpenCost's "
-                "node_gpu_hourly_cost (allowed: prices with source config, or no prices)",
+                "a price here conflicts with cost.source opencost ({other}), which reads every price from "
+                "OpenCost's node_gpu_hourly_cost (allowed: no prices with opencost, or source config)",
                 ("cost", "source"),
             ))
         elif set_ and cost.currency == GPU_HOURS:
             found.append(Conflict(
                 loc,
-                f"sets prices while cost.currency is {GPU_HOURS} ({{other}}), the unit of a pack without prices "
-                "(allowed: a currency such as USD or EUR with prices)",
+                f"a price needs a currency, and cost.currency is {GPU_HOURS} ({{other}}), the unit of a pack "
+                "without prices (allowed: a currency such as USD or EUR)",
                 ("cost", "currency"),
             ))
     if cost.source == "opencost" and cost.currency == GPU_HOURS:
@@ -123,8 +123,8 @@ def _cost_conflicts(cfg: ObspackConfig) -> list[Conflict]:
         if entry.node_pool_regex and not cost.node_pool_label:
             found.append(Conflict(
                 ("cost", "gpus", str(i), "node_pool_regex"),
-                "needs cost.node_pool_label ({other}), the node label that names the pool (allowed: empty, or set "
-                "node_pool_label, e.g. karpenter.sh/nodepool)",
+                "needs the node label that names the pool, and cost.node_pool_label is empty ({other}) (allowed: "
+                "set node_pool_label, e.g. karpenter.sh/nodepool, or leave node_pool_regex empty)",
                 ("cost", "node_pool_label"),
             ))
     return found

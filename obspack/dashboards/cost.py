@@ -108,7 +108,7 @@ def _stats(cfg: ObspackConfig) -> list[Panel]:
         ),
         p.stat(
             "Idle share of GPU-hours",
-            p.target(f"sum(\n{over(cfg, c.MODEL_GPUS_ALLOCATED, matchers=IDLE)}\n)\n/\nsum(\n{over(cfg, c.MODEL_GPUS_ALLOCATED)}\n)", "idle", instant=True),
+            p.target(f"(\n  sum(\n{over(cfg, c.MODEL_GPUS_ALLOCATED, matchers=IDLE)}\n  )\n  or on () vector(0)\n)\n/\nsum(\n{over(cfg, c.MODEL_GPUS_ALLOCATED)}\n)", "idle", instant=True),
             unit=p.PERCENT_UNIT,
             description=(
                 "The share of those GPU-hours in which the pod ran no request for 5 minutes. High: fewer replicas, "
@@ -194,7 +194,7 @@ def _tables(cfg: ObspackConfig) -> list[Panel]:
         p.table(
             "Spend per team over the range",
             p.target(over(cfg, c.WORKLOAD_COST, "team_name"), instant=True, table=True),
-            p.target(over(cfg, c.WORKLOAD_COST, "team_name", matchers=IDLE), instant=True, table=True),
+            p.target(f"{over(cfg, c.WORKLOAD_COST, 'team_name', matchers=IDLE)}\nor on ({c.by(cfg, 'team_name')})\n0 * {over(cfg, c.WORKLOAD_COST, 'team_name')}", instant=True, table=True),
             description=(
                 f"Spend per team (the pod's `{cfg.cost.team_label or 'team'}` label, else its namespace's; empty "
                 "where neither says), and the part of it on idle GPUs. A team without a name needs the label "

@@ -54,6 +54,7 @@ MODELS = (
     ("mistralai/Mistral-7B-Instruct-v0.3", 1),
 )
 NAMESPACES = ("llm-serving", "llm-batch")
+TEAMS = {"llm-serving": "search", "llm-batch": "research"}  # the `team` pod label of each namespace's pods
 GPU_MODEL = "NVIDIA H100 80GB HBM3"
 GPU_FB_MIB = 81559
 GPUS_PER_NODE = 8
@@ -872,6 +873,24 @@ class _Fleet:
                                 ),
                                 float(value),
                             )
+        # Who owns each pod (a Deployment through its ReplicaSet) and the labels kube-state-metrics is allowed
+        # to show: the team that pays, and llm-d's prefill/decode role on disaggregated pods (docs/cost.md).
+        w.family("kube_pod_owner", "gauge", "Information about the Pod's owner.")
+        w.family("kube_replicaset_owner", "gauge", "Information about the ReplicaSet's owner.")
+        w.family("kube_pod_labels", "gauge", "Kubernetes labels converted to Prometheus labels.")
+        for pod in self.pods:
+            replicaset = pod.name.rsplit("-", 1)[0]
+            roles = {"prefill": pod.uses("nixl-prefill"), "decode": pod.uses("nixl-decode", "mooncake-decode")}
+            role = next((name for name, on in roles.items() if on), "")
+            labels = {"label_team": TEAMS[pod.namespace], **({"label_llm_d_ai_role": role} if role else {})}
+            for r in replicas:
+                w.series("kube_pod_owner", ksm(pod, r, owner_kind="ReplicaSet", owner_name=replicaset,
+                                               owner_is_controller="true"), 1.0)
+                w.series("kube_replicaset_owner", _labels(**{
+                    self.cl: pod.cluster, "instance": r, "job": "kube-state-metrics", "namespace": pod.namespace,
+                    "replicaset": replicaset, "owner_kind": "Deployment", "owner_name": replicaset.rsplit("-", 1)[0],
+                    "owner_is_controller": "true", "uid": f"rs-{pod.uid}"}), 1.0)
+                w.series("kube_pod_labels", ksm(pod, r, **labels), 1.0)
         w.family(
             "kube_pod_container_status_restarts", "counter", "The number of container restarts per container."
         )

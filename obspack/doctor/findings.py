@@ -27,6 +27,7 @@ class Topic(str, Enum):
     VARIABLE = "variable"
     RULES = "rules"
     AUTOSCALER = "autoscaler"
+    COST = "cost"
 
 
 @dataclass(frozen=True)

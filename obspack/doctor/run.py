@@ -28,6 +28,7 @@ from obspack.doctor.fit import (
 )
 from obspack.doctor.history import history_findings
 from obspack.doctor.needs import leaves, read_pack
+from obspack.doctor.prices import price_findings
 from obspack.doctor.report import Report
 from obspack.doctor.sources import survey
 from obspack.doctor.targets import scrape_targets
@@ -78,6 +79,8 @@ def diagnose(pack: Pack, connection: Connection, options: Options = Options()) -
         phase("dashboards")
         scaling = autoscaler_findings(api, pack, at, options.lookback_s)
         phase("autoscalers")
+        pricing = price_findings(api, pack, at)
+        phase("prices")
         read = {leaf for need in rule_needs for leaf in leaves(need)} | {
             x for d in dashboards for x in d.selectors
         }
@@ -91,6 +94,7 @@ def diagnose(pack: Pack, connection: Connection, options: Options = Options()) -
             *history,
             *deployment.findings,
             *scaling,
+            *pricing,
         )
         _answered_since(api, mark)
         requests = api.requests

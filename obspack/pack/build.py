@@ -8,15 +8,17 @@ import hashlib
 
 from obspack import __version__
 from obspack.config import ObspackConfig
+from obspack.config.cost import GPU_HOURS
 from obspack.dashboards import all_dashboards
 from obspack.errors import RenderError
 from obspack.pack.alertmanager import alertmanager_example
 from obspack.pack.autoscaling import manifests
-from obspack.pack.model import Dashboard, Pack, Sources
+from obspack.pack.model import Costs, Dashboard, Pack, Price, Sources
 from obspack.pack.shipped_tests.alerts import rule_tests
 from obspack.pack.shipped_tests.slos import slo_rule_tests
 from obspack.rules.alerts import alert_groups, all_alerts, enabled
 from obspack.rules.recording import all_recording_groups
+from obspack.rules.recording import cost as cost_rules
 from obspack.runbooks import render_runbooks
 
 
@@ -27,6 +29,23 @@ def stamp(cfg: ObspackConfig) -> str:
         return "built-in defaults"
     digest = hashlib.sha256(cfg.model_dump_json(by_alias=True).encode()).hexdigest()[:12]
     return f"config {digest}"
+
+
+def costs(cfg: ObspackConfig) -> Costs:
+    cost = cfg.cost
+    source = "opencost" if cost.source == "opencost" else ("gpu_hours" if cost.currency == GPU_HOURS else "config")
+    return Costs(
+        source=source,
+        currency=cost.currency,
+        prices=tuple(
+            Price(cost_rules.blank_tolerant(p.model_regex), p.hourly, p.cluster_regex, p.node_pool_regex)
+            for p in cost.gpus
+        ),
+        default_hourly=cost.default_hourly,
+        node_pool_label=cost_rules.ksm_label(cost.node_pool_label) if cost.node_pool_label else "",
+        opencost_selector=cost.opencost.selector,
+        in_use=cost_rules.in_use(cfg),
+    )
 
 
 def build(cfg: ObspackConfig) -> Pack:
@@ -59,4 +78,5 @@ def build(cfg: ObspackConfig) -> Pack:
         prometheus_rule=cfg.prometheus_rule.model_dump(),
         grafana=cfg.grafana.model_dump(),
         autoscaling=manifests(cfg),
+        costs=costs(cfg),
     )

@@ -30,6 +30,34 @@ class Sources:
 
 
 @dataclass(frozen=True)
+class Price:
+    """A price of a GPU-hour: for GPU models `model_regex` matches (a space also matches a dash), in clusters
+    `cluster_regex` matches, on node pools `node_pool_regex` matches (empty: any)."""
+
+    model_regex: str
+    hourly: float
+    cluster_regex: str = ""
+    node_pool_regex: str = ""
+
+
+@dataclass(frozen=True)
+class Costs:
+    """How the pack prices GPUs, for what reads a live server (the doctor's check of GPU models in use with
+    no price): `config` prices (first match wins, then `default_hourly`), `opencost`'s per-node price, or
+    none (`gpu_hours`: every GPU-hour counts 1). `node_pool_label` is kube-state-metrics' label naming the
+    pool (empty: none); `in_use` a query of the GPUs vLLM pods hold per cluster, node and GPU model, from raw
+    series."""
+
+    source: str  # config, opencost or gpu_hours
+    currency: str
+    prices: tuple[Price, ...] = ()
+    default_hourly: float | None = None
+    node_pool_label: str = ""
+    opencost_selector: str = ""
+    in_use: str = ""
+
+
+@dataclass(frozen=True)
 class Pack:
     version: str
     source: str  # what the pack was rendered from, for the generated headers (build.stamp)
@@ -46,3 +74,4 @@ class Pack:
     prometheus_rule: dict[str, object]  # name, namespace, labels
     grafana: dict[str, object]  # namespace, folder, folder_annotation, configmap_labels
     autoscaling: Manifests = field(default_factory=lambda: Manifests((), ()))  # KEDA and HPA manifests
+    costs: Costs = field(default_factory=lambda: Costs("gpu_hours", "GPU-hours"))  # how GPUs are priced

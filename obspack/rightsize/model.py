@@ -232,6 +232,30 @@ class Release:
 
 
 @dataclass(frozen=True)
+class Saving:
+    """What one recommendation does to the bill: the GPUs it frees (negative: adds) and the money a month at
+    the configured prices (negative: costs more; None: the GPUs have no price)."""
+
+    change: str
+    gpus_freed: float
+    per_month: float | None
+    note: str = ""
+    possible: bool = False  # a possibility to check, not a recommendation (a lower tensor-parallel degree)
+
+
+@dataclass(frozen=True)
+class WorkloadCost:
+    """The workload's GPUs and what they cost a month at the configured prices (obspack/rightsize/prices.py)."""
+
+    gpus_per_pod: float
+    gpu_model: str  # DCGM's modelName ("" where only kube-state-metrics' requests were seen)
+    hourly: float | None  # price of one GPU-hour; None: no price for this GPU model
+    pods: int  # pods seen with GPUs
+    per_month: float | None
+    savings: tuple[Saving, ...] = ()
+
+
+@dataclass(frozen=True)
 class Workload:
     key: Key
     owner_guessed: bool  # no kube-state-metrics owner: the owner is read from the pod name
@@ -247,6 +271,7 @@ class Workload:
     alive: bool  # a pod of it ran at the end of the window
     backtest: Backtest | None = None  # the recommended (or kept) limit and request, replayed
     history: History = field(default_factory=History, compare=False, repr=False)  # what the backtest reads
+    cost: WorkloadCost | None = None  # its GPUs at the configured prices; None: no GPU seen
 
     @property
     def release_risk(self) -> bool:
@@ -321,6 +346,7 @@ class ModelScaling:
     peak_at: float | None
     pods_at_peak: int | None
     targets_used: tuple[float, float]  # (queue, KV) the replica counts were computed with
+    saving: Saving | None = None  # running the replicas the peak needed instead of those running now
 
 
 @dataclass(frozen=True)
@@ -362,6 +388,7 @@ class Report:
     what_if: WhatIf | None = None
     selectors: tuple[str, ...] = ()  # what discovery looked for (said when it found nothing)
     scaling: tuple[ModelScaling, ...] = ()  # with --autoscaling: per model, targets and replicas from history
+    currency: str = ""  # of every cost in the report (cost.currency)
 
     @property
     def exit_code(self) -> int:

@@ -18,7 +18,9 @@ from urllib.parse import urlsplit, urlunsplit
 import yaml
 
 from obspack.durations import format_ms
+from obspack.numbers import text as number_text
 from obspack.rightsize import patches
+from obspack.rightsize.prices import HOURS_PER_MONTH
 from obspack.rightsize.model import (
     GPU,
     Backtest,
@@ -31,8 +33,10 @@ from obspack.rightsize.model import (
     Release,
     Report,
     Risk,
+    Saving,
     WhatIf,
     Workload,
+    WorkloadCost,
 )
 from obspack.rightsize.sizing import PREFIX_FLAG, days, human_bytes, quantity
 from obspack.rightsize.whatif import sentence
@@ -117,11 +121,11 @@ def text(report: Report, style: Style = _plain) -> str:
     if report.workloads:
         lines += _table(report.workloads)
         for w in report.workloads:
-            lines += ["", *_block(w, style, report.include_low)]
+            lines += ["", *_block(w, style, report.include_low, report.currency)]
     if report.what_if is not None:
         lines += ["", *_what_if_lines(report.what_if, style)]
     if report.scaling:
-        lines += ["", *_scaling_lines(report.scaling, style)]
+        lines += ["", *_scaling_lines(report.scaling, style, report.currency)]
     found = [*report.notes, *(f"could not measure {f.quantity}: {_safe(f.error)}" for f in report.failures)]
     if not report.workloads and report.selectors and not report.failures:
         found += [f"tried: {_safe(s)}" for s in report.selectors]
@@ -163,7 +167,7 @@ def _backtest_cell(bt: Backtest | None) -> str:
     return f"{bt.runs_killed}/{bt.runs} runs, {bt.days_killed}/{bt.days} days killed{peak}"
 
 
-def _block(w: Workload, style: Style, include_low: bool) -> list[str]:
+def _block(w: Workload, style: Style, include_low: bool, currency: str = "") -> list[str]:
     head = f"{_safe(w.key.title)}{' (owner read from the pod name)' if w.owner_guessed else ''}"
     facts = [f"{w.pods} pod{'s' if w.pods != 1 else ''}"]
     if w.models:
@@ -178,6 +182,8 @@ def _block(w: Workload, style: Style, include_low: bool) -> list[str]:
         lines += _gpu_lines(w.gpu)
     lines += _knob_lines(w.knobs, w.confidence.level)
     lines += [f"  env         {name}={value} ({why})" for name, value, why in w.env]
+    if w.cost is not None:
+        lines += _cost_lines(w.cost, currency)
     if len(w.releases) > 1:
         lines += _release_lines(w.releases, style)
     c = w.confidence
@@ -336,7 +342,36 @@ def _regex_literal(text: str) -> str:
     return "".join(f"\\{ch}" if ch in ".^$*+?()[]{}|\\" else ch for ch in text)
 
 
-def _scaling_lines(found: tuple[ModelScaling, ...], style: Style) -> list[str]:
+def money(value: float | None, currency: str) -> str:
+    """An amount as a person writes it: `23,360 USD`, `0.5 USD`, `2,920 GPU-hours`; `no price` without one."""
+    if value is None:
+        return "no price"
+    shown = f"{round(value):,}" if abs(value) >= 100 else number_text(round(value, 2))
+    return f"{shown} {currency}".strip()
+
+
+def _saving_text(s: Saving, currency: str) -> str:
+    if s.per_month is None:
+        amount = "no price for these GPUs"
+    elif s.gpus_freed == 0:
+        amount = f"frees no GPU, saves 0 {currency}".strip()
+    elif s.per_month >= 0:
+        amount = f"frees {number_text(s.gpus_freed)} GPU{'s' if s.gpus_freed != 1 else ''}: saves {money(s.per_month, currency)} a month"
+    else:
+        amount = f"adds {number_text(-s.gpus_freed)} GPU{'s' if s.gpus_freed != -1 else ''}: costs {money(-s.per_month, currency)} a month more"
+    return f"{s.change}: {amount} ({s.note})" if s.note else f"{s.change}: {amount}"
+
+
+def _cost_lines(cost: WorkloadCost, currency: str) -> list[str]:
+    model = f" {cost.gpu_model}" if cost.gpu_model else ""
+    price = f" at {money(cost.hourly, currency)} a GPU-hour" if cost.hourly is not None else " (no price for this GPU model)"
+    gpus = f"{number_text(cost.gpus_per_pod)} GPU{'s' if cost.gpus_per_pod != 1 else ''}{model} per pod x {cost.pods}"
+    lines = [f"  cost        {gpus}{price}: {money(cost.per_month, currency)} a month"]
+    lines += [f"              {'if ' if s.possible else ''}{_saving_text(s, currency)}" for s in cost.savings]
+    return lines
+
+
+def _scaling_lines(found: tuple[ModelScaling, ...], style: Style, currency: str = "") -> list[str]:
     lines = [style("autoscaling targets from the TTFT SLO's history", bold=True)]
     for m in found:
         title = f"{m.cluster + ' ' if m.cluster else ''}{m.namespace} {m.model}"
@@ -351,6 +386,8 @@ def _scaling_lines(found: tuple[ModelScaling, ...], style: Style) -> list[str]:
             f"  {_safe(title)}: {queue}, {kv}; {peak}; {m.replicas_now} now",
             f"              {_safe(m.basis)}",
         ]
+        if m.saving is not None:
+            lines.append(f"              {_saving_text(m.saving, currency)}")
     return lines
 
 
@@ -453,6 +490,8 @@ def as_json(report: Report) -> dict[str, Any]:
             "not_enough_data": sum(1 for w in report.workloads if w.confidence.level is Level.NONE),
             "include_low": report.include_low,
         },
+        "currency": report.currency,
+        "hours_per_month": HOURS_PER_MONTH,
         "requests": report.requests,
         "elapsed_s": round(report.elapsed_s, 3),
         "exit_code": report.exit_code,
@@ -537,6 +576,7 @@ def _workload(w: Workload, include_low: bool) -> dict[str, Any]:
         ],
         "suggested_args": list(patches.suggested_args(w)),
         "env": [{"name": name, "value": value, "why": why} for name, value, why in w.env],
+        "cost": _cost(w.cost) if w.cost is not None else None,
         "releases": [
             {
                 "image": r.image,
@@ -593,6 +633,22 @@ def _scaling(m: ModelScaling) -> dict[str, Any]:
         "peak_at": _when(m.peak_at) if m.peak_at is not None else None,
         "replicas_at_peak": m.pods_at_peak,
         "targets_used": {"queue": m.targets_used[0], "kv_cache": m.targets_used[1]},
+        "saving": _saving(m.saving) if m.saving is not None else None,
+    }
+
+
+def _saving(s: Saving) -> dict[str, Any]:
+    return {"change": s.change, "gpus_freed": s.gpus_freed, "per_month": s.per_month, "note": s.note, "possible": s.possible}
+
+
+def _cost(cost: WorkloadCost) -> dict[str, Any]:
+    return {
+        "gpus_per_pod": cost.gpus_per_pod,
+        "gpu_model": cost.gpu_model,
+        "hourly_per_gpu": cost.hourly,
+        "pods": cost.pods,
+        "per_month": cost.per_month,
+        "savings": [_saving(s) for s in cost.savings],
     }
 
 

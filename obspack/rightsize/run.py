@@ -14,7 +14,7 @@ from dataclasses import replace
 from obspack.config import ObspackConfig
 from obspack.doctor.api import Connection, PrometheusAPI
 from obspack.doctor.backends import connect, detect
-from obspack.rightsize import queries, scaling, sizing
+from obspack.rightsize import prices, queries, scaling, sizing
 from obspack.rightsize.assemble import Settings, assemble, needs_before
 from obspack.rightsize.measure import Measurements, measure, merge
 from obspack.rightsize.model import ModelScaling, Report, Rules, Workload
@@ -78,7 +78,7 @@ def rightsize(cfg: ObspackConfig, connection: Connection, options: Options | Non
         m = found
         if containers:
             plan = replace(plan, namespaces=queries.namespaces(containers), starts=start_sources(found))
-            m = merge(found, measure(api, queries.measurements(cfg, plan), at, plan.window_s))
+            m = merge(found, measure(api, [*queries.measurements(cfg, plan), *prices.queries(cfg, plan)], at, plan.window_s))
             pods, earliest = needs_before(m, plan)
             before = queries.before_window(cfg, plan, pods, earliest) if pods else None
             if before is not None:
@@ -93,7 +93,9 @@ def rightsize(cfg: ObspackConfig, connection: Connection, options: Options | Non
         fragmentation_high=cfg.alerts.VLLMCUDAAllocatorFragmentationHigh.ratio,
     )
     workloads, notes = assemble(m, plan, settings)
+    workloads = prices.workload_costs(cfg, m, workloads)
     targets = scaling_targets(cfg, m, plan, workloads) if options.autoscaling else ()
+    targets = prices.scaling_savings(targets, workloads)
     asked = what_if(workloads, options.what_if) if options.what_if is not None and not m.failures else None
     if asked is not None:  # the report is about the one workload the what-if names
         workloads = tuple(w for w in workloads if w.key == asked.workload)
@@ -115,4 +117,5 @@ def rightsize(cfg: ObspackConfig, connection: Connection, options: Options | Non
         what_if=asked,
         scaling=targets,
         selectors=tuple(queries.tried(cfg)),
+        currency=cfg.cost.currency,
     )

@@ -35,7 +35,7 @@ from obspack.catalogue.vllm import DECODE, PREFILL
 from obspack.config import ObspackConfig, promql_string, scope_matcher
 from obspack.config.cost import GPU_HOURS
 from obspack.rules.model import RecordingRule, RuleGroup
-from obspack.rules.recording.dcgm import pod_models
+from obspack.rules.recording.dcgm import attribution, pod_models
 from obspack.rules.recording.kubernetes import vllm_pods
 from obspack.rules.recording.vllm import PREFIX_HITS, asleep, sel
 
@@ -385,6 +385,13 @@ def cache_savings(cfg: ObspackConfig) -> str:
     inputs = f"sum by ({keep}) ({c.MODEL_TOKENS}{{{INPUT}}})"
     cost = f"sum by ({keep}) ({c.MODEL_COST}{{{INPUT}}})"
     return f"{cost}\n* on ({keep})\n{cached}\n/ on ({keep})\n({inputs} - on ({keep}) {cached} > 0)"
+
+
+def in_use(cfg: ObspackConfig) -> str:
+    """GPUs held by vLLM pods per cluster, node and GPU model, from raw series only (the attribution
+    expression inline, whole GPUs): what the doctor prices without the records."""
+    keep = c.by(cfg, "node", "modelName")
+    return f"count by ({keep}) (\n{_indent(_copy(attribution(cfg), 'node', 'Hostname'))}\n)"
 
 
 def rules(cfg: ObspackConfig) -> list[RecordingRule]:
