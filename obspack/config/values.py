@@ -61,7 +61,7 @@ RULE_LABELS = frozenset({
     "pid", "reason", "finished_reason", "gpu", "UUID", "Hostname", "modelName", "GPU_I_ID", "slo",
     "long", "short", "connector", "kind", "signal", "horizontalpodautoscaler", "scaledObject", "scaledResource",
     "exported_namespace", "GPU_I_PROFILE", "node", "node_pool", "state", "role", "tokens", "workload",
-    "workload_type", "team_name", "owner_kind", "owner_name", "replicaset",
+    "workload_type", "team_name", "owner_kind", "owner_name", "replicaset", "mig_g", "mig_slices",
 })
 
 

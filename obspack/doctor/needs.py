@@ -39,6 +39,10 @@ MATCH_ALL = ".*"
 Labels = tuple[tuple[str, str], ...]  # static labels of a rule, sorted
 RECENT = "[2m:1m]"  # a written-out record read over a window: two evaluations, enough for any function
 MARK = "obspack_doctor_match"  # a label a regex matcher puts on the series it keeps, for `and on`
+# A record whose rule, with the records it reads written out, would be longer than this is judged by its
+# inputs (present or not) and not evaluated: the cost records read records that read records, and written
+# out they grow to hundreds of KiB (servers cap queries; VictoriaMetrics at 16 KiB by default).
+MAX_WRITTEN = 64 * 1024
 
 
 @functools.lru_cache(maxsize=4096)

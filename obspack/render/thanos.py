@@ -42,7 +42,7 @@ def safe_on_partial_data(expr: str, cluster_label: str) -> bool:
         elif isinstance(node, p.BinaryExpr):
             safe &= token(node.op) not in NEGATIONS
             matching = node.modifier.matching if node.modifier else None
-            if matching is not None:
+            if matching is not None and not (_constant(node.lhs) or _constant(node.rhs)):
                 safe &= (cluster_label in matching.labels) == (token(matching.type) == "include")
         elif isinstance(node, p.Call):
             safe &= node.func.name not in NEGATIONS
@@ -50,6 +50,20 @@ def safe_on_partial_data(expr: str, cluster_label: str) -> bool:
 
     p.walk(p.parse(expr), visit)
     return safe
+
+
+def _constant(node: p.Expr) -> bool:
+    """Whether an expression reads no series (a table of `vector()` constants): joining it by any labels
+    gives the same answer whichever stores answer."""
+    reads = False
+
+    def visit(inner: p.Expr) -> bool:
+        nonlocal reads
+        reads |= isinstance(inner, p.VectorSelector | p.MatrixSelector)
+        return True
+
+    p.walk(node, visit)
+    return not reads
 
 
 def partial_response_strategy(group: RuleGroup, cluster_label: str) -> str:

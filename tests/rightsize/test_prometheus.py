@@ -14,7 +14,7 @@ import yaml
 from obspack.config import ObspackConfig
 from obspack.demo.prometheus import Prometheus
 from obspack.demo.rightsize_fleet import DAY, END
-from obspack.rightsize import queries
+from obspack.rightsize import prices, queries
 from tests.rightsize.command import GIB, MIB, knob, report, run, workload
 from tests.support.prometheus import backfill_openmetrics, running_prometheus
 
@@ -204,13 +204,14 @@ def test_the_fleet_exits_1_and_the_json_is_the_documented_schema(found) -> None:
 def test_the_number_of_requests_is_fixed_by_the_questions_not_by_the_fleet(prom: Prometheus, found, tmp_path: Path) -> None:
     cfg = ObspackConfig()
     plan = queries.Plan(at=END, window_s=14 * DAY, step_s=900, load_s=600)
-    asked = len(queries.discovery(cfg, plan)) + len(queries.measurements(cfg, plan)) + 1  # + the load before the window
+    priced = len(prices.queries(cfg, plan))  # the GPUs of each pod, for what the recommendations save
+    asked = len(queries.discovery(cfg, plan)) + len(queries.measurements(cfg, plan)) + priced + 1  # + the load before the window
     assert found[1]["requests"] == asked + 1 + 6  # + the connection check and the backend's six probes
     config = tmp_path / "obspack.yaml"
     config.write_text(yaml.safe_dump({"selectors": {k: 'namespace="rs-ok"' for k in ("vllm", "cadvisor", "kube_state_metrics")}}))
     smaller = report(prom.url, "--config", str(config))[1]
     cadvisor_only = queries.Plan(at=END, window_s=14 * DAY, step_s=900, load_s=600, starts=("cadvisor",))
-    alone = len(queries.discovery(cfg, plan)) + len(queries.measurements(cfg, cadvisor_only))  # nothing before the window
+    alone = len(queries.discovery(cfg, plan)) + len(queries.measurements(cfg, cadvisor_only)) + priced  # nothing before the window
     assert len(smaller["workloads"]) == 2 and smaller["requests"] == alone + 1 + 6
 
 
@@ -293,5 +294,9 @@ def test_autoscaling_targets_come_from_where_the_ttft_slo_burned(prom: Prometheu
     (scaler,) = cfg.autoscaling.autoscalers
     assert (scaler.namespace, scaler.target.name, scaler.max_replicas, scaler.model) == ("rs-scale", "scale", 7, "Qwen/Qwen3-8B")
     assert cfg.autoscaling.models[0].queue == 3
+    # what more replicas cost a month: 4 more replicas of the pod's GPUs, in GPU-hours (no prices set)
+    assert scale["saving"]["change"] == "replicas 2 -> 6" and doc["currency"] == "GPU-hours"
+    assert scale["saving"]["gpus_freed"] < 0 and scale["saving"]["per_month"] == scale["saving"]["gpus_freed"] * 730
     code, out, _ = run(prom.url, "--autoscaling")
     assert "\n# paste into obspack.yaml:\nautoscaling:\n" in out
+    assert "replicas 2 -> 6: adds " in out and "GPU-hours a month more (the replicas the peak needed)" in out

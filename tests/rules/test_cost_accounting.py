@@ -185,7 +185,6 @@ def checks(cfg: ObspackConfig) -> list[tuple[str, float]]:
     out: list[tuple[str, float]] = [
         (over(c.MODEL_GPUS_ALLOCATED), FLEET_GPU_HOURS),
         (over(c.POD_GPUS_ALLOCATED), FLEET_GPU_HOURS),
-        (over(c.NODE_GPUS_ALLOCATED), FLEET_GPU_HOURS),
     ]
     for (ns, model), hours in MODEL_GPU_HOURS.items():
         out.append((over(c.MODEL_GPUS_ALLOCATED, namespace=ns, model_name=model), hours))

@@ -999,7 +999,7 @@ def cost_per_million_tokens_rising(b: Builder) -> Incident:
         return 2 * (fast if minute <= WEEK else slow)
 
     this = [rate(m) for m in range(at - WEEK, at + 1, every)]
-    last = [rate(m) for m in range(at - 2 * WEEK, at - WEEK + 1, every)]
+    last = [rate(m) for m in range(at - 2 * WEEK, at - WEEK, every)]  # two weeks less the last (closed) one
     value = (2 * len(this) / sum(this)) / (2 * len(last) / sum(last)) - 1
     cl = b.cfg.cluster_label
     inc.expect("VLLMCostPerMillionTokensRising", at, [({cl: "prod-a", "namespace": "inference", "model_name": MODEL}, value)])

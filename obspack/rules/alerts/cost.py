@@ -17,11 +17,17 @@ from obspack.rules.recording.vllm import sel
 MODEL = ("namespace", "model_name")
 WHO = "{{ $labels.model_name }} in {{ $labels.namespace }}"
 WEEK = "1w"
+TWO_WEEKS = "2w"
 
 
-def _per_model(cfg: ObspackConfig, series: str, window: str, offset: str = "") -> str:
-    shifted = f" offset {offset}" if offset else ""
-    return f"sum by ({c.by(cfg, *MODEL)}) (sum_over_time({series}[{window}]{shifted}))"
+def _per_model(cfg: ObspackConfig, series: str, window: str) -> str:
+    return f"sum by ({c.by(cfg, *MODEL)}) (sum_over_time({series}[{window}]))"
+
+
+def _week_before(cfg: ObspackConfig, series: str) -> str:
+    """The sum over the week before the last one: two weeks less the last (no `offset`, which a record read
+    by obspack doctor cannot take)."""
+    return f"({_per_model(cfg, series, TWO_WEEKS)} - on ({c.by(cfg, *MODEL)}) {_per_model(cfg, series, WEEK)})"
 
 
 def gpus_mostly_idle(cfg: ObspackConfig) -> AlertRule:
@@ -32,8 +38,9 @@ def gpus_mostly_idle(cfg: ObspackConfig) -> AlertRule:
     on = c.by(cfg, *MODEL)
     idle = _per_model(cfg, f'{c.MODEL_GPUS_ALLOCATED}{{state="idle"}}', t.window)
     held = _per_model(cfg, c.MODEL_GPUS_ALLOCATED, t.window)
-    since = f"group by ({on}) ({c.MODEL_GPUS_ALLOCATED} offset {t.window})"
-    # still served now: the engines' own gauge (raw), so that a model removed stops the ticket at once
+    # served when the window began and now: the engines' own gauge (raw series, so obspack doctor can check
+    # the alert; a model removed stops the ticket at once)
+    since = f"group by ({on}) (vllm:num_requests_running{sel(cfg)} offset {t.window})"
     now = f"group by ({on}) (vllm:num_requests_running{sel(cfg)})"
     expr = f"({idle}\n/ on ({on})\n{held}) > {t.ratio:g}\nand on ({on}) {since}\nand on ({on}) {now}"
     return AlertRule(
@@ -59,18 +66,21 @@ def cost_per_million_tokens_rising(cfg: ObspackConfig) -> AlertRule:
     t = cfg.alerts.VLLMCostPerMillionTokensRising
     on = c.by(cfg, *MODEL)
 
-    def per_token(offset: str = "") -> str:
-        gpus = _per_model(cfg, c.MODEL_GPUS_ALLOCATED, WEEK, offset)
-        tokens = _per_model(cfg, c.MODEL_TOKENS, WEEK, offset)
+    def per_token(gpus: str, tokens: str) -> str:
         return f"(\n  {gpus}\n  / on ({on})\n  ({tokens} > 0)\n)"
 
-    def busy(offset: str = "") -> str:
-        shifted = f" offset {offset}" if offset else ""
-        return f"sum by ({on}) (avg_over_time({c.MODEL_TOKENS}[{WEEK}]{shifted})) >= {t.min_tokens_per_second:g}"
-
+    this = per_token(_per_model(cfg, c.MODEL_GPUS_ALLOCATED, WEEK), _per_model(cfg, c.MODEL_TOKENS, WEEK))
+    before = per_token(_week_before(cfg, c.MODEL_GPUS_ALLOCATED), _week_before(cfg, c.MODEL_TOKENS))
+    # tokens per second on average in each week: the sums over the samples of each
+    rate = f"sum by ({on}) (avg_over_time({c.MODEL_TOKENS}[{WEEK}]))"
+    two = f"sum_over_time({c.MODEL_TOKENS}[{TWO_WEEKS}])"
+    one = f"sum_over_time({c.MODEL_TOKENS}[{WEEK}])"
+    counts = f"(count_over_time({c.MODEL_TOKENS}[{TWO_WEEKS}]) - count_over_time({c.MODEL_TOKENS}[{WEEK}]) > 0)"
+    rate_before = f"sum by ({on}) (\n  ({two} - {one})\n  / {counts}\n)"
+    floor = f"{t.min_tokens_per_second:g}"
     expr = (
-        f"{per_token()}\n/ on ({on})\n{per_token(WEEK)}\n- 1 > {t.increase:g}\n"
-        f"and on ({on}) ({busy()})\nand on ({on}) ({busy(WEEK)})"
+        f"{this}\n/ on ({on})\n{before}\n- 1 > {t.increase:g}\n"
+        f"and on ({on}) ({rate} >= {floor})\nand on ({on}) ({rate_before} >= {floor})"
     )
     return AlertRule(
         alert="VLLMCostPerMillionTokensRising",

@@ -55,7 +55,8 @@ GFD_PRODUCT = "label_nvidia_com_gpu_product"  # GPU Feature Discovery's nvidia.c
 # NVIDIA's MIG user guide: A100, H100, H200, B200 and GB200 have 7 slices; A30 and the RTX PRO 6000 have 4.
 MIG_SLICES = 7
 MIG_FOUR_SLICES = ".*(A30|RTX[ -]PRO[ -]6000).*"
-MIG_PROFILES = {7: (1, 2, 3, 4, 7), 4: (1, 2, 4)}
+MIG_PROFILES = {7: tuple(range(1, 9)), 4: tuple(range(1, 9))}  # every N a profile could name
+MIG_PROFILE = "(?:.*\\.)?([0-9]+)g\\..*"  # 3g.40gb, 1g.10gb+me, 1c.3g.40gb: the N of Ng
 # llm-d's role label (llm-d.ai/role): pods that only prefill, only decode; every other value does both.
 PREFILL_ROLES = ("prefill", "encode-prefill")
 DECODE_ROLES = ("decode",)
@@ -131,21 +132,24 @@ def _copy(expr: str, to: str, source: str) -> str:
 # GPUs held per pod
 
 
-def dcgm_held(cfg: ObspackConfig) -> str:
-    """GPUs per pod from the attribution record: whole GPUs count 1, MIG instances their share."""
-    parts = [f'{c.GPU_INFO}{{GPU_I_PROFILE=""}}']
-    known = []
+def mig_shares() -> str:
+    """A constant table: the share of its GPU each MIG instance holds, by its compute slices (`mig_g`, from
+    the profile) and the GPU's (`mig_slices`, set to 4 for the GPUs that have 4); 1 for a whole GPU."""
+    rows = ['vector(1)', 'label_replace(vector(1), "mig_slices", "4", "", "")']
     for slices, profiles in MIG_PROFILES.items():
-        models = f"modelName=~{promql_string(MIG_FOUR_SLICES)}" if slices == 4 else f"modelName!~{promql_string(MIG_FOUR_SLICES)}"
         for g in profiles:
-            profile = f"(.*\\.)?{g}g\\..*"
-            known.append(profile)
-            parts.append(f"{c.GPU_INFO}{{GPU_I_PROFILE=~{promql_string(profile)}, {models}}} * {g} / {slices}")
-    # a MIG profile of another shape counts as a whole GPU: never less than it may cost
-    other = promql_string("|".join(sorted(set(known))))
-    parts.append(f'{c.GPU_INFO}{{GPU_I_PROFILE!="", GPU_I_PROFILE!~{other}}}')
-    every = "\n  or\n  ".join(parts)
-    return f"sum by ({c.by(cfg, *HELD)}) (\n{_indent(_copy(every, 'node', 'Hostname'))}\n)"
+            row = f'label_replace(vector({g} / {slices}), "mig_g", "{g}", "", "")'
+            rows.append(row if slices == MIG_SLICES else f'label_replace({row}, "mig_slices", "{slices}", "", "")')
+    return "\n  or\n  ".join(rows)
+
+
+def dcgm_held(cfg: ObspackConfig) -> str:
+    """GPUs per pod from the attribution record: whole GPUs count 1, MIG instances their share (a profile
+    of another shape counts 1: never less than it may cost). The record is read once."""
+    info = _copy(c.GPU_INFO, "mig_g", "GPU_I_PROFILE").replace('"(.*)"', promql_string(MIG_PROFILE))
+    info = f'label_replace(\n{_indent(info)},\n  "mig_slices", "4", "modelName", {promql_string(MIG_FOUR_SLICES)}\n)'
+    shared = f"{info}\n* on (mig_g, mig_slices) group_left ()\n(\n  {mig_shares()}\n)"
+    return f"sum by ({c.by(cfg, *HELD)}) (\n{_indent(_copy(shared, 'node', 'Hostname'))}\n)"
 
 
 def dcgm_nodes(cfg: ObspackConfig, nodes: str) -> str:
@@ -193,10 +197,7 @@ def states(cfg: ObspackConfig) -> str:
         f"  max_over_time(vllm:num_requests_running{sel(cfg)}[{w}]) > 0\n"
         f"  or\n  rate(vllm:generation_tokens_total{sel(cfg)}[{w}]) > 0\n)"
     )
-    universe = (
-        f"group by ({pod}) ({c.GPU_INFO})\n"
-        f"or\ngroup by ({pod}) (kube_pod_container_resource_requests{_ksm(cfg, GPU_REQUEST)} > 0)"
-    )
+    universe = vllm_pods(cfg)  # every pod holding GPUs here is a vLLM pod
     return (
         f"{_label(asleep(cfg), 'state', 'asleep')}\nor on ({pod})\n{_label(serving, 'state', 'serving')}\n"
         f"or on ({pod})\n{_label(universe, 'state', 'idle')}"
@@ -258,9 +259,9 @@ def roles(cfg: ObspackConfig, pods: str) -> str:
 
 
 def pod_info(cfg: ObspackConfig) -> str:
-    """One series per pod holding GPUs: its workload, team and role (each missing label stays empty)."""
+    """One series per vLLM pod: its workload, team and role (each missing label stays empty)."""
     pod = c.by(cfg, *POD)
-    pods = f"group by ({pod}) ({c.POD_GPUS_ALLOCATED})"
+    pods = vllm_pods(cfg)  # raw series: this record reads no other, so a reader of it is cheap to check
     dims = [f"(\n{_indent(workloads(cfg))}\n  or on ({pod})\n  {pods}\n)"]
     if cfg.cost.team_label:
         dims.append(f"(\n{_indent(teams(cfg, pods))}\n  or on ({pod})\n  {pods}\n)")
@@ -278,17 +279,24 @@ def node_pools(cfg: ObspackConfig) -> str:
     return _named(cfg, "kube_node_labels", ("node",), ksm_label(cfg.cost.node_pool_label), "node_pool")
 
 
-def node_gpus(cfg: ObspackConfig, allocated: str = c.POD_GPUS_ALLOCATED) -> str:
-    """GPUs held by vLLM pods per node and GPU model (and node pool, when a label names it)."""
+def node_models(cfg: ObspackConfig) -> str:
+    """The GPU models of each node, from raw series: DCGM's modelName (whether or not a pod holds the GPU),
+    and GPU Feature Discovery's label on nodes where only kube-state-metrics' requests count; with the node
+    pool where a label names it. Prices are set per row (and read per node and model), so this reads no
+    record: what reads the prices stays cheap to check (obspack doctor writes records out)."""
     keep = c.by(cfg, "node", "modelName")
-    per_node = f"sum by ({keep}) ({allocated})"
+    dcgm = _copy(f"group by ({c.by(cfg, 'Hostname', 'modelName')}) (DCGM_FI_DEV_FB_USED{c.selector(cfg.selectors.dcgm)})",
+                 "node", "Hostname")
+    gfd = _named(cfg, "kube_node_labels", ("node",), GFD_PRODUCT, "modelName")
+    requests = f"group by ({c.by(cfg, 'node')}) (kube_pod_container_resource_requests{_ksm(cfg, GPU_REQUEST)} > 0)"
+    models = f"group by ({keep}) (\n{_indent(dcgm)}\n)\nor\ngroup by ({keep}) (\n{_indent(gfd)}\n)\nor on ({c.by(cfg, 'node')})\n{requests}"
     if not cfg.cost.node_pool_label:
-        return per_node
-    return f"{per_node}\n* on ({c.by(cfg, 'node')}) group_left (node_pool)\n{node_pools(cfg)}\nor on ({keep})\n{per_node}"
+        return models
+    return f"(\n{_indent(models)}\n)\n* on ({c.by(cfg, 'node')}) group_left (node_pool)\n{node_pools(cfg)}\nor on ({keep})\n(\n{_indent(models)}\n)"
 
 
-def prices(cfg: ObspackConfig, in_use: str = c.POD_GPUS_ALLOCATED) -> str:
-    """The price of a GPU-hour per node and GPU model in use; first match wins (`or` keeps the left one)."""
+def prices(cfg: ObspackConfig, in_use: str = c.NODE_GPU_MODEL) -> str:
+    """The price of a GPU-hour per node and GPU model; first match wins (`or` keeps the left one)."""
     cost, keep = cfg.cost, c.by(cfg, "node", "modelName")
     if cost.source == "opencost":
         opencost = f"max by ({c.by(cfg, 'node')}) (node_gpu_hourly_cost{c.selector(cost.opencost.selector)})"
@@ -336,24 +344,31 @@ def input_share(cfg: ObspackConfig) -> str:
         return f"sum by ({keep}) (\n{_indent(_per_pod_of_roles(cfg, f'rate({histogram}_sum{sel(cfg)}[{SHARE_WINDOW}])', 'both'))}\n)"
 
     prefill, decode = time(PREFILL), time(DECODE)
-    both = f"group by ({keep}) (\n{_indent(_per_pod_of_roles(cfg, c.POD_GPUS_ALLOCATED, 'both'))}\n)"
+    engines = f"vllm:num_requests_running{sel(cfg)}"
+    both = f"group by ({keep}) (\n{_indent(_per_pod_of_roles(cfg, engines, 'both'))}\n)"
     return f"(\n  {prefill}\n  /\n  ({prefill} + {decode})\n) >= 0\nor on ({keep})\n0.5 * {both}"
 
 
 def model_cost(cfg: ObspackConfig) -> str:
+    """Cost per hour per model, role and direction: a prefill pod's to input, a decode pod's to output, a
+    pod doing both split by the input share. The per-role sum is written twice (once for the pure roles,
+    once for the split), never once per case."""
     keep = c.by(cfg, *MODEL)
-
-    def cost(role: str) -> str:
-        return f"sum by ({c.by(cfg, *MODEL, 'role')}) (\n{_indent(pod_cost(cfg, _role(role), labels='role'))}\n)"
-
+    per_role = f"sum by ({c.by(cfg, *MODEL, 'role')}) (\n{_indent(pod_cost(cfg, labels='role'))}\n)"
+    pure = " or ".join(
+        f'label_replace(label_replace(vector(1), "role", "{role}", "", ""), "tokens", "{tokens}", "", "")'
+        for role, tokens in (("prefill", "input"), ("decode", "output"))
+    )
     share = input_share(cfg)
-    parts = [
-        _label(cost("prefill"), "tokens", "input"),
-        _label(cost("decode"), "tokens", "output"),
-        _label(f"{cost('both')}\n* on ({keep}) group_left ()\n(\n{_indent(share)}\n)", "tokens", "input"),
-        _label(f"{cost('both')}\n* on ({keep}) group_left ()\n(\n1 - (\n{_indent(share)}\n)\n)", "tokens", "output"),
-    ]
-    return "\nor\n".join(parts)
+    split = (
+        f'label_replace(\n{_indent(share)},\n  "tokens", "input", "", ""\n)\nor\n'
+        f'label_replace(\n  1 - (\n{_indent(_indent(share))}\n  ),\n  "tokens", "output", "", ""\n)'
+    )
+    both = f'label_replace(\n{_indent(split)},\n  "role", "both", "", ""\n)'
+    return (
+        f"(\n{_indent(per_role)}\n)\n* on (role) group_left (tokens)\n({pure})\nor\n"
+        f"(\n{_indent(both)}\n)\n* on ({keep}, role) group_left ()\n(\n{_indent(per_role)}\n)"
+    )
 
 
 def model_tokens(cfg: ObspackConfig) -> str:
@@ -402,8 +417,8 @@ def rules(cfg: ObspackConfig) -> list[RecordingRule]:
         RecordingRule(c.COST_EVALUATION, "time()"),
         RecordingRule(c.POD_GPUS_ALLOCATED, pod_gpus(cfg)),
         RecordingRule(c.POD_COST_INFO, pod_info(cfg)),
-        RecordingRule(c.NODE_GPUS_ALLOCATED, node_gpus(cfg)),
-        RecordingRule(c.GPU_PRICE, prices(cfg, c.NODE_GPUS_ALLOCATED)),
+        RecordingRule(c.NODE_GPU_MODEL, node_models(cfg)),
+        RecordingRule(c.GPU_PRICE, prices(cfg)),
         RecordingRule(
             c.WORKLOAD_COST,
             f"sum by ({workload}) (\n{_indent(pod_cost(cfg, labels=', '.join(WORKLOAD)))}\n)",
