@@ -232,6 +232,18 @@ ERRORS: dict[str, tuple[bytes | None, str]] = {
         b"grafana:\n  refresh: 1s\n",
         "FILE:2: grafana.refresh: '1s' is out of range (allowed: 5s, Grafana's default minimum, to 1d)",
     ),
+    "autoscaler replicas": (
+        b"autoscaling:\n  autoscalers:\n    - name: chat\n      namespace: llm\n      model: m\n"
+        b"      target: {name: vllm-chat}\n      min_replicas: 3\n      max_replicas: 2\n",
+        "FILE:8: autoscaling.autoscalers.0.max_replicas: 2 is below min_replicas (3, FILE:7) "
+        "(allowed: at least min_replicas, and at least 1)",
+    ),
+    "autoscaler at zero without a wake-up": (
+        b"autoscaling:\n  autoscalers:\n    - {name: chat, namespace: llm, model: m, target: {name: a}, min_replicas: 0}\n",
+        "FILE:3: autoscaling.autoscalers.0.min_replicas: 0 needs wake_query: with no replica the saturation signal "
+        "has no series, so nothing would wake the model (set wake_query to the requests waiting for it elsewhere, "
+        "e.g. at the inference gateway)",
+    ),
 }
 
 

@@ -564,8 +564,9 @@ def prefix_cache(b: Builder) -> Incident:
         b.vllm(inc, "vllm:gpu_prefix_cache_hit_rate", v0, f"{gauge}x{n}")
         b.vllm(inc, "vllm:prompt_tokens_total", v0, f"0+{queries}x{n}")
     # sleep mode: llama-7 slept two minutes before the check (it woke with an empty cache, then hits well),
-    # llama-8 stayed awake
-    at = on_time(1, t.for_)
+    # llama-8 stayed awake. Not before minute 4, so that the sleep comes after the first samples even with
+    # `for: 0` (the fuzz test found the span of minus one minute it gave then).
+    at = max(on_time(1, t.for_), 4)
     slept = int(at) - 2
     hits, good_hits = int(queries * low), int(queries * good)
     where = b.where("prod-a", "inference", "llama-7")
