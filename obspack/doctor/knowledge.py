@@ -95,6 +95,20 @@ EVENTS = {
     "kube_pod_container_status_waiting_reason": Event(
         "a container is waiting (crash loop, image pull)", "kube_pod_container_info"
     ),
+    "kube_pod_status_unschedulable": Event("a pod cannot be scheduled", "kube_pod_container_info"),
+    **{
+        f"kube_horizontalpodautoscaler_{name}": Event("an HPA (or a KEDA ScaledObject) scales a workload", "kube_pod_container_info")
+        for name in (
+            "status_desired_replicas",
+            "status_current_replicas",
+            "spec_max_replicas",
+            "spec_min_replicas",
+            "status_condition",
+            "spec_target_metric",
+        )
+    },
+    "keda_scaler_detail_errors_total": Event("KEDA runs a ScaledObject", None),
+    "keda_scaler_empty_upstream_responses_total": Event("KEDA runs a ScaledObject", None),
 }
 
 # Series of vLLM features only some engines run, and of recent releases (obspack/catalogue/vllm_features.py):

@@ -19,6 +19,7 @@ import yaml
 
 from obspack.durations import format_ms
 from obspack.rightsize import patches
+from obspack.rightsize.backtest import sentence
 from obspack.rightsize.model import (
     GPU,
     Backtest,
@@ -35,7 +36,6 @@ from obspack.rightsize.model import (
     Workload,
 )
 from obspack.rightsize.sizing import PREFIX_FLAG, days, human_bytes, quantity
-from obspack.rightsize.whatif import sentence
 
 SCHEMA = "obspack.rightsize/v2"
 Style = Callable[..., str]

@@ -122,6 +122,10 @@ def test_missing_kube_state_metrics_and_a_failing_rule(no_ksm: Served) -> None:
     assert without_panels(report) == {
         ("problem", "alert", "VLLMContainerOOMKilled"),
         ("problem", "alert", "VLLMContainerRestarted"),
+        # the autoscalers are kube-state-metrics' HPAs and pending pods
+        ("problem", "alert", "VLLMAutoscalerThrashing"),
+        ("problem", "alert", "VLLMAutoscalerMaxedOut"),
+        ("problem", "alert", "VLLMAutoscalerScaleUpBlocked"),
         ("problem", "rules", "obspack-vllm-engine.alerts / VLLMZeroThroughput"),
         ("note", "rules", "obspack-vllm-engine.alerts"),
         ("note", "source", "kube-state-metrics"),

@@ -40,6 +40,7 @@ VLLM_ALERTS = {  # every alert that reads vLLM engine series and nothing else th
     "VLLMRequestPreemptions",
     "VLLMPrefixCacheHitRateLow",
     "VLLMErrorBudgetBurn",  # its SLO records read the engines' histograms and HTTP counters
+    "VLLMAutoscalerMaxedOut",  # the saturation record reads the engines' queues and KV caches
     # the features' alerts: absent feature series are no fault, but a selector that hides the engines is
     "VLLMKVTransferFailures",
     "VLLMAdmissionRejections",

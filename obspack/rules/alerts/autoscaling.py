@@ -91,17 +91,21 @@ def maxed_out(cfg: ObspackConfig) -> AlertRule:
 
 
 def scale_up_blocked(cfg: ObspackConfig) -> AlertRule:
-    """vLLM pods that ask for GPUs and cannot be scheduled: a scale-up the cluster cannot honour."""
+    """Pods that ask for GPUs and cannot be scheduled: a scale-up the cluster cannot honour. A pending pod
+    has no vLLM metrics yet, so it is known as vLLM by its image, or by its namespace running vLLM (an image
+    the regex does not take still counts there)."""
     t = cfg.alerts.VLLMAutoscalerScaleUpBlocked
-    pod = c.by(cfg, "namespace", "pod")
+    pod, ns = c.by(cfg, "namespace", "pod"), c.by(cfg, "namespace")
     ksm = cfg.selectors.kube_state_metrics
     unschedulable = f"max by ({pod}) (kube_pod_status_unschedulable{c.selector(ksm)})"
     gpu_request = c.selector(ksm, GPU_RESOURCES)
     gpus = f"max by ({pod}) (kube_pod_container_resource_requests{gpu_request})"
-    vllm = " or ".join(
+    images = [
         f"group by ({pod}) ({s})" for s in vllm_source_selectors(cfg, with_container=False) if s.startswith("kube_")
-    )
-    expr = f"({unschedulable} == 1)\n* on ({pod}) group_left ()\n({gpus} > 0)\nand on ({pod})\n({vllm})"
+    ]
+    in_vllm_namespace = f"group by ({pod}) (kube_pod_container_info{c.selector(ksm)})\n  and on ({ns})\n  group by ({ns}) ({c.VLLM_POD})"
+    vllm = "\n  or\n  ".join([*images, in_vllm_namespace])
+    expr = f"({unschedulable} == 1)\n* on ({pod}) group_left ()\n({gpus} > 0)\nand on ({pod})\n(\n  {vllm}\n)"
     return AlertRule(
         alert="VLLMAutoscalerScaleUpBlocked",
         expr=expr,
@@ -109,7 +113,7 @@ def scale_up_blocked(cfg: ObspackConfig) -> AlertRule:
         severity=t.severity,
         summary="vLLM pods that need GPUs cannot be scheduled: the scale-up waits for GPU capacity.",
         description=(
-            "Pod {{ $labels.namespace }}/{{ $labels.pod }} asks for GPUs and has been unschedulable for "
+            "Pod {{ $labels.namespace }}/{{ $labels.pod }} asks for {{ $value }} GPUs and has been unschedulable for "
             f"{t.for_}: no node has them free."
         ),
         runbook="vllm-autoscaler-scale-up-blocked",
