@@ -470,7 +470,7 @@ def dashboard_findings(dashboards: Iterable[DashboardFit]) -> list[Finding]:
     out: list[Finding] = []
     for d in dashboards:
         # A row repeated over a variable with no value is a feature nobody uses: Grafana shows it closed,
-        # titled "None", and its panels are not there to be empty.
+        # titled "(engines using it: None)", and its panels are not there to be empty.
         repeats = {fit.target.row for fit in d.panels if fit.target.row}
         empty = {name: s.name for s in reversed(d.samples) for name in s.empty if name not in repeats}
         for name in (n for s in d.samples for n in s.empty):
