@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import io
 import os
 import shlex
 import shutil
@@ -456,7 +457,24 @@ def demo(
         raise _fail(e) from None
 
 
+class _ClosedStdout(io.TextIOBase):
+    """Standard output when the process was started with it closed (`obspack ... >&-`; Python then sets
+    sys.stdout to None): a write fails as a write to a closed descriptor does, so a command that prints
+    ends with one error line; a command that prints nothing is not disturbed."""
+
+    def write(self, text: str) -> int:
+        raise OSError(errno.EBADF, "standard output is closed")
+
+    def fileno(self) -> int:
+        return 1
+
+    def writable(self) -> bool:
+        return True
+
+
 def main() -> None:
+    if sys.stdout is None:
+        sys.stdout = _ClosedStdout()
     try:
         app()
     except KeyboardInterrupt:

@@ -12,9 +12,9 @@ from grafanalib.core import Dashboard
 
 from obspack import conventions as c
 from obspack.config import ObspackConfig
+from obspack.dashboards import marks, variables
 from obspack.dashboards import panels as p
 from obspack.dashboards import queries as q
-from obspack.dashboards import marks, variables
 from obspack.dashboards.defaults import (
     dashboard,
     dashboard_path,

@@ -10,9 +10,9 @@ from grafanalib.core import Annotations, Dashboard
 
 from obspack import conventions as c
 from obspack.config import ObspackConfig
+from obspack.dashboards import marks, variables
 from obspack.dashboards import panels as p
 from obspack.dashboards import queries as q
-from obspack.dashboards import marks, variables
 from obspack.dashboards.defaults import dashboard
 from obspack.rules.recording.dcgm import MIB
 

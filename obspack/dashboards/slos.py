@@ -8,9 +8,9 @@ from grafanalib.core import Dashboard, Panel
 from obspack import conventions as c
 from obspack import slos
 from obspack.config import ObspackConfig
+from obspack.dashboards import marks, variables
 from obspack.dashboards import panels as p
 from obspack.dashboards import slo_queries as sq
-from obspack.dashboards import marks, variables
 from obspack.dashboards.defaults import dashboard, triage_from_row
 from obspack.rules.alerts.slo import ALERT
 

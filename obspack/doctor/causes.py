@@ -14,8 +14,8 @@ causes of their own. Every cause says what to do (`action`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
 import dataclasses
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from obspack.doctor import knowledge as k
