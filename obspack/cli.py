@@ -440,7 +440,7 @@ def demo(
 ) -> None:
     """Play vLLM incidents through the pack on a real Prometheus and Alertmanager, all on 127.0.0.1.
 
-    Fake vLLM pods and node exporters, obspack exporter sidecars and the pack from `obspack render`; every alert state change and notification is printed, then how late each alert fired. Takes about 4.5 minutes, most of it waiting for alerts to fire and resolve.
+    Fake vLLM pods and node exporters, obspack exporter sidecars and the pack from `obspack render`; every alert state change and notification is printed, then how late each alert fired. Takes about 3.5 minutes, most of it waiting for alerts to fire and resolve.
 
     Needs prometheus and alertmanager on PATH (Debian: apt-get install prometheus prometheus-alertmanager). See docs/e2e.md.
 
