@@ -146,7 +146,8 @@ slo_entry = st.fixed_dictionaries(
 ALERT_FIELDS: dict[str, st.SearchStrategy[Any]] = {
     "enabled": boolean, "for": duration, "severity": severity, "labels": label_map, "ratio": ratio,
     "window": window, "lookback": window, "job_regex": regex, "rate": number, "waiting_to_running": number,
-    "min_waiting": number, "min_query_tokens_per_second": number,
+    "min_waiting": number, "min_query_tokens_per_second": number, "min_draft_tokens_per_second": number,
+    "expired_ratio": ratio,
 }
 SETTINGS: dict[str, st.SearchStrategy[Any]] = {
     "cluster_label": label_name,
@@ -281,3 +282,14 @@ def _every_alert_is_tested_or_named(out: Path, tests: list[str], output: str, sh
         why = "no SLO tests" if alert == "VLLMErrorBudgetBurn" else f"no test of {alert}"
         named = why in readme or "no alert tests" in readme
         assert named and (why in output or "no alert tests" in output), f"{alert} has no test and no reason\n--- config:\n{shown}"
+
+
+def test_every_alert_setting_has_a_strategy() -> None:
+    """A setting added to an alert gets fuzzed too (VLLMKVTransferFailures' expired_ratio was not, and a
+    draw that chose it failed with a KeyError instead of checking anything)."""
+    keys = {
+        info.alias or name
+        for field in Alerts.model_fields.values()
+        for name, info in field.annotation.model_fields.items()  # type: ignore[union-attr]
+    }
+    assert keys <= set(ALERT_FIELDS), sorted(keys - set(ALERT_FIELDS))
