@@ -495,7 +495,9 @@ def test_absurd_cache_config_and_values_leave_the_target_up(closing: list[Export
 
 def test_a_megabyte_model_name_is_skipped_and_counted(closing: list[ExporterCollector]) -> None:
     huge = b'model_name="' + b"x" * (1 << 20) + b'"'
-    text = payload("v1_single.prom") + b'vllm:num_requests_running{engine="1",' + huge + b"} 3\n"
+    declared = b"# TYPE vllm:num_requests_running gauge\n"  # in its family's block, where it is read
+    text = payload("v1_single.prom").replace(declared, declared + b'vllm:num_requests_running{engine="1",' + huge + b"} 3\n")
+    assert len(text) > 1 << 20
     collector, registry = make({"http://t/metrics": text})
     closing.append(collector)
     exposition = generate_latest(registry)
