@@ -7,15 +7,14 @@ touching the targets, so liveness probes never add load on vLLM.
 
 from __future__ import annotations
 
+import functools
+import gzip
 import socket
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from socketserver import ThreadingMixIn
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
-
-import functools
-import gzip
 
 from prometheus_client import exposition, make_wsgi_app
 from prometheus_client.metrics_core import Metric
