@@ -287,7 +287,7 @@ SeverityName = Annotated[Severity, Strict(False)]  # the YAML gives text; strict
 class _Model(BaseModel):
     """Strict: a boolean is not a number and a number is not text (YAML `on` or `1` must be quoted)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, use_enum_values=False, strict=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, use_enum_values=False, strict=True, defer_build=True)
 
 
 FOR = "how long the condition must hold before firing (0 to 1d)"

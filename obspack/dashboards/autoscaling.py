@@ -8,9 +8,9 @@ from grafanalib.core import RowPanel
 
 from obspack import conventions as c
 from obspack.config import ObspackConfig, promql_string
+from obspack.dashboards import marks
 from obspack.dashboards import panels as p
 from obspack.dashboards import queries as q
-from obspack.dashboards.defaults import runbook_link
 from obspack.rules.alerts.autoscaling import GPU_RESOURCES
 
 MODEL_LEGEND = "{{namespace}} {{model_name}}"
@@ -55,10 +55,7 @@ def pending(cfg: ObspackConfig) -> str:
 
 
 def row(cfg: ObspackConfig) -> RowPanel:
-    runbooks = [
-        runbook_link(cfg, "vllm-autoscaler-maxed-out", "autoscaler at max replicas"),
-        runbook_link(cfg, "vllm-autoscaler-thrashing", "autoscaler thrashing"),
-    ]
+    runbooks = marks.runbooks(cfg, "VLLMAutoscalerMaxedOut", "VLLMAutoscalerThrashing")
     targets = cfg.autoscaling.targets
     return p.collapsed_section(
         "Autoscaling: saturation signal, replicas, pods waiting for GPUs",
@@ -119,7 +116,7 @@ def row(cfg: ObspackConfig) -> RowPanel:
                     "cannot honour yet. 0 is good."
                 ),
                 thresholds=p.above(None, 1),
-                links=[runbook_link(cfg, "vllm-autoscaler-scale-up-blocked", "scale-up blocked")],
+                links=marks.runbooks(cfg, "VLLMAutoscalerScaleUpBlocked"),
             ),
         ],
     )

@@ -186,6 +186,9 @@ def evaluate_records(
     return data
 
 
+JOINS_MATCH_NOTHING = "its joins match nothing: the labels differ between sources"
+
+
 def _returned(rule: Rule, result: list[dict[str, object]] | QueryFailed | str, data: Records) -> RecordData:
     """A rule's data from what its evaluation returned; when nothing, why: the records it reads, or its joins."""
     if isinstance(result, QueryFailed | str):
@@ -197,10 +200,7 @@ def _returned(rule: Rule, result: list[dict[str, object]] | QueryFailed | str, d
         return RecordData(OK, tuple(dict(r["metric"]) for r in result), rule.labels)  # type: ignore[arg-type]
     broken = [of_record(ref, data[ref.name]) for ref in record_refs(rule.need)]
     broken = [v for v in broken if v.state is State.MISSING]
-    own = (
-        f"{rule.title}: its inputs are there but its rule returns no series (its joins match nothing: the "
-        "labels differ between sources)"
-    )
+    own = f"{rule.title}: its inputs are there but its rule returns no series ({JOINS_MATCH_NOTHING})"
     causes = tuple(c for v in broken for c in v.causes)
     reasons = tuple(r for v in broken for r in v.reasons) or ((own,) if not causes else ())
     return RecordData(Verdict(State.MISSING, causes, reasons), (), rule.labels)
@@ -470,7 +470,7 @@ def dashboard_findings(dashboards: Iterable[DashboardFit]) -> list[Finding]:
     out: list[Finding] = []
     for d in dashboards:
         # A row repeated over a variable with no value is a feature nobody uses: Grafana shows it closed,
-        # titled "None", and its panels are not there to be empty.
+        # titled "(engines using it: None)", and its panels are not there to be empty.
         repeats = {fit.target.row for fit in d.panels if fit.target.row}
         empty = {name: s.name for s in reversed(d.samples) for name in s.empty if name not in repeats}
         for name in (n for s in d.samples for n in s.empty):

@@ -166,6 +166,10 @@ DCGM_MODES = (
 )
 DCGM_GPU_KEY = ("instance", "gpu", "GPU_I_ID")  # one series per GPU or MIG instance per field
 DCGM_PROFILING = "DCGM_FI_PROF_"  # fields that need profiling (datacenter GPUs, SYS_ADMIN); often off
+DCGM_PROFILING_FIX = (
+    "turn on dcgm-exporter's profiling fields: list them (DCGM_FI_PROF_SM_ACTIVE, ...) in its metrics CSV "
+    "(the `-f` file, the Helm chart's `arguments`); they need a datacenter GPU and no other profiler on it"
+)
 GPU_REQUESTS = ("kube_pod_container_resource_requests", 'resource="nvidia_com_gpu"')  # pods holding GPUs
 
 CADVISOR_CONTAINER = 'container!=""'

@@ -183,3 +183,44 @@ def test_a_source_gone_a_label_missing_and_an_optional_probe_off(gone: Served, t
         gone.prom.url, "--time", str(gone.summary.end), config=advice, tmp=tmp_path
     )
     assert "VLLMCUDAAllocatorFragmentationHigh" not in {s for _, _, s in oracle.findings(fixed, "alert")}
+
+
+# ---------------------------------------------------------------------------------------------------
+# The cluster label on every source but dcgm-exporter: the GPU attribution's join matches nothing, so the
+# GPU page's hidden $gpu_instance lists nothing and its per-GPU queries hold `instance=~""`. One root cause,
+# printed first, with everything it breaks under it and the fix.
+
+
+@pytest.fixture(scope="module")
+def partial_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    shape = Shape(TWO_CLUSTERS, strip={"DCGM_": ("cluster",)})
+    with serving(shape, tmp_path_factory.mktemp("partial-cluster"), GROUPS) as served:
+        yield served
+
+
+def test_a_cluster_label_missing_on_one_source_is_the_one_cause_printed_first(partial_cluster: Served) -> None:
+    from typer.testing import CliRunner
+
+    from obspack.cli import app
+
+    end = str(partial_cluster.summary.end)
+    result = CliRunner().invoke(app, ["doctor", "-p", partial_cluster.prom.url, "--time", end])
+    assert result.exit_code == 1, result.output
+    lines = result.output.splitlines()
+    start = lines.index("Problems (1)")
+    assert lines[start + 1 : start + 7] == [
+        "  problem cluster label: `cluster` is on cAdvisor, obspack exporter, kube-state-metrics, vLLM but not on "
+        "dcgm-exporter: joins between them match nothing",
+        "      so 1 alert cannot fire: VLLMGPUMemoryNearFull",
+        "      so 23 panels would be empty: vllm-pod-memory-planes (3), gpu-by-workload (20)",
+        "      so 2 dashboard variables list no values: gpu-by-workload / $gpu_instance, vllm-pod-memory-planes / $gpu_instance",
+        "      so 1 more query returns nothing",
+        "      fix: add `cluster` to every scrape of dcgm-exporter (external labels reach only remote storage, not "
+        "local queries)",
+    ]
+    assert lines[start + 7] == ""
+    assert not any('instance=~""' in line for line in lines), "the consequences are folded, not listed"
+    assert lines[-1].startswith("1 problem, 0 not checked, 4 notes (exit 1)")
+    code, report = oracle.doctor(partial_cluster.prom.url, "--time", end)
+    assert [c["kind"] for c in report["causes"]] == ["cluster"]
+    assert panel_findings(report) == oracle.panels(partial_cluster.prom, PACK, report)
