@@ -845,21 +845,28 @@ def autoscaler_scale_up_blocked(b: Builder) -> Incident:
     inc = Incident("VLLMAutoscalerScaleUpBlocked: a vLLM pod that needs GPUs and cannot be scheduled fires; a "
                    "CPU-only pod, a GPU pod outside vLLM's namespaces, and a short wait do not")
     n = int(minutes(t.for_)) + 15
-    # the namespace runs vLLM (a serving pod); a pending pod has no vLLM metrics, only its image and namespace
+    # the namespace runs vLLM (a serving pod). A pending pod has no container status, so kube-state-metrics
+    # gives it no kube_pod_container_info: only its requests (no node label yet), its owner and its namespace.
     b.vllm_container(inc, b.where("prod-a", "inference", "llama-0"), "vllm", n)
-    pods = (("inference", "llama-5", "2", f"1x{n}"), ("inference", "llama-6", "0", f"1x{n}"),
-            ("web", "embedder-0", "1", f"1x{n}"), ("inference", "llama-7", "1", f"1x2 0x{n}"))
+    pods = [("inference", "llama-5", "2", f"1x{n}"), ("inference", "llama-6", "0", f"1x{n}"),
+            ("web", "embedder-0", "1", f"1x{n}"), ("inference", "llama-7", "1", f"1x2 0x{n}")]
+    fire = [(b.where("prod-a", "inference", "llama-5"), 2)]
     for namespace, pod, gpus, pending in pods:
         where = b.where("prod-a", namespace, pod)
-        image = IMAGE if namespace == "inference" else "docker.io/library/text-embeddings:1.5"
-        b.ksm(inc, "kube_pod_container_info", {**where, "container": "vllm", "image": image}, f"1x{n}")
+        owner = f"{pod.split('-')[0]}-5c7b9d8f4"
+        b.ksm(inc, "kube_pod_owner",
+              {**where, "owner_kind": "ReplicaSet", "owner_name": owner, "owner_is_controller": "true"}, f"1x{n}")
         b.ksm(inc, "kube_pod_status_unschedulable", where, pending)
+        container = "embedder" if namespace == "web" else "vllm"
         if gpus != "0":
             b.ksm(inc, "kube_pod_container_resource_requests",
-                  {**where, "container": "vllm", "resource": "nvidia_com_gpu", "unit": "integer"}, f"{gpus}x{n}")
+                  {**where, "container": container, "resource": "nvidia_com_gpu", "unit": "integer"}, f"{gpus}x{n}")
         b.ksm(inc, "kube_pod_container_resource_requests",
-              {**where, "container": "vllm", "resource": "memory", "unit": "byte"}, f"{64 * GIB}x{n}")
-    inc.expect("VLLMAutoscalerScaleUpBlocked", on_time(0, t.for_), [(b.where("prod-a", "inference", "llama-5"), 2)])
+              {**where, "container": container, "resource": "memory", "unit": "byte"}, f"{64 * GIB}x{n}")
+    name_regex = b.cfg.vllm_containers.name_regex
+    if name_regex and re.fullmatch(name_regex, "embedder"):  # a config that takes any container name for vLLM
+        fire.append((b.where("prod-a", "web", "embedder-0"), 1))
+    inc.expect("VLLMAutoscalerScaleUpBlocked", on_time(0, t.for_), fire)
     return inc
 
 
