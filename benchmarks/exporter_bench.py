@@ -1,6 +1,6 @@
 """Benchmark of the obspack exporter. Prints numbers; asserts nothing. Not part of the test suite.
 
-    python benchmarks/exporter_bench.py [--repeat 30] [--scrapes 200]
+    python benchmarks/exporter_bench.py [--repeat 30] [--scrapes 200] [--against DIR]
 
 1. The derive path (check, parse the needed families, derive) against
    prometheus_client.parser.text_string_to_metric_families on the same synthetic vLLM payloads of
@@ -8,6 +8,8 @@
 2. End to end: a loopback target process serving the 1 MiB payload, the exporter as its own
    process (`python -m obspack.exporter`), and this script scraping the exporter's /metrics:
    latency percentiles, then the exporter's RSS (also after 8 MiB scrapes).
+3. With `--against DIR` (another checkout, e.g. a `git archive` of an older commit): both exporters on one
+   target, scraped in turns.
 
 Payloads are generated here: after one cache_config_info, each "model" adds the gauges and counters
 of one vLLM V1 engine (with *_created series) and its fourteen histograms with vLLM 0.33's buckets
@@ -191,16 +193,56 @@ def bench_scrape(scrapes: int) -> None:
         )
 
 
+def bench_in_turns(against: Path, scrapes: int) -> None:
+    """Two exporters, this checkout's and `against`'s, on one 1 MiB target, scraped in turns: on a shared
+    machine only figures taken side by side compare."""
+    import os
+
+    root = Path(__file__).resolve().parents[1]
+    trees = [root, against.resolve()]
+    with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as cleanup:
+        folder = Path(tmp)
+        (folder / "m").mkdir()
+        (folder / "m" / "metrics").write_bytes(make_payload(1 << 20))
+        target = start_server(
+            "target", lambda a: [sys.executable, "-m", "http.server", a.split(":")[1], "--bind", "127.0.0.1",
+                                 "--directory", tmp], "/m/metrics", folder, cleanup,
+        )  # fmt: skip
+        url = f"{target.url}/m/metrics"
+        servers = {
+            tree: start_server(
+                f"exporter-{index}",
+                lambda a: [sys.executable, "-m", "obspack.exporter", "--target", url, "--listen", a],
+                "/healthz", folder, cleanup, {**os.environ, "PYTHONPATH": str(tree)},
+            )  # fmt: skip
+            for index, tree in enumerate(trees)
+        }
+        latencies: dict[Path, list[float]] = {tree: [] for tree in trees}
+        for index in range(scrapes):
+            for tree in trees if index % 2 == 0 else trees[::-1]:
+                latencies[tree] += _scrape_latencies(f"{servers[tree].url}/metrics", 1)
+        print(f"\nin turns, {scrapes} scrapes each of one 1 MiB target")
+        for tree in trees:
+            xs = sorted(latencies[tree])
+            print(
+                f"  {tree}: p50 {statistics.median(xs) * 1e3:.2f} ms, p90 {xs[int(0.9 * len(xs))] * 1e3:.2f} ms; "
+                f"RSS after {_rss_kib(servers[tree].process.pid) / 1024:.1f} MiB"
+            )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=30, help="timed runs per payload for the derive path")
     parser.add_argument(
         "--scrapes", type=int, default=200, help="exporter scrapes for the latency percentiles"
     )
+    parser.add_argument("--against", type=Path, help="another checkout whose exporter is scraped in turns")
     args = parser.parse_args()
     print(f"python {sys.version.split()[0]}")
     bench_parse(args.repeat)
     bench_scrape(args.scrapes)
+    if args.against:
+        bench_in_turns(args.against, args.scrapes)
 
 
 if __name__ == "__main__":

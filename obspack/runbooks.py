@@ -1,7 +1,11 @@
 """Runbooks: one Markdown page per alert, rendered from templates/runbooks/<slug>.md.j2.
 
-Every page extends `runbooks/_base.md.j2`, which lays out the sections in a fixed order (facts, first
-command, the shared "which memory ran out" branch, then the alert's own blocks, then related links).
+Every page extends `runbooks/_base.md.j2`, which lays out the sections in a fixed order: facts, what to do
+now (the first safe mitigation), confirm (the first command, the alert's expression, its checks), for the
+alerts about a crash the shared "which memory ran out" triage, then meaning, impact, causes, fixes, how to
+verify, when to escalate and related alerts. A page names another alert only when the config renders it
+(`has_alert`); `link` to an alert that is switched off stops the render, so no page points at a page that
+is not there.
 The queries on a page are built here from the config, so they carry the configured cluster label,
 selectors, thresholds and recording-rule names. What the on-call engineer fills in is written as a
 `<placeholder>` (`<namespace>`, `<pod>`, `<container>`, ...), never left as Jinja or Go template syntax.
@@ -53,7 +57,8 @@ _GO_LABEL = re.compile(r"\{\{\s*\$labels\.([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 _LABEL_REF = re.compile(r"\$labels\.([A-Za-z_][A-Za-z0-9_]*)")
 PLACEHOLDER = re.compile(r"<([a-z][a-z0-9-]*)>")
 _NOTE = "__OBSPACK_PLACEHOLDER_NOTE__"
-FIRST_SECTION = "#first-did-it-crash-and-which-memory-ran-out"
+CONFIRM_SECTION = "#confirm"
+
 
 # What a label holds, where its placeholder's name does not say it.
 LABEL_NOTES = {"Hostname": "the node's name where dcgm-exporter sets NODE_NAME, as its Helm chart does"}
@@ -72,15 +77,17 @@ def finders(cfg: ObspackConfig) -> dict[str, str]:
     when the alert does not carry it). One line each; they introduce no other placeholder than the alert's."""
     cluster = f'{cfg.cluster_label}="{CLUSTER_PLACEHOLDER}"'
     return {
-        "pod": f"a pod that serves the model: the first query under [First]({FIRST_SECTION}) lists them",
+        "pod": f"a pod that serves the model: [Confirm]({CONFIRM_SECTION}) lists them with their restarts",
         "model": (
             f"the model the pod serves: the `model_name` label of "
             f'`count by (model_name) ({c.RUNNING}{{{cluster}, namespace="<namespace>", pod="<pod>"}})`'
         ),
         "container": (
-            "the pod's vLLM container: `kubectl -n <namespace> get pod <pod> -o jsonpath="
-            "'{range .spec.containers[*]}{.name}{\" \"}{.image}{\"\\n\"}{end}'` lists each container with "
-            "its image; take the vLLM one"
+            "the pod's vLLM container (not a sidecar such as the obspack exporter): the `container` label of "
+            f'`{c.VLLM_CONTAINER}{{{cluster}, namespace="<namespace>", pod="<pod>"}}`, or `kubectl -n '
+            "<namespace> get pod <pod> -o jsonpath='{range .spec.containers[*]}{.name}{\" \"}{.image}{\"\\n\"}{end}'` "
+            "lists each container with its image (set `vllm_containers.name_regex` to the name to have it "
+            "filled in)"
         ),
         "node": "the node the pod runs on: `kubectl -n <namespace> get pod <pod> -o jsonpath='{.spec.nodeName}'`",
         "deployment": (
@@ -214,20 +221,29 @@ class _Page:
     def on(self, *labels: str) -> str:
         return c.by(self.cfg, *labels)
 
+    def has_alert(self, name: str) -> bool:
+        """Whether the config renders alert `name`: a page names another alert only then."""
+        if name not in self.catalogue:
+            known = ", ".join(sorted(self.catalogue))
+            raise RenderError(f"runbook {self.alert.runbook}: names unknown alert {name!r} (known: {known})")
+        return enabled(self.cfg, name)
+
     def link(self, name: str, anchor: str = "", text: str = "") -> str:
         """A Markdown link to the runbook of alert `name` (a sibling file), or to a heading on this page."""
-        target = self.catalogue.get(name)
-        if target is None:
-            known = ", ".join(sorted(self.catalogue))
+        if not self.has_alert(name):
             raise RenderError(
-                f"runbook {self.alert.runbook}: links to unknown alert {name!r} (known: {known})"
+                f"runbook {self.alert.runbook}: links to {name}, which this config does not render: put the "
+                f'sentence under {{% if has_alert("{name}") %}} in templates/{template_name(self.alert.runbook)}'
             )
+        target = self.catalogue[name]
         label = text or name
-        if not enabled(self.cfg, name):
-            return f"{label} (not enabled in this pack)"
         if name == self.alert.alert:
             return f"[{label}](#{anchor})" if anchor else f"{label} (this page)"
         return f"[{label}](./{target.runbook}.md{'#' + anchor if anchor else ''})"
+
+    def links(self, *names: str) -> str:
+        """Links to those of `names` the config renders, joined with commas (empty when none is)."""
+        return ", ".join(self.link(name) for name in names if self.has_alert(name))
 
     def summary(self, name: str) -> str:
         return self.catalogue[name].summary
@@ -329,6 +345,9 @@ def _context(
         "match": page.match,
         "on": page.on,
         "link": page.link,
+        "has_alert": page.has_alert,
+        "links": page.links,
+        "crash": False,
         "summary": page.summary,
         "pct": _percent,
         "held": _held,
@@ -344,7 +363,7 @@ def render_runbook(
     template to fix."""
     name = template_name(alert.runbook)
     try:
-        text = render_template(name, **_context(cfg, alert, catalogue, rules))
+        text = _named_container(cfg, alert, render_template(name, **_context(cfg, alert, catalogue, rules)))
         used = set(PLACEHOLDER.findall(without_settings(cfg, text)))
         text = text.replace(_NOTE, placeholder_note(cfg, alert, used))
     except jinja2.TemplateNotFound as e:
@@ -358,6 +377,15 @@ def render_runbook(
     except jinja2.TemplateError as e:
         raise RenderError(f"runbook of {alert.alert} (templates/{name}): {e}") from None
     return text.rstrip("\n") + "\n"
+
+
+def _named_container(cfg: ObspackConfig, alert: AlertRule, text: str) -> str:
+    """`<container>` written as the vLLM container's name where the config gives one and the alert does not
+    carry it: `kubectl logs -c vllm`, never a sidecar's log by default."""
+    name = c.vllm_container_name(cfg)
+    if name is None or "container" in alert_labels(cfg, alert):
+        return text
+    return text.replace("<container>", name)
 
 
 def render_runbooks(cfg: ObspackConfig) -> dict[str, str]:

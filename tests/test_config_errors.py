@@ -251,6 +251,18 @@ ERRORS: dict[str, tuple[bytes | None, str]] = {
         b"cost:\n  currency: ''\n",
         "FILE:2: cost.currency: '' is not a currency (allowed: 1 to 16 characters, e.g. USD, EUR, GPU-hours)",
     ),
+    "autoscaler replicas": (
+        b"autoscaling:\n  autoscalers:\n    - name: chat\n      namespace: llm\n      model: m\n"
+        b"      target: {name: vllm-chat}\n      min_replicas: 3\n      max_replicas: 2\n",
+        "FILE:8: autoscaling.autoscalers.0.max_replicas: 2 is below min_replicas (3, FILE:7) "
+        "(allowed: at least min_replicas, and at least 1)",
+    ),
+    "autoscaler at zero without a wake-up": (
+        b"autoscaling:\n  autoscalers:\n    - {name: chat, namespace: llm, model: m, target: {name: a}, min_replicas: 0}\n",
+        "FILE:3: autoscaling.autoscalers.0.min_replicas: 0 needs wake_query: with no replica the saturation signal "
+        "has no series, so nothing would wake the model (set wake_query to the requests waiting for it elsewhere, "
+        "e.g. at the inference gateway)",
+    ),
 }
 
 

@@ -63,11 +63,14 @@ HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 FENCE = re.compile(r"^(\s*)```(\S*)\s*$")
 # Go templates that Prometheus/Alertmanager fill in; allowed inside fenced code only.
 PROMETHEUS_TEMPLATE = re.compile(r"\{\{-?\s*(\$|\.|with\b|end\b|if\b|else\b|range\b|humanize)")
+CRASH_TRIAGE = "Did it crash, and which memory ran out?"
+CRASH_ALERTS = {"VLLMContainerOOMKilled", "VLLMContainerRestarted", "VLLMTargetDown"}  # about a crash (or its aftermath)
 SECTIONS = (
+    "Do this now",
+    "Confirm",
+    CRASH_TRIAGE,
     "What it means",
     "Impact on users",
-    "First: did it crash, and which memory ran out?",
-    "Confirm",
     "Likely causes, most likely first",
     "Fix, in this order",
     "Verify the fix",
@@ -178,13 +181,32 @@ def test_runbooks_name_only_alerts_that_exist(rendered: tuple[ObspackConfig, dic
         assert not unknown, f"{slug} names alerts that do not exist: {sorted(unknown)}"
 
 
-def test_disabled_alerts_have_no_runbook_and_links_to_them_are_plain_names(custom_pages: dict[str, str]) -> None:
+def test_disabled_alerts_have_no_runbook_and_no_page_names_them(custom_pages: dict[str, str]) -> None:
     assert not CUSTOM.alerts.VLLMKVCacheFragmentationHigh.enabled
     assert "vllm-kv-cache-fragmentation-high" not in custom_pages
     assert "vllm-kv-cache-fragmentation-high" in render_runbooks(ObspackConfig())
     for slug, text in custom_pages.items():
-        assert "vllm-kv-cache-fragmentation-high.md" not in text, f"{slug} links to the page of a disabled alert"
-    assert "VLLMKVCacheFragmentationHigh (not enabled in this pack)" in custom_pages["obspack-exporter-target-down"]
+        assert "vllm-kv-cache-fragmentation-high" not in text, f"{slug} links to the page of a disabled alert"
+        assert "VLLMKVCacheFragmentationHigh" not in text, f"{slug} names a disabled alert"
+    # the same sentence, with the alert on, links to it
+    assert "[VLLMKVCacheFragmentationHigh](./vllm-kv-cache-fragmentation-high.md) cannot fire for this pod" in (
+        render_runbooks(ObspackConfig())["obspack-exporter-target-down"]
+    )
+
+
+def test_linking_a_disabled_alert_stops_the_render_and_names_the_template() -> None:
+    cfg = CUSTOM
+    alerts = all_alerts(cfg)
+    target = next(a for a in alerts if a.alert == "ObspackExporterTargetDown")
+    page = runbooks._Page(cfg, target, {a.alert: a for a in alerts})
+    assert not page.has_alert("VLLMKVCacheFragmentationHigh") and page.has_alert("VLLMTargetDown")
+    with pytest.raises(RenderError) as e:
+        page.link("VLLMKVCacheFragmentationHigh")
+    assert str(e.value) == (
+        "runbook obspack-exporter-target-down: links to VLLMKVCacheFragmentationHigh, which this config does not "
+        'render: put the sentence under {% if has_alert("VLLMKVCacheFragmentationHigh") %} in '
+        "templates/runbooks/obspack-exporter-target-down.md.j2"
+    )
 
 
 def test_with_slos_off_there_is_no_slo_runbook_dashboard_or_readme_row() -> None:
@@ -264,24 +286,65 @@ def test_placeholders_come_from_the_known_set(rendered: tuple[ObspackConfig, dic
         assert not unknown, f"{slug}: unknown placeholders {sorted(unknown)}"
 
 
-def test_every_runbook_has_the_sections_an_on_call_engineer_needs(default_pages: dict[str, str]) -> None:
+def _slug_of(name: str) -> str:
+    return next(a.runbook for a in all_alerts(ObspackConfig()) if a.alert == name)
+
+
+def test_every_runbook_opens_with_what_to_do_now_then_confirm_then_causes(default_pages: dict[str, str]) -> None:
+    """The first safe mitigation first, then how to confirm, then the causes; the crash triage only on the
+    pages of the alerts about a crash."""
+    crash_pages = {_slug_of(name) for name in CRASH_ALERTS}
     for slug, text in default_pages.items():
         headings = parse_markdown(text).headings
         level2 = [h for h in headings if text.count(f"\n## {h}\n")]
-        assert level2 == list(SECTIONS), f"{slug}: sections {level2}"
+        expected = [h for h in SECTIONS if h != CRASH_TRIAGE or slug in crash_pages]
+        assert level2 == expected, f"{slug}: sections {level2}"
+        now = _section(text, "Do this now")
+        assert 200 < len(now) < 1500, f"{slug}: 'Do this now' should be a short, concrete first step ({len(now)} chars)"
 
 
-def test_every_runbook_starts_with_the_memory_plane_branch(default_pages: dict[str, str]) -> None:
-    """Host RAM (OOMKilled, 137, kernel message) vs GPU VRAM (CUDA out of memory, reason Error) on every page."""
+def test_the_crash_triage_tells_host_ram_from_gpu_vram_on_crash_pages_only(default_pages: dict[str, str]) -> None:
+    """Host RAM (OOMKilled, 137, kernel message) vs GPU VRAM (CUDA out of memory, reason Error), where the
+    alert is about a crash; a latency alert (a full KV cache) does not open with crash triage."""
+    crash_pages = {_slug_of(name) for name in CRASH_ALERTS}
     for slug, text in default_pages.items():
-        for needle in (
-            "OOMKilled",
-            "137",
-            "Memory cgroup out of memory",
-            "CUDA out of memory",
-            "reason=Error",
-        ):
-            assert needle in text, f"{slug}: the first branch lacks {needle!r}"
+        if slug not in crash_pages:
+            assert "Memory cgroup out of memory" not in text, f"{slug}: crash triage on a page not about a crash"
+            continue
+        triage = _section(text, CRASH_TRIAGE)
+        for needle in ("OOMKilled", "137", "Memory cgroup out of memory", "CUDA out of memory", "reason=Error"):
+            assert needle in triage, f"{slug}: the crash triage lacks {needle!r}"
+    critical = default_pages["vllm-kv-cache-usage-critical"]
+    assert "add replicas" in _section(critical, "Do this now").lower()
+    assert critical.index("## Do this now") < critical.index("kubectl -n <namespace> scale") < critical.index("## Confirm")
+
+
+def test_every_kubectl_logs_names_the_container(rendered: tuple[ObspackConfig, dict[str, str]]) -> None:
+    """The exporter sidecar makes a pod's log ambiguous: `kubectl logs` always says which container."""
+    _, pages = rendered
+    for slug, text in pages.items():
+        for block in parse_markdown(text).blocks:
+            for line in block.code.splitlines():
+                if re.search(r"\bkubectl\b.*\blogs\b", line):
+                    assert re.search(r" (-c \S+|--all-containers --prefix)", line), f"{slug}: {line.strip()}"
+
+
+def test_a_container_name_from_the_config_is_written_into_the_commands() -> None:
+    """Where vllm_containers.name_regex is a plain name, pages whose alert has no container label say
+    `-c vllm`; pages of alerts that carry the label keep `<container>`, the alert's own."""
+    cfg = ObspackConfig.model_validate({"vllm_containers": {"name_regex": "vllm"}})
+    pages = render_runbooks(cfg)
+    assert "logs <pod> -c vllm --timestamps" in pages["vllm-zero-throughput"]
+    assert next(a for a in all_alerts(cfg) if a.alert == "VLLMZeroThroughput").triage == (
+        "kubectl -n {{ $labels.namespace }} logs {{ $labels.pod }} -c vllm --timestamps --tail=100"
+    )
+    assert next(a for a in all_alerts(ObspackConfig()) if a.alert == "VLLMZeroThroughput").triage == (
+        "kubectl -n {{ $labels.namespace }} logs {{ $labels.pod }} --all-containers --prefix --timestamps --tail=100"
+    )
+    assert "<container>" not in pages["vllm-zero-throughput"]
+    assert "logs <pod> -c <container> --previous" in pages["vllm-container-oom-killed"]
+    regex = render_runbooks(ObspackConfig.model_validate({"vllm_containers": {"name_regex": "vllm-.*"}}))
+    assert "logs <pod> -c <container> --timestamps" in regex["vllm-zero-throughput"]
 
 
 def test_first_command_is_the_alert_triage_with_placeholders(
@@ -297,8 +360,9 @@ def test_first_command_is_the_alert_triage_with_placeholders(
         assert "&&" not in a.triage and ";" not in a.triage.replace("';'", ""), a.alert
         shown = runbooks.with_placeholders(cfg, a.triage)
         assert "{{" not in shown
-        sh = [b.code for b in parse_markdown(pages[a.runbook]).blocks if b.lang == "sh"]
-        assert sh and sh[0] == shown, a.alert
+        confirm = _section(pages[a.runbook], "Confirm")
+        sh = [b.code for b in parse_markdown(confirm).blocks if b.lang == "sh"]
+        assert sh and sh[0] == shown and confirm.startswith("\n**First command.**"), a.alert
 
 
 def _note(text: str) -> tuple[set[str], set[str], str]:
@@ -335,12 +399,15 @@ def test_gpu_runbook_takes_the_node_from_the_alert_and_finds_the_container(defau
     labels, found, _ = _note(gpu)
     assert labels == {"cluster", "namespace", "pod", "gpu", "uuid", "node"}
     assert "`<node>` is `Hostname`" in gpu and "- `<node>`:" not in gpu
-    assert "container" in found and "- `<container>`: the pod's vLLM container: `kubectl -n <namespace> get pod <pod>" in gpu
-    assert "On the alert's node" in gpu and "Find the node with" not in gpu
+    assert "container" in found and (
+        "- `<container>`: the pod's vLLM container (not a sidecar such as the obspack exporter): the `container` "
+        'label of `namespace_pod_container:vllm_container:info{cluster="<cluster>", namespace="<namespace>", '
+        'pod="<pod>"}`'
+    ) in gpu
     # the other side: an alert without a node label says how to find the node
-    kv = default_pages["vllm-kv-cache-usage-high"]
-    assert "node" not in _note(kv)[0] and "- `<node>`: the node the pod runs on: `kubectl" in kv
-    assert "Find the node with" in kv
+    down = default_pages["vllm-target-down"]
+    assert "node" not in _note(down)[0] and "- `<node>`: the node the pod runs on: `kubectl" in down
+    assert "Find the node with" in down
 
 
 def _section(text: str, heading: str) -> str:
@@ -352,16 +419,16 @@ def test_slo_runbook_starts_every_step_from_the_models_labels(default_pages: dic
     labels, found, _ = _note(page)
     assert labels == {"cluster", "namespace", "model", "slo"}
     assert {"pod", "container", "deployment"} <= found
-    first = _section(page, "First: did it crash, and which memory ran out?")
-    blocks = parse_markdown(first).blocks
-    assert blocks[0].lang == "promql" and 'model_name="<model>"' in blocks[0].code, "the model's pods come first"
-    assert "<pod>" not in blocks[0].code and "kube_pod_container_status_restarts_total" in blocks[0].code
     confirm = _section(page, "Confirm")
+    pods = [b.code for b in parse_markdown(confirm).blocks if "kube_pod_container_status_restarts_total" in b.code]
+    assert len(pods) == 1 and 'model_name="<model>"' in pods[0] and "<pod>" not in pods[0], "from the model to its pods"
+    assert "- `<pod>`: a pod that serves the model: [Confirm](#confirm) lists them with their restarts" in page
     assert "`dashboard_url`" in confirm and "var-namespace=<namespace>&var-model=<model>" in confirm
     promql = [b.code for b in parse_markdown(confirm).blocks if b.lang == "promql"]
-    # the window pairs' own expressions need no editing; the per-pod shares (about 30 edits) are the link now
+    # the window pairs' own expressions need no editing; the per-pod shares (about 30 edits) are the link now;
+    # the alerts of the model's pods and the pods with their restarts take the alert's labels
     edits = sum(len(PLACEHOLDER.findall(code)) for code in promql)
-    assert edits <= 6, f"{edits} placeholders to fill in Confirm's PromQL"
+    assert edits <= 10, f"{edits} placeholders to fill in Confirm's PromQL"
     assert not any("le=" in code for code in promql), "the per-pod latency shares are on the SLO page"
     assert any(code.startswith("ALERTS{") and 'model_name="<model>"' in code for code in promql)
 
@@ -488,7 +555,7 @@ def test_queries_use_the_configured_cluster_label_and_selectors(custom_pages: di
     ("slug", "needles"),
     [
         ("vllm-host-memory-near-limit", ["above 85% of its memory limit", "ratio_limit > 0.85"]),
-        ("vllm-container-oom-killed", ["within the last 30m", "[30m]", "below the 85% of the limit"]),
+        ("vllm-container-oom-killed", ["within the last 30m", "[30m]", "below 85% of the limit"]),
         ("vllm-gpu-memory-near-full", ["more than 95% of a GPU's framebuffer", "for 10m", ") > 0.95"]),
         ("vllm-kv-cache-usage-high", ["above 80% for 10m", "usage:max > 0.8", "Above 98%"]),
         ("vllm-kv-cache-usage-critical", ["above 98%", "usage:max > 0.98"]),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, Field, model_validator
+from pydantic import AfterValidator, Field
 
 from obspack.config.values import URL, Duration, K8sName, LabelValue, PromQL, Regex, _entries, _Model
 
@@ -90,22 +90,6 @@ class Autoscaler(_Model):
     )
     prometheus: PrometheusServer = PrometheusServer()
 
-    @model_validator(mode="after")
-    def _replicas(self) -> Autoscaler:
-        if self.max_replicas < max(1, self.min_replicas):
-            raise ValueError(
-                f"max_replicas {self.max_replicas} is below min_replicas {self.min_replicas} "
-                "(allowed: at least min_replicas, and at least 1)"
-            )
-        if self.min_replicas == 0 and self.engine == "hpa":
-            raise ValueError("min_replicas 0 needs engine: keda (an HPA cannot scale to zero)")
-        if self.min_replicas == 0 and not self.wake_query:
-            raise ValueError(
-                "min_replicas 0 needs wake_query: with no replica the saturation signal has no series, "
-                "so nothing would wake the model (e.g. the inference gateway's queue for it)"
-            )
-        return self
-
 
 class Autoscaling(_Model):
     """The saturation signal (always recorded) and the autoscalers to render (none by default)."""
@@ -120,12 +104,3 @@ class Autoscaling(_Model):
         description="a KEDA ScaledObject or an HPA per entry, e.g. [{name: chat, namespace: llm, "
         "model: meta-llama/Llama-3.1-8B-Instruct, target: {name: vllm-chat}}]",
     )
-
-    @model_validator(mode="after")
-    def _unique(self) -> Autoscaling:
-        seen: set[tuple[str, str]] = set()
-        for a in self.autoscalers:
-            if (a.namespace, a.name) in seen:
-                raise ValueError(f"two autoscalers are named {a.namespace}/{a.name} (each needs its own name)")
-            seen.add((a.namespace, a.name))
-        return self

@@ -90,6 +90,42 @@ def conflicts(cfg: ObspackConfig) -> list[Conflict]:
     found += _cost_conflicts(cfg)
     if not any(getattr(cfg.alerts, alert).enabled for alert in Alerts.model_fields):
         found.append(Conflict(("alerts",), "every alert is disabled (allowed: at least one enabled)"))
+    found += _autoscalers(cfg)
+    return found
+
+
+def _autoscalers(cfg: ObspackConfig) -> list[Conflict]:
+    """Each autoscaler's replicas and wake-up, and one name per namespace."""
+    found = []
+    seen: dict[tuple[str, str], int] = {}
+    for i, a in enumerate(cfg.autoscaling.autoscalers):
+        at = ("autoscaling", "autoscalers", str(i))
+        if a.max_replicas < max(1, a.min_replicas):
+            found.append(Conflict(
+                (*at, "max_replicas"),
+                f"{a.max_replicas} is below min_replicas ({a.min_replicas}, {{other}}) (allowed: at least "
+                "min_replicas, and at least 1)",
+                (*at, "min_replicas"),
+            ))
+        if a.min_replicas == 0 and a.engine == "hpa":
+            found.append(Conflict(
+                (*at, "min_replicas"),
+                "0 needs engine: keda, since an HPA cannot scale to zero (allowed: at least 1 with engine: hpa)",
+            ))
+        elif a.min_replicas == 0 and not a.wake_query:
+            found.append(Conflict(
+                (*at, "min_replicas"),
+                "0 needs wake_query: with no replica the saturation signal has no series, so nothing would wake "
+                "the model (set wake_query to the requests waiting for it elsewhere, e.g. at the inference gateway)",
+            ))
+        if (a.namespace, a.name) in seen:
+            found.append(Conflict(
+                (*at, "name"),
+                f"{a.name!r} is taken in namespace {a.namespace} by another autoscaler ({{other}}) (allowed: one "
+                "name per namespace)",
+                ("autoscaling", "autoscalers", str(seen[(a.namespace, a.name)]), "name"),
+            ))
+        seen.setdefault((a.namespace, a.name), i)
     return found
 
 

@@ -11,7 +11,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field
 
-from obspack.config.values import K8sKey, Matchers, Regex, Text, _entries, _Model
+from obspack.config.values import K8sKey, Matchers, Regex, _entries, _Model
 
 GPU_HOURS = "GPU-hours"  # the currency of a pack without prices: a GPU-hour costs 1
 Price = Annotated[float, Field(ge=0, le=100_000, allow_inf_nan=False)]

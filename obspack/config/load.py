@@ -164,6 +164,9 @@ def _by_line(problems: list[str]) -> list[str]:
 def _given(data: Any, loc: tuple[str, ...]) -> bool:
     """Whether the file sets this key (directly, through an alias or a merge key), not its default."""
     for part in loc:
+        if isinstance(data, list) and str(part).isdigit() and int(part) < len(data):
+            data = data[int(part)]
+            continue
         if not isinstance(data, dict) or part not in data:
             return False
         data = data[part]

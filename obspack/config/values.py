@@ -61,7 +61,7 @@ RULE_LABELS = frozenset({
     "pid", "reason", "finished_reason", "gpu", "UUID", "Hostname", "modelName", "GPU_I_ID", "slo",
     "long", "short", "connector", "kind", "signal", "horizontalpodautoscaler", "scaledObject", "scaledResource",
     "exported_namespace", "GPU_I_PROFILE", "node", "node_pool", "state", "role", "tokens", "workload",
-    "workload_type", "team_name", "owner_kind", "owner_name", "replicaset", "mig_g", "mig_slices",
+    "workload_type", "team_name", "owner_kind", "owner_name", "replicaset", "mig_g", "mig_slices", "hostname",
 })
 
 
@@ -288,7 +288,7 @@ SeverityName = Annotated[Severity, Strict(False)]  # the YAML gives text; strict
 class _Model(BaseModel):
     """Strict: a boolean is not a number and a number is not text (YAML `on` or `1` must be quoted)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, use_enum_values=False, strict=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, use_enum_values=False, strict=True, defer_build=True)
 
 
 FOR = "how long the condition must hold before firing (0 to 1d)"

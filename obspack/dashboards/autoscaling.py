@@ -7,11 +7,11 @@ from __future__ import annotations
 from grafanalib.core import RowPanel
 
 from obspack import conventions as c
-from obspack.config import ObspackConfig, promql_string
+from obspack.config import ObspackConfig
+from obspack.dashboards import marks
 from obspack.dashboards import panels as p
 from obspack.dashboards import queries as q
-from obspack.dashboards.defaults import runbook_link
-from obspack.rules.alerts.autoscaling import GPU_RESOURCES
+from obspack.rules.alerts.autoscaling import pending_gpu_pods
 
 MODEL_LEGEND = "{{namespace}} {{model_name}}"
 HPA_LEGEND = "{{namespace}}/{{horizontalpodautoscaler}}"
@@ -41,24 +41,14 @@ def hpa(cfg: ObspackConfig, metric: str) -> str:
 
 
 def pending(cfg: ObspackConfig) -> str:
-    """vLLM pods that ask for GPUs and cannot be scheduled; 0, not "No data", when there are none."""
-    pod = c.by(cfg, "namespace", "pod")
-    ksm = cfg.selectors.kube_state_metrics
-    unschedulable = q.raw(cfg, "kube_pod_status_unschedulable", ksm, ("cluster", "namespace"))
-    gpus = q.raw(cfg, "kube_pod_container_resource_requests", ksm, ("cluster", "namespace"), GPU_RESOURCES)
-    vllm = q.raw(cfg, "kube_pod_container_info", ksm, ("cluster", "namespace"), f"image=~{promql_string(cfg.vllm_containers.image_regex)}")
-    waiting = (
-        f"max by ({pod}) ({unschedulable}) == 1\nand on ({pod})\nmax by ({pod}) ({gpus}) > 0\n"
-        f"and on ({pod})\ngroup by ({pod}) ({vllm})"
-    )
+    """vLLM pods that ask for GPUs and cannot be scheduled (the pods VLLMAutoscalerScaleUpBlocked fires on,
+    before its `for`); 0, not "No data", when there are none."""
+    waiting = pending_gpu_pods(cfg, q.scope(cfg, "cluster", "namespace"))
     return f"count by ({c.by(cfg, 'namespace')}) (\n{waiting}\n)\nor on ()\nvector(0)"
 
 
 def row(cfg: ObspackConfig) -> RowPanel:
-    runbooks = [
-        runbook_link(cfg, "vllm-autoscaler-maxed-out", "autoscaler at max replicas"),
-        runbook_link(cfg, "vllm-autoscaler-thrashing", "autoscaler thrashing"),
-    ]
+    runbooks = marks.runbooks(cfg, "VLLMAutoscalerMaxedOut", "VLLMAutoscalerThrashing")
     targets = cfg.autoscaling.targets
     return p.collapsed_section(
         "Autoscaling: saturation signal, replicas, pods waiting for GPUs",
@@ -119,7 +109,7 @@ def row(cfg: ObspackConfig) -> RowPanel:
                     "cannot honour yet. 0 is good."
                 ),
                 thresholds=p.above(None, 1),
-                links=[runbook_link(cfg, "vllm-autoscaler-scale-up-blocked", "scale-up blocked")],
+                links=marks.runbooks(cfg, "VLLMAutoscalerScaleUpBlocked"),
             ),
         ],
     )

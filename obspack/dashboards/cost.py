@@ -11,10 +11,10 @@ from obspack import conventions as c
 from obspack import slos
 from obspack.config import ObspackConfig
 from obspack.config.cost import GPU_HOURS
+from obspack.dashboards import marks, variables
 from obspack.dashboards import panels as p
 from obspack.dashboards import queries as q
-from obspack.dashboards import variables
-from obspack.dashboards.defaults import dashboard, runbook_link, triage_from_row
+from obspack.dashboards.defaults import dashboard, triage_from_row
 from obspack.rules.recording.cost import integral
 
 NAME = c.COST_DASHBOARD
@@ -117,7 +117,7 @@ def _stats(cfg: ObspackConfig) -> list[Panel]:
             ),
             thresholds=IDLE_STEPS,
             decimals=1,
-            links=[runbook_link(cfg, "vllm-gpus-mostly-idle", "GPUs mostly idle")],
+            links=marks.runbooks(cfg, "VLLMGPUsMostlyIdle"),
         ),
         p.stat(
             "GPU-hours asleep",
@@ -213,7 +213,7 @@ def _tables(cfg: ObspackConfig) -> list[Panel]:
                 "replicas, a scale-down schedule or sleep mode; obspack rightsize prices each change."
             ),
             columns=[p.column("A", "Idle spend", unit, p.above(None, 0))],
-            links=[runbook_link(cfg, "vllm-gpus-mostly-idle", "GPUs mostly idle")],
+            links=marks.runbooks(cfg, "VLLMGPUsMostlyIdle"),
             w=16,
             h=9,
         ),
@@ -244,7 +244,7 @@ def _over_time(cfg: ObspackConfig) -> list[Panel]:
                 "the cost of a million tokens over the last 5 minutes. Rising at constant traffic: slower "
                 "releases or lost batching (runbook). Gaps: no tokens served then."
             ),
-            links=[runbook_link(cfg, "vllm-cost-per-million-tokens-rising", "cost per million tokens rising")],
+            links=marks.runbooks(cfg, "VLLMCostPerMillionTokensRising"),
         ),
         p.timeseries(
             "GPUs held: serving, idle, asleep",

@@ -24,8 +24,7 @@ from grafanalib.core import (
 from obspack import conventions as c
 from obspack import slos
 from obspack.config import ObspackConfig
-from obspack.dashboards.panels import layout, link
-from obspack.rules.alerts import runbook_url
+from obspack.dashboards.panels import layout
 
 # Grafana 10.4's schema version: 10.x, 11.x and 12.x load it without running old panel migrations.
 SCHEMA_VERSION = 39
@@ -109,8 +108,3 @@ def to_model(d: Dashboard) -> dict[str, object]:
     """The dashboard's JSON model as plain data (what Grafana imports)."""
     model: dict[str, object] = json.loads(json.dumps(d.to_json_data(), cls=DashboardEncoder))
     return model
-
-
-def runbook_link(cfg: ObspackConfig, slug: str, title: str) -> dict[str, object]:
-    """A panel link to an alert's runbook (the same URL the alert's runbook_url annotation carries)."""
-    return link(f"Runbook: {title}", runbook_url(cfg, slug))

@@ -4,9 +4,11 @@ speculative decoding, LoRA, admission control and sleep mode (obspack/catalogue/
 Each row is collapsed (its panels query nothing until it is opened) and repeats over a hidden variable
 that counts the engines (or pods) using its feature in the dashboard's range, from that feature's own
 series. Where an engine uses the feature, the variable has one value, the count, and the title says it:
-"Speculative decoding (engines: 12)". Where none does, the variable has no value: Grafana 10 to 12 still
-draw such a row once, with the value "None" ("engines: None"), and its panels would be empty, so the
-title tells the reader the feature is not in use before anyone opens the row.
+"Speculative decoding (engines using it: 12)". Where none does, the variable has no value, and Grafana
+still draws the row once: the scenes renderer (`RowRepeaterBehavior`, Grafana 11 and 12) and the older
+one alike repeat it over a placeholder whose value is empty and whose text is "None". A title reading
+the value (`$var`) would end in "(engines: )"; the title reads the text (`${var:text}`), so an unused
+feature's row reads "Speculative decoding (engines using it: None)" before anyone opens it.
 """
 
 from __future__ import annotations
@@ -16,9 +18,10 @@ from grafanalib.core import HIDE_VARIABLE, REFRESH_ON_TIME_RANGE_CHANGE, SORT_DI
 from obspack.catalogue import vllm_features as f
 from obspack.config import ObspackConfig
 from obspack.dashboards import feature_queries as fq
+from obspack.dashboards import marks
 from obspack.dashboards import panels as p
-from obspack.dashboards.defaults import runbook_link, triage_from_row, triage_from_series
-from obspack.numbers import percent, tidy
+from obspack.dashboards.defaults import triage_from_row, triage_from_series
+from obspack.numbers import percent
 
 MODEL_LEGEND = "{{namespace}} {{model_name}}"
 POD_LEGEND = "{{namespace}}/{{pod}}"
@@ -53,16 +56,32 @@ def variables(cfg: ObspackConfig) -> list[Template]:
     return [_variable(feature.key, feature.title, engines[feature.key]) for feature in f.FEATURES]
 
 
-def _title(feature: f.Feature, what: str = "engines") -> str:
-    return f"{feature.title} ({what}: ${feature.key})"
+USING = "engines using it"
+
+
+def title(feature: f.Feature, what: str = USING) -> str:
+    """The row's title: the feature and its count, as the variable's text (the count, or Grafana's "None"
+    where no engine uses it)."""
+    return f"{feature.title} ({what}: ${{{feature.key}:text}})"
+
+
+def _row(feature: f.Feature, what: str, panels: list[p.Panel]) -> RowPanel:
+    """The feature's collapsed row, repeated over its count; its panels say, instead of "No data", that
+    nothing in the selection uses the feature (the row is drawn once even then)."""
+    return p.repeated_section(
+        title(feature, what),
+        feature.key,
+        panels,
+        no_data=f"No data: nothing in the selection reports this series of {feature.title} (the row's title counts its users)",
+    )
 
 
 def disaggregation(cfg: ObspackConfig) -> RowPanel:
     t = cfg.alerts.VLLMKVTransferFailures
-    runbook = [runbook_link(cfg, "vllm-kv-transfer-failures", "KV transfer failures")]
-    return p.repeated_section(
-        _title(f.DISAGGREGATION),
-        f.DISAGGREGATION.key,
+    runbook = marks.runbooks(cfg, "VLLMKVTransferFailures")
+    return _row(
+        f.DISAGGREGATION,
+        USING,
         [
             p.timeseries(
                 "KV transfers failed or expired per pod",
@@ -71,8 +90,13 @@ def disaggregation(cfg: ObspackConfig) -> RowPanel:
                 description=(
                     "Failed reads, receives or notifications of KV cache between prefill and decode pods, and "
                     "prefilled blocks that expired unread, per pod and connector (the 20 highest). Decode pods "
-                    "count failed reads, prefill pods expired blocks. A steady line fires "
-                    "VLLMKVTransferFailures: open the runbook, then the triage page of the pod."
+                    "count failed reads, prefill pods expired blocks. "
+                    + marks.say(
+                        cfg,
+                        "VLLMKVTransferFailures",
+                        "A steady line fires VLLMKVTransferFailures: open the runbook, then the triage page of the pod.",
+                        "A steady line means transfers keep failing: open the triage page of the pod.",
+                    )
                 ),
                 thresholds=p.above(None, max(t.rate, 1e-9)),
                 links=runbook,
@@ -118,9 +142,9 @@ def disaggregation(cfg: ObspackConfig) -> RowPanel:
 
 def kv_offload(cfg: ObspackConfig) -> RowPanel:
     t = cfg.alerts.VLLMKVOffloadAllocationFailures
-    return p.repeated_section(
-        _title(f.KV_OFFLOAD),
-        f.KV_OFFLOAD.key,
+    return _row(
+        f.KV_OFFLOAD,
+        USING,
         [
             p.timeseries(
                 "KV offload traffic per model",
@@ -152,11 +176,16 @@ def kv_offload(cfg: ObspackConfig) -> RowPanel:
                 unit=p.PER_SECOND,
                 description=(
                     "Blocks the offload tier had no room for (or could not promote back), per pod. Requests "
-                    "still succeed, but their prefixes are computed again. A steady line fires "
-                    "VLLMKVOffloadAllocationFailures: follow its runbook."
+                    "still succeed, but their prefixes are computed again. "
+                    + marks.say(
+                        cfg,
+                        "VLLMKVOffloadAllocationFailures",
+                        "A steady line fires VLLMKVOffloadAllocationFailures: follow its runbook.",
+                        "A steady line means the tier is too small for the prefixes it is given.",
+                    )
                 ),
                 thresholds=p.above(None, max(t.rate, 1e-9)),
-                links=[runbook_link(cfg, "vllm-kv-offload-allocation-failures", "KV offload allocation failures")],
+                links=marks.runbooks(cfg, "VLLMKVOffloadAllocationFailures"),
                 data_links=[triage_from_series(cfg)],
             ),
             p.timeseries(
@@ -176,9 +205,9 @@ def kv_offload(cfg: ObspackConfig) -> RowPanel:
 
 
 def simple_offload(cfg: ObspackConfig) -> RowPanel:
-    return p.repeated_section(
-        _title(f.SIMPLE_OFFLOAD),
-        f.SIMPLE_OFFLOAD.key,
+    return _row(
+        f.SIMPLE_OFFLOAD,
+        USING,
         [
             p.timeseries(
                 "Simple CPU offload: blocks in use per pod",
@@ -207,23 +236,24 @@ def simple_offload(cfg: ObspackConfig) -> RowPanel:
 
 def spec_decode(cfg: ObspackConfig) -> RowPanel:
     t = cfg.alerts.VLLMSpecDecodeAcceptanceLow
-    return p.repeated_section(
-        _title(f.SPEC_DECODE),
-        f.SPEC_DECODE.key,
+    return _row(
+        f.SPEC_DECODE,
+        USING,
         [
             p.timeseries(
                 "Draft acceptance rate per model",
                 p.target(fq.acceptance(cfg), MODEL_LEGEND),
                 unit=p.PERCENT_UNIT,
                 description=(
-                    "Accepted draft tokens over drafted ones, per model. Below the dashed line "
-                    f"({percent(t.ratio)}, VLLMSpecDecodeAcceptanceLow) drafting costs more GPU time than it saves: "
-                    "check the drafter against the traffic, or turn speculation off."
+                    "Accepted draft tokens over drafted ones, per model. Below "
+                    + marks.say(cfg, "VLLMSpecDecodeAcceptanceLow", f"the dashed line ({percent(t.ratio)}, VLLMSpecDecodeAcceptanceLow)", f"{percent(t.ratio)}")
+                    + " drafting costs more GPU time than it saves: check the drafter against the traffic, or "
+                    "turn speculation off."
                 ),
-                thresholds=p.below(t.ratio, min(0.999, tidy(t.ratio * 2))),
-                draw_thresholds=True,
+                thresholds=p.below(t.ratio, min(0.999, t.ratio * 2)),
+                draw_thresholds=marks.on(cfg, "VLLMSpecDecodeAcceptanceLow"),
                 soft_max=1,
-                links=[runbook_link(cfg, "vllm-spec-decode-acceptance-low", "speculative acceptance low")],
+                links=marks.runbooks(cfg, "VLLMSpecDecodeAcceptanceLow"),
             ),
             p.timeseries(
                 "Tokens per verification step",
@@ -258,9 +288,9 @@ def spec_decode(cfg: ObspackConfig) -> RowPanel:
 
 
 def lora(cfg: ObspackConfig) -> RowPanel:
-    return p.repeated_section(
-        _title(f.LORA, "pods"),
-        f.LORA.key,
+    return _row(
+        f.LORA,
+        "pods using it",
         [
             p.table(
                 "LoRA adapters now, per pod",
@@ -291,10 +321,10 @@ def lora(cfg: ObspackConfig) -> RowPanel:
 
 def admission(cfg: ObspackConfig) -> RowPanel:
     t = cfg.alerts.VLLMAdmissionRejections
-    runbook = [runbook_link(cfg, "vllm-admission-rejections", "admission rejections")]
-    return p.repeated_section(
-        _title(f.ADMISSION, "pods"),
-        f.ADMISSION.key,
+    runbook = marks.runbooks(cfg, "VLLMAdmissionRejections")
+    return _row(
+        f.ADMISSION,
+        "pods using it",
         [
             p.timeseries(
                 "Requests refused at admission per model",
@@ -313,12 +343,11 @@ def admission(cfg: ObspackConfig) -> RowPanel:
                 p.target(fq.refused_share_per_pod(cfg), POD_LEGEND),
                 unit=p.PERCENT_UNIT,
                 description=(
-                    "Refused requests over all the requests that reached each pod (the 20 highest). Above the "
-                    f"dashed line ({percent(t.ratio)}) VLLMAdmissionRejections fires; one pod far above the others "
-                    "gets more than its share from the load balancer."
+                    "Refused requests over all the requests that reached each pod (the 20 highest). "
+                    + marks.say(cfg, "VLLMAdmissionRejections", f"Above the dashed line ({percent(t.ratio)}) VLLMAdmissionRejections fires; ")
+                    + "one pod far above the others gets more than its share from the load balancer."
                 ),
-                thresholds=p.above(None, t.ratio),
-                draw_thresholds=True,
+                **marks.dashed(cfg, "green", ("VLLMAdmissionRejections", t.ratio, "red")),
                 links=runbook,
                 data_links=[triage_from_series(cfg)],
             ),
@@ -327,9 +356,9 @@ def admission(cfg: ObspackConfig) -> RowPanel:
 
 
 def sleep(cfg: ObspackConfig) -> RowPanel:
-    return p.repeated_section(
-        _title(f.SLEEP, "engines asleep"),
-        f.SLEEP.key,
+    return _row(
+        f.SLEEP,
+        "engines asleep",
         [
             p.timeseries(
                 "Engines asleep per model",

@@ -6,11 +6,11 @@ from grafanalib.core import Dashboard
 
 from obspack import conventions as c
 from obspack.config import ObspackConfig
-from obspack.dashboards import autoscaling, features, variables
+from obspack.dashboards import autoscaling, features, marks, variables
 from obspack.dashboards import feature_queries as fq
 from obspack.dashboards import panels as p
 from obspack.dashboards import queries as q
-from obspack.dashboards.defaults import dashboard, runbook_link, triage_from_row, triage_from_series
+from obspack.dashboards.defaults import dashboard, triage_from_row, triage_from_series
 from obspack.numbers import percent
 
 NAME = "vllm-fleet"
@@ -40,10 +40,10 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
     kv_critical = cfg.alerts.VLLMKVCacheUsageCritical.ratio
     backlog = cfg.alerts.VLLMRequestQueueBacklog
     pod_links = [triage_from_series(cfg)]
-    kv_runbooks = [
-        runbook_link(cfg, "vllm-kv-cache-usage-high", "KV cache usage high"),
-        runbook_link(cfg, "vllm-request-preemptions", "request preemptions"),
-    ]
+    kv_lines = marks.lines_note(
+        cfg, ("VLLMKVCacheUsageHigh", f"{percent(kv_high)}"), ("VLLMKVCacheUsageCritical", f"{percent(kv_critical)}")
+    )
+    kv_runbooks = marks.runbooks(cfg, "VLLMKVCacheUsageHigh", "VLLMKVCacheUsageCritical", "VLLMRequestPreemptions")
     panels = [
         p.stat(
             "Pods serving",
@@ -51,7 +51,9 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
             unit=p.NONE,
             description=(
                 "vLLM pods reporting engine metrics in the selection. A drop means pods stopped serving or "
-                "stopped being scraped: look for VLLMTargetDown and container restarts."
+                "stopped being scraped: look for "
+                + marks.say(cfg, "VLLMTargetDown", "VLLMTargetDown and ", "targets down and ")
+                + "container restarts."
             ),
             thresholds=p.steps("red", (1, "green")),
         ),
@@ -61,7 +63,8 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
             unit=p.SHORT,
             description=(
                 "Requests in the engines' running batches. Zero while requests wait means the engines are stuck: "
-                "see VLLMZeroThroughput and the per-pod table below."
+                + marks.say(cfg, "VLLMZeroThroughput", "see VLLMZeroThroughput and ", "see ")
+                + "the per-pod table below."
             ),
             thresholds=p.NEUTRAL,
         ),
@@ -90,9 +93,11 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
             p.target(q.total(cfg, c.KV_USAGE, "max"), "max"),
             unit=p.PERCENT_UNIT,
             description=(
-                f"The fullest KV cache of any pod. Orange from {percent(kv_high)} (VLLMKVCacheUsageHigh), red from "
-                f"{percent(kv_critical)} (VLLMKVCacheUsageCritical): that pod queues and preempts requests. Open the "
-                "KV and prefix cache dashboard."
+                f"The fullest KV cache of any pod. Orange from {percent(kv_high)}"
+                + marks.say(cfg, "VLLMKVCacheUsageHigh", " (VLLMKVCacheUsageHigh)")
+                + f", red from {percent(kv_critical)}"
+                + marks.say(cfg, "VLLMKVCacheUsageCritical", " (VLLMKVCacheUsageCritical)")
+                + ": that pod queues and preempts requests. Open the KV and prefix cache dashboard."
             ),
             thresholds=p.above(kv_high, kv_critical),
             decimals=1,
@@ -115,10 +120,12 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
             unit=p.SHORT,
             description=(
                 "Requests in the running batch and in the queue, per model. Waiting above "
-                f"{backlog.waiting_to_running:g}x running for long (VLLMRequestQueueBacklog) means the model is "
-                "out of KV cache or batch slots: scale out, or lower max_tokens / max_num_seqs."
+                f"{backlog.waiting_to_running:g}x running for long"
+                + marks.say(cfg, "VLLMRequestQueueBacklog", " (VLLMRequestQueueBacklog)")
+                + " means the model is out of KV cache or batch slots: scale out, or lower max_tokens / "
+                "max_num_seqs."
             ),
-            links=[runbook_link(cfg, "vllm-request-queue-backlog", "request queue backlog")],
+            links=marks.runbooks(cfg, "VLLMRequestQueueBacklog"),
             w=6,
         ),
         p.timeseries(
@@ -130,9 +137,11 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
             unit=p.TOKENS_PER_SECOND,
             description=(
                 "Prompt and generated tokens per second, per model (5m rates). Generation falling to zero while "
-                "requests run means a stuck engine (VLLMZeroThroughput): restart the pod after saving its logs."
+                "requests run means a stuck engine"
+                + marks.say(cfg, "VLLMZeroThroughput", " (VLLMZeroThroughput)")
+                + ": restart the pod after saving its logs."
             ),
-            links=[runbook_link(cfg, "vllm-zero-throughput", "zero throughput")],
+            links=marks.runbooks(cfg, "VLLMZeroThroughput"),
             w=6,
         ),
         p.timeseries(
@@ -155,10 +164,11 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
                 "Waiting requests per model by why they wait (vLLM 0.20+): capacity (no KV cache blocks or batch "
                 "slot free: more replicas or a bigger cache help) or deferred (set aside until something else is "
                 "ready: a KV transfer from a prefill pod, a structured-output grammar, a LoRA slot; capacity does "
-                "not help). VLLMRequestQueueBacklog counts only capacity."
+                "not help)."
+                + marks.say(cfg, "VLLMRequestQueueBacklog", " VLLMRequestQueueBacklog counts only capacity.")
             ),
             stacked=True,
-            links=[runbook_link(cfg, "vllm-request-queue-backlog", "request queue backlog")],
+            links=marks.runbooks(cfg, "VLLMRequestQueueBacklog"),
             w=6,
         ),
         p.section("Latency (per model, all pods)"),
@@ -172,12 +182,13 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
             p.target(q.max_by(cfg, c.KV_USAGE, "namespace", "model_name"), f"max {MODEL_LEGEND}"),
             unit=p.PERCENT_UNIT,
             description=(
-                f"The fullest pod's KV cache per model. Dashed lines: VLLMKVCacheUsageHigh ({percent(kv_high)}) and "
-                f"VLLMKVCacheUsageCritical ({percent(kv_critical)}). Near the top, the engine queues and preempts: "
-                "scale out or lower max_num_seqs / max_model_len."
+                "The fullest pod's KV cache per model."
+                + kv_lines
+                + " Near the top, the engine queues and preempts: scale out or lower max_num_seqs / max_model_len."
             ),
-            thresholds=p.above(kv_high, kv_critical),
-            draw_thresholds=True,
+            **marks.dashed(
+                cfg, "green", ("VLLMKVCacheUsageHigh", kv_high, "orange"), ("VLLMKVCacheUsageCritical", kv_critical, "red")
+            ),
             soft_max=1,
             links=kv_runbooks,
         ),

@@ -12,13 +12,12 @@ from grafanalib.core import Dashboard
 
 from obspack import conventions as c
 from obspack.config import ObspackConfig
+from obspack.dashboards import marks, variables
 from obspack.dashboards import panels as p
 from obspack.dashboards import queries as q
-from obspack.dashboards import variables
 from obspack.dashboards.defaults import (
     dashboard,
     dashboard_path,
-    runbook_link,
     triage_from_row,
     triage_from_series,
 )
@@ -81,7 +80,8 @@ def _stats(cfg: ObspackConfig, gpu_ratio: float, vram_runbook: list[dict[str, ob
             unit=p.PERCENT_UNIT,
             description=(
                 "The fullest GPU's framebuffer. About --gpu-memory-utilization (0.9) is normal for vLLM; red from "
-                f"{percent(gpu_ratio)} (VLLMGPUMemoryNearFull): CUDA out-of-memory errors follow."
+                f"{percent(gpu_ratio)}" + marks.say(cfg, "VLLMGPUMemoryNearFull", " (VLLMGPUMemoryNearFull)")
+                + ": CUDA out-of-memory errors follow."
             ),
             thresholds=p.above(None, gpu_ratio),
             decimals=1,
@@ -177,13 +177,12 @@ def _pods(cfg: ObspackConfig, gpu_ratio: float, vram_runbook: list[dict[str, obj
             p.target(q.extremes(_fleet(cfg, c.POD_GPU_FB_RATIO_MAX)), POD_LEGEND),
             unit=p.PERCENT_UNIT,
             description=(
-                f"Framebuffer used / total of each pod's fullest GPU. Dashed line: VLLMGPUMemoryNearFull "
-                f"({percent(gpu_ratio)}). About 90% is vLLM's own reservation; above the line the next large "
-                "allocation fails with CUDA OOM: lower --gpu-memory-utilization on that pod. "
-                + TOP_NOTE.format("fullest")
+                "Framebuffer used / total of each pod's fullest GPU."
+                + marks.lines_note(cfg, ("VLLMGPUMemoryNearFull", f"{percent(gpu_ratio)}"))
+                + f" About 90% is vLLM's own reservation; above {percent(gpu_ratio)} the next large allocation fails "
+                "with CUDA OOM: lower --gpu-memory-utilization on that pod. " + TOP_NOTE.format("fullest")
             ),
-            thresholds=p.above(None, gpu_ratio),
-            draw_thresholds=True,
+            **marks.dashed(cfg, "green", ("VLLMGPUMemoryNearFull", gpu_ratio, "red")),
             soft_max=1,
             links=vram_runbook,
             data_links=pick,
@@ -272,10 +271,11 @@ def _one_pod(cfg: ObspackConfig, gpu_ratio: float, vram_runbook: list[dict[str, 
             "Framebuffer used / total",
             p.target(q.gpu_framebuffer_ratio(cfg), GPU_LEGEND),
             unit=p.PERCENT_UNIT,
-            description=ONE_POD + f"Dashed line: VLLMGPUMemoryNearFull ({percent(gpu_ratio)}). A GPU above it will "
-            "fail its next large allocation: lower --gpu-memory-utilization on that pod.",
-            thresholds=p.above(None, gpu_ratio),
-            draw_thresholds=True,
+            description=ONE_POD
+            + marks.lines_note(cfg, ("VLLMGPUMemoryNearFull", f"{percent(gpu_ratio)}")).lstrip()
+            + f" A GPU above {percent(gpu_ratio)} will fail its next large allocation: lower --gpu-memory-utilization "
+            "on that pod.",
+            **marks.dashed(cfg, "green", ("VLLMGPUMemoryNearFull", gpu_ratio, "red")),
             soft_max=1,
             links=vram_runbook,
             data_links=triage,
@@ -316,7 +316,7 @@ def _one_pod(cfg: ObspackConfig, gpu_ratio: float, vram_runbook: list[dict[str, 
 
 def dashboard_for(cfg: ObspackConfig) -> Dashboard:
     gpu_ratio = cfg.alerts.VLLMGPUMemoryNearFull.ratio
-    vram_runbook = [runbook_link(cfg, "vllm-gpu-memory-near-full", "GPU memory near full")]
+    vram_runbook = marks.runbooks(cfg, "VLLMGPUMemoryNearFull")
     return dashboard(
         cfg,
         NAME,

@@ -8,10 +8,10 @@ from grafanalib.core import Dashboard
 from obspack import conventions as c
 from obspack.catalogue.vllm import POD_MODEL
 from obspack.config import ObspackConfig
+from obspack.dashboards import marks, variables
 from obspack.dashboards import panels as p
 from obspack.dashboards import queries as q
-from obspack.dashboards import variables
-from obspack.dashboards.defaults import dashboard, runbook_link, triage_from_series
+from obspack.dashboards.defaults import dashboard, triage_from_series
 from obspack.numbers import percent
 
 NAME = "vllm-kv-prefix-cache"
@@ -20,6 +20,9 @@ ENGINE_LEGEND = "{{namespace}}/{{pod}} {{engine}}"
 # Headroom below one request means the next average-sized request waits; below four, it soon will.
 HEADROOM_CRITICAL = 1
 HEADROOM_WARNING = 4
+# What the prefix-token panel shows instead of "No data": the counters' first release (V1 0.7.3, in
+# tests/fixtures/vllm-release-metrics.json), which no V0 engine exports.
+PREFIX_TOKENS_NO_DATA = "No data: needs vLLM 0.7.3 or later on the V1 engine (V0 engines export no prefix-cache counters)"
 
 
 def _exporter_max(cfg: ObspackConfig, metric: str, *extra: str) -> str:
@@ -42,12 +45,9 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
     fragmentation = a.VLLMKVCacheFragmentationHigh.ratio
     hit_low = a.VLLMPrefixCacheHitRateLow.ratio
     pod_links = [triage_from_series(cfg)]
-    kv_runbooks = [
-        runbook_link(cfg, "vllm-kv-cache-usage-high", "KV cache usage high"),
-        runbook_link(cfg, "vllm-kv-cache-usage-critical", "KV cache usage critical"),
-    ]
-    frag_runbook = [runbook_link(cfg, "vllm-kv-cache-fragmentation-high", "KV cache fragmentation")]
-    prefix_runbook = [runbook_link(cfg, "vllm-prefix-cache-hit-rate-low", "prefix cache hit rate low")]
+    kv_runbooks = marks.runbooks(cfg, "VLLMKVCacheUsageHigh", "VLLMKVCacheUsageCritical")
+    frag_runbook = marks.runbooks(cfg, "VLLMKVCacheFragmentationHigh")
+    prefix_runbook = marks.runbooks(cfg, "VLLMPrefixCacheHitRateLow")
     panels = [
         p.stat(
             "Highest KV cache usage",
@@ -69,8 +69,9 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
             description=(
                 "Prompt tokens served from the prefix cache over tokens looked up, over the selection; vLLM V0 "
                 "pods have no counters: the mean of their lifetime hit rates shows beside it. Below "
-                f"{percent(hit_low)} (VLLMPrefixCacheHitRateLow) the cache saves little prefill: check that requests "
-                "sharing a prefix reach the same pod (session or prefix-aware routing)."
+                f"{percent(hit_low)}" + marks.say(cfg, "VLLMPrefixCacheHitRateLow", " (VLLMPrefixCacheHitRateLow)")
+                + " the cache saves little prefill: check that requests sharing a prefix reach the same pod "
+                "(session or prefix-aware routing)."
             ),
             thresholds=p.steps("orange", (hit_low, "green")),
             decimals=1,
@@ -110,7 +111,7 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
             ),
             thresholds=p.above(None, max(a.VLLMRequestPreemptions.rate, 1e-9)),
             decimals=2,
-            links=[runbook_link(cfg, "vllm-request-preemptions", "request preemptions")],
+            links=marks.runbooks(cfg, "VLLMRequestPreemptions"),
         ),
         p.stat(
             "Requests waiting",
@@ -130,12 +131,16 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
             p.target(q.per_pod(cfg, c.KV_USAGE), POD_LEGEND),
             unit=p.PERCENT_UNIT,
             description=(
-                f"Share of KV blocks in use per pod. Dashed lines: VLLMKVCacheUsageHigh ({percent(kv_high)}) and "
-                f"VLLMKVCacheUsageCritical ({percent(kv_critical)}). A pod near the top queues and preempts while "
-                "others idle: check the load balancing; all pods near the top: scale out."
+                "Share of KV blocks in use per pod."
+                + marks.lines_note(
+                    cfg, ("VLLMKVCacheUsageHigh", f"{percent(kv_high)}"), ("VLLMKVCacheUsageCritical", f"{percent(kv_critical)}")
+                )
+                + " A pod near the top queues and preempts while others idle: check the load balancing; all pods "
+                "near the top: scale out."
             ),
-            thresholds=p.above(kv_high, kv_critical),
-            draw_thresholds=True,
+            **marks.dashed(
+                cfg, "green", ("VLLMKVCacheUsageHigh", kv_high, "orange"), ("VLLMKVCacheUsageCritical", kv_critical, "red")
+            ),
             soft_max=1,
             links=kv_runbooks,
             data_links=pod_links,
@@ -164,11 +169,12 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
             unit=p.PERCENT_UNIT,
             description=(
                 "Expected empty share of used KV slots: each running request's last block is half empty on "
-                f"average. The dashed line is VLLMKVCacheFragmentationHigh ({percent(fragmentation)}); above it, blocks "
-                f"are too coarse for these requests: try --block-size 8. The {q.TOP} most fragmented engines are drawn."
+                "average."
+                + marks.lines_note(cfg, ("VLLMKVCacheFragmentationHigh", f"{percent(fragmentation)}"))
+                + f" Above {percent(fragmentation)}, blocks are too coarse for these requests: try --block-size 8. The "
+                f"{q.TOP} most fragmented engines are drawn."
             ),
-            thresholds=p.above(None, fragmentation),
-            draw_thresholds=True,
+            **marks.dashed(cfg, "green", ("VLLMKVCacheFragmentationHigh", fragmentation, "red")),
             links=frag_runbook,
             data_links=pod_links,
         ),
@@ -214,12 +220,13 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
             description=(
                 "Hits / queried prompt tokens per pod: over 5 minutes (recording rule) and since the engine "
                 "started (obspack exporter). vLLM V0 pods have no counters: their own lifetime block hit-rate "
-                f"gauge is drawn instead. Dashed line: {percent(hit_low)} "
-                "(VLLMPrefixCacheHitRateLow). Low rates with shared prompts mean requests miss the pod that holds "
-                f"their prefix: use prefix-aware routing. Since start: the {q.TOP} lowest engines."
+                "gauge is drawn instead."
+                + marks.lines_note(cfg, ("VLLMPrefixCacheHitRateLow", f"{percent(hit_low)}"))
+                + " Low rates with shared prompts mean requests miss the pod that holds their prefix: use "
+                f"prefix-aware routing. Since start: the {q.TOP} lowest engines."
             ),
             thresholds=p.steps("orange", (hit_low, "green")),
-            draw_thresholds=True,
+            draw_thresholds=marks.on(cfg, "VLLMPrefixCacheHitRateLow"),
             soft_max=1,
             links=prefix_runbook,
             data_links=pod_links,
@@ -238,9 +245,12 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
             description=(
                 "Prompt tokens per second looked up in the prefix cache and found there, per model. A falling hit "
                 "share after a deploy or a routing change means prompts no longer share prefixes or reach "
-                "different pods. vLLM V0 exports no such counters: its pods show in the hit-rate panels only."
+                "different pods. The counters exist from vLLM 0.7.3 on the V1 engine (counted in blocks before "
+                "0.9.0, in tokens since); V0 engines (0.6, or VLLM_USE_V1=0) export none: their pods show in the "
+                "hit-rate panels only."
             ),
             links=prefix_runbook,
+            no_data=PREFIX_TOKENS_NO_DATA,
         ),
         p.section("When the cache runs out"),
         p.timeseries(
@@ -252,7 +262,7 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
                 "preemption on one pod: that pod is overloaded (check routing); on all: scale out."
             ),
             thresholds=p.above(None, max(a.VLLMRequestPreemptions.rate, 1e-9)),
-            links=[runbook_link(cfg, "vllm-request-preemptions", "request preemptions")],
+            links=marks.runbooks(cfg, "VLLMRequestPreemptions"),
             data_links=pod_links,
         ),
         p.timeseries(
@@ -267,7 +277,7 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
                 a.VLLMRequestQueueBacklog.min_waiting, a.VLLMRequestQueueBacklog.min_waiting * 4
             ),
             draw_thresholds=True,
-            links=[runbook_link(cfg, "vllm-request-queue-backlog", "request queue backlog")],
+            links=marks.runbooks(cfg, "VLLMRequestQueueBacklog"),
             data_links=pod_links,
         ),
     ]

@@ -100,10 +100,12 @@ def timeseries(
     links: Iterable[dict[str, object]] = (),
     data_links: Iterable[dict[str, object]] = (),
     overrides: Iterable[dict[str, object]] = (),
+    no_data: str | None = None,
 ) -> TimeSeries:
     """A time series panel. `draw_thresholds` draws the steps as dashed lines (alert thresholds).
 
-    `links` are panel links (runbooks); `data_links` open from a clicked series (e.g. its pod)."""
+    `links` are panel links (runbooks); `data_links` open from a clicked series (e.g. its pod); `no_data`
+    replaces Grafana's "No data" where an empty panel has a known reason (a vLLM version, a feature)."""
     return TimeSeries(
         title=title,
         description=description,
@@ -129,8 +131,15 @@ def timeseries(
         overrides=list(overrides),
         maxDataPoints=None,
         gridPos=_size(w, h),
-        extraJson={"fieldConfig": {"defaults": {"links": list(data_links)}}} if data_links else None,
+        extraJson=_field_defaults(links=list(data_links) or None, noValue=no_data),
     )
+
+
+def _field_defaults(**defaults: object) -> dict[str, object] | None:
+    """`fieldConfig.defaults` entries grafanalib has no argument for: data links, and the text Grafana shows
+    instead of "No data" (`noValue`, which its PanelDataErrorView reads when a query returns no series)."""
+    kept = {k: v for k, v in defaults.items() if v is not None}
+    return {"fieldConfig": {"defaults": kept}} if kept else None
 
 
 def stat(
@@ -193,6 +202,7 @@ def table(
     h: int = 8,
     links: Iterable[dict[str, object]] = (),
     row_links: Iterable[dict[str, object]] = (),
+    no_data: str | None = None,
 ) -> Table:
     """A table of instant queries merged on their labels; `columns` name and unit the value columns."""
     hidden = {"Time": True, **{name: True for name in hide}}
@@ -221,6 +231,7 @@ def table(
         links=list(links),
         maxDataPoints=None,
         gridPos=_size(w, h),
+        extraJson=_field_defaults(noValue=no_data),
     )
 
 
@@ -262,12 +273,15 @@ def collapsed_section(title: str, panels: Sequence[Panel]) -> RowPanel:
     return RowPanel(title=title, gridPos=GridPos(h=1, w=WIDTH, x=0, y=0), collapsed=True, panels=list(panels))
 
 
-def repeated_section(title: str, variable: str, panels: Sequence[Panel]) -> RowPanel:
+def repeated_section(title: str, variable: str, panels: Sequence[Panel], no_data: str | None = None) -> RowPanel:
     """A collapsed row holding `panels`, repeated once per value of `variable` (a hidden variable whose
     values exist only where a feature is in use). Its panels query nothing until the row is opened.
 
-    Grafana draws a repeated row once even when its variable has no value (with the value "None"), so
-    the title should carry the variable: it then says the feature is not in use."""
+    Grafana draws a repeated row once even when its variable has no value (over a placeholder whose value
+    is empty and whose text is "None"), so the title should carry the variable's text (`${var:text}`): it
+    then says the feature is not in use. `no_data` is what its panels show instead of "No data"."""
+    if no_data is not None:
+        panels = [_no_data(panel, no_data) for panel in panels]
     return RowPanel(
         title=title,
         gridPos=GridPos(h=1, w=WIDTH, x=0, y=0),
@@ -275,6 +289,13 @@ def repeated_section(title: str, variable: str, panels: Sequence[Panel]) -> RowP
         panels=list(panels),
         repeat=Repeat(variable=variable),
     )
+
+
+def _no_data(panel: Panel, text: str) -> Panel:
+    extra = dict(panel.extraJson or {})
+    field = dict(extra.get("fieldConfig") or {})
+    field["defaults"] = {**dict(field.get("defaults") or {}), "noValue": text}
+    return attr.evolve(panel, extraJson={**extra, "fieldConfig": field})
 
 
 def _place(panels: Sequence[Panel], y: int) -> tuple[list[Panel], int]:

@@ -10,10 +10,10 @@ from grafanalib.core import Annotations, Dashboard
 
 from obspack import conventions as c
 from obspack.config import ObspackConfig
+from obspack.dashboards import marks, variables
 from obspack.dashboards import panels as p
 from obspack.dashboards import queries as q
-from obspack.dashboards import variables
-from obspack.dashboards.defaults import dashboard, runbook_link
+from obspack.dashboards.defaults import dashboard
 from obspack.numbers import percent, tidy
 from obspack.rules.recording.dcgm import MIB
 
@@ -40,13 +40,15 @@ def _stats(cfg: ObspackConfig) -> list[p.Panel]:
             unit=p.PERCENT_UNIT,
             description=(
                 "The container closest to its cgroup memory limit (host RAM, not GPU). Red from "
-                f"{percent(a.VLLMHostMemoryNearLimit.ratio)} (VLLMHostMemoryNearLimit): the kernel will OOM-kill it "
-                "(exit 137). Raise the memory limit or lower --swap-space / CPU offload."
+                f"{percent(a.VLLMHostMemoryNearLimit.ratio)}"
+                + marks.say(cfg, "VLLMHostMemoryNearLimit", " (VLLMHostMemoryNearLimit)")
+                + ": the kernel will OOM-kill it (exit 137). Raise the memory limit or lower --swap-space / CPU "
+                "offload."
             ),
             thresholds=p.above(tidy(a.VLLMHostMemoryNearLimit.ratio - 0.1), a.VLLMHostMemoryNearLimit.ratio),
             background=True,
             decimals=1,
-            links=[runbook_link(cfg, "vllm-host-memory-near-limit", "host memory near limit")],
+            links=marks.runbooks(cfg, "VLLMHostMemoryNearLimit"),
         ),
         p.stat(
             "GPU VRAM: framebuffer used",
@@ -54,13 +56,14 @@ def _stats(cfg: ObspackConfig) -> list[p.Panel]:
             unit=p.PERCENT_UNIT,
             description=(
                 "The fullest GPU this pod holds. vLLM reserves --gpu-memory-utilization (0.9 by default) at "
-                f"start, so about 90% is normal. Red from {percent(a.VLLMGPUMemoryNearFull.ratio)} "
-                "(VLLMGPUMemoryNearFull): the next allocation may fail with CUDA out of memory."
+                f"start, so about 90% is normal. Red from {percent(a.VLLMGPUMemoryNearFull.ratio)}"
+                + marks.say(cfg, "VLLMGPUMemoryNearFull", " (VLLMGPUMemoryNearFull)")
+                + ": the next allocation may fail with CUDA out of memory."
             ),
             thresholds=p.above(None, a.VLLMGPUMemoryNearFull.ratio),
             background=True,
             decimals=1,
-            links=[runbook_link(cfg, "vllm-gpu-memory-near-full", "GPU memory near full")],
+            links=marks.runbooks(cfg, "VLLMGPUMemoryNearFull"),
         ),
         p.stat(
             "KV cache: usage",
@@ -74,22 +77,22 @@ def _stats(cfg: ObspackConfig) -> list[p.Panel]:
             thresholds=p.above(a.VLLMKVCacheUsageHigh.ratio, a.VLLMKVCacheUsageCritical.ratio),
             background=True,
             decimals=1,
-            links=[runbook_link(cfg, "vllm-kv-cache-usage-high", "KV cache usage high")],
+            links=marks.runbooks(cfg, "VLLMKVCacheUsageHigh", "VLLMKVCacheUsageCritical"),
         ),
         p.stat(
             "Queue: requests waiting",
             p.target(q.total(cfg, c.WAITING), "waiting"),
             unit=p.SHORT,
             description=(
-                "Requests waiting for admission. Orange from "
-                f"{a.VLLMRequestQueueBacklog.min_waiting:g} (the backlog alert's floor): the KV cache or the batch "
-                "is full. Look at KV usage next to it; scale out if both are high."
+                f"Requests waiting for admission. Orange from {a.VLLMRequestQueueBacklog.min_waiting:g}"
+                + marks.say(cfg, "VLLMRequestQueueBacklog", " (VLLMRequestQueueBacklog's floor)")
+                + ": the KV cache or the batch is full. Look at KV usage next to it; scale out if both are high."
             ),
             thresholds=p.above(
                 a.VLLMRequestQueueBacklog.min_waiting, a.VLLMRequestQueueBacklog.min_waiting * 4
             ),
             background=True,
-            links=[runbook_link(cfg, "vllm-request-queue-backlog", "request queue backlog")],
+            links=marks.runbooks(cfg, "VLLMRequestQueueBacklog"),
         ),
         p.stat(
             "CUDA allocator fragmentation",
@@ -105,9 +108,7 @@ def _stats(cfg: ObspackConfig) -> list[p.Panel]:
             thresholds=p.above(None, a.VLLMCUDAAllocatorFragmentationHigh.ratio),
             background=True,
             decimals=1,
-            links=[
-                runbook_link(cfg, "vllm-cuda-allocator-fragmentation-high", "CUDA allocator fragmentation")
-            ],
+            links=marks.runbooks(cfg, "VLLMCUDAAllocatorFragmentationHigh"),
         ),
         p.stat(
             "Restarts in range",
@@ -121,10 +122,7 @@ def _stats(cfg: ObspackConfig) -> list[p.Panel]:
             thresholds=p.steps("green", (1, "red")),
             background=True,
             decimals=0,
-            links=[
-                runbook_link(cfg, "vllm-container-oom-killed", "container OOM-killed"),
-                runbook_link(cfg, "vllm-container-restarted", "container restarted"),
-            ],
+            links=marks.runbooks(cfg, "VLLMContainerOOMKilled", "VLLMContainerRestarted"),
         ),
     ]
 
@@ -212,20 +210,20 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
                 "before it gets there."
             ),
             overrides=[_dashed("/request|limit/")],
-            links=[runbook_link(cfg, "vllm-host-memory-near-limit", "host memory near limit")],
+            links=marks.runbooks(cfg, "VLLMHostMemoryNearLimit"),
         ),
         p.timeseries(
             "Container memory: working set / limit",
             p.target(q.max_by(cfg, c.MEMORY_LIMIT_RATIO, *CONTAINER, variables=q.POD), "{{container}}"),
             unit=p.PERCENT_UNIT,
             description=(
-                f"Working set over the memory limit. The dashed line is VLLMHostMemoryNearLimit ({percent(host_ratio)}); "
-                "at 100% the container is OOM-killed. Empty when the container has no memory limit."
+                "Working set over the memory limit."
+                + marks.lines_note(cfg, ("VLLMHostMemoryNearLimit", f"{percent(host_ratio)}"))
+                + " At 100% the container is OOM-killed. Empty when the container has no memory limit."
             ),
-            thresholds=p.above(None, host_ratio),
-            draw_thresholds=True,
+            **marks.dashed(cfg, "green", ("VLLMHostMemoryNearLimit", host_ratio, "red")),
             soft_max=1,
-            links=[runbook_link(cfg, "vllm-host-memory-near-limit", "host memory near limit")],
+            links=marks.runbooks(cfg, "VLLMHostMemoryNearLimit"),
         ),
         p.timeseries(
             "Container restarts",
@@ -240,10 +238,7 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
             thresholds=p.steps("green", (1, "red")),
             bars=True,
             h=6,
-            links=[
-                runbook_link(cfg, "vllm-container-oom-killed", "container OOM-killed"),
-                runbook_link(cfg, "vllm-container-restarted", "container restarted"),
-            ],
+            links=marks.runbooks(cfg, "VLLMContainerOOMKilled", "VLLMContainerRestarted"),
         ),
         p.table(
             "Last termination: reason, exit code, time",
@@ -263,10 +258,7 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
             hide=["Value #A"],
             w=12,
             h=6,
-            links=[
-                runbook_link(cfg, "vllm-container-oom-killed", "container OOM-killed"),
-                runbook_link(cfg, "vllm-container-restarted", "container restarted"),
-            ],
+            links=marks.runbooks(cfg, "VLLMContainerOOMKilled", "VLLMContainerRestarted"),
         ),
         p.section("GPU memory (VRAM)"),
         p.timeseries(
@@ -282,20 +274,21 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
                 "or max_num_seqs."
             ),
             overrides=[_dashed("/total/")],
-            links=[runbook_link(cfg, "vllm-gpu-memory-near-full", "GPU memory near full")],
+            links=marks.runbooks(cfg, "VLLMGPUMemoryNearFull"),
         ),
         p.timeseries(
             "GPU framebuffer used / total",
             p.target(q.gpu_framebuffer_ratio(cfg), GPU_LEGEND),
             unit=p.PERCENT_UNIT,
             description=(
-                f"Framebuffer used per GPU. The dashed line is VLLMGPUMemoryNearFull ({percent(gpu_ratio)}). Around the "
-                "configured --gpu-memory-utilization is normal; above the line, CUDA out-of-memory errors follow."
+                "Framebuffer used per GPU."
+                + marks.lines_note(cfg, ("VLLMGPUMemoryNearFull", f"{percent(gpu_ratio)}"))
+                + " Around the configured --gpu-memory-utilization is normal; above "
+                f"{percent(gpu_ratio)}, CUDA out-of-memory errors follow."
             ),
-            thresholds=p.above(None, gpu_ratio),
-            draw_thresholds=True,
+            **marks.dashed(cfg, "green", ("VLLMGPUMemoryNearFull", gpu_ratio, "red")),
             soft_max=1,
-            links=[runbook_link(cfg, "vllm-gpu-memory-near-full", "GPU memory near full")],
+            links=marks.runbooks(cfg, "VLLMGPUMemoryNearFull"),
         ),
         p.timeseries(
             "CUDA allocator: reserved, allocated, inactive split",
@@ -336,13 +329,14 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
             ),
             unit=p.PERCENT_UNIT,
             description=(
-                "Fragmentation ratio (dashed line: VLLMCUDAAllocatorFragmentationHigh at "
-                f"{percent(a.VLLMCUDAAllocatorFragmentationHigh.ratio)}), with allocator retries and CUDA OOMs per "
-                "interval (right axis, counts). Retries mean the allocator flushed its cache to satisfy a request; "
-                "OOMs mean it failed. Either: restart with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True."
+                "Fragmentation ratio, with allocator retries and CUDA OOMs per interval (right axis, counts)."
+                + marks.lines_note(
+                    cfg, ("VLLMCUDAAllocatorFragmentationHigh", f"{percent(a.VLLMCUDAAllocatorFragmentationHigh.ratio)}")
+                )
+                + " Retries mean the allocator flushed its cache to satisfy a request; OOMs mean it failed. "
+                "Either: restart with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True."
             ),
-            thresholds=p.above(None, a.VLLMCUDAAllocatorFragmentationHigh.ratio),
-            draw_thresholds=True,
+            **marks.dashed(cfg, "green", ("VLLMCUDAAllocatorFragmentationHigh", a.VLLMCUDAAllocatorFragmentationHigh.ratio, "red")),
             overrides=[
                 {
                     "matcher": {"id": "byRegexp", "options": "/retries|OOMs/"},
@@ -353,9 +347,7 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
                     ],
                 }
             ],
-            links=[
-                runbook_link(cfg, "vllm-cuda-allocator-fragmentation-high", "CUDA allocator fragmentation")
-            ],
+            links=marks.runbooks(cfg, "VLLMCUDAAllocatorFragmentationHigh"),
         ),
         p.section("KV cache and queue"),
         p.timeseries(
@@ -363,15 +355,19 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
             p.target(q.max_by(cfg, c.KV_USAGE, "model_name"), "{{model_name}}"),
             unit=p.PERCENT_UNIT,
             description=(
-                f"Share of KV blocks in use. Dashed lines: VLLMKVCacheUsageHigh ({percent(kv_high)}) and "
-                f"VLLMKVCacheUsageCritical ({percent(kv_critical)}). When full, requests wait and running ones are "
-                "preempted: lower max_num_seqs or max_model_len, or scale out."
+                "Share of KV blocks in use."
+                + marks.lines_note(
+                    cfg, ("VLLMKVCacheUsageHigh", f"{percent(kv_high)}"), ("VLLMKVCacheUsageCritical", f"{percent(kv_critical)}")
+                )
+                + " When full, requests wait and running ones are preempted: lower max_num_seqs or "
+                "max_model_len, or scale out."
             ),
-            thresholds=p.above(kv_high, kv_critical),
-            draw_thresholds=True,
+            **marks.dashed(
+                cfg, "green", ("VLLMKVCacheUsageHigh", kv_high, "orange"), ("VLLMKVCacheUsageCritical", kv_critical, "red")
+            ),
             soft_max=1,
             w=8,
-            links=[runbook_link(cfg, "vllm-kv-cache-usage-high", "KV cache usage high")],
+            links=marks.runbooks(cfg, "VLLMKVCacheUsageHigh", "VLLMKVCacheUsageCritical"),
         ),
         p.timeseries(
             "Requests running and waiting",
@@ -384,7 +380,7 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
                 "with waiting requests is a stuck engine."
             ),
             w=8,
-            links=[runbook_link(cfg, "vllm-request-queue-backlog", "request queue backlog")],
+            links=marks.runbooks(cfg, "VLLMRequestQueueBacklog"),
         ),
         p.timeseries(
             "Preemptions per second",
@@ -396,7 +392,7 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
             ),
             thresholds=p.above(None, max(a.VLLMRequestPreemptions.rate, 1e-9)),
             w=8,
-            links=[runbook_link(cfg, "vllm-request-preemptions", "request preemptions")],
+            links=marks.runbooks(cfg, "VLLMRequestPreemptions"),
         ),
         p.section("Latency and throughput (this pod)"),
         p.timeseries(
@@ -419,9 +415,10 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
             unit=p.TOKENS_PER_SECOND,
             description=(
                 "Prompt and generated tokens per second. Generation at zero with requests running is a stuck "
-                "engine (VLLMZeroThroughput): save the logs and restart the pod."
+                "engine" + marks.say(cfg, "VLLMZeroThroughput", " (VLLMZeroThroughput)")
+                + ": save the logs and restart the pod."
             ),
-            links=[runbook_link(cfg, "vllm-zero-throughput", "zero throughput")],
+            links=marks.runbooks(cfg, "VLLMZeroThroughput"),
         ),
     ]
     page = dashboard(

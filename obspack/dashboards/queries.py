@@ -14,7 +14,7 @@ from __future__ import annotations
 from obspack import conventions as c
 from obspack.catalogue.vllm import HAS_MODEL
 from obspack.config import ObspackConfig
-from obspack.rules.alerts import all_alerts
+from obspack.rules.alerts import all_alerts, enabled
 from obspack.rules.recording import dcgm
 from obspack.rules.recording.vllm import PREFIX_HITS, PREFIX_QUERIES, pod_model
 
@@ -287,7 +287,8 @@ def extremes(series: str, lowest: bool = False) -> str:
 
 
 def obspack_alert_names(cfg: ObspackConfig) -> str:
-    return "|".join(sorted({a.alert for a in all_alerts(cfg)}))
+    """The alerts this pack renders, as a regex alternation (a switched-off alert is not named)."""
+    return "|".join(sorted({a.alert for a in all_alerts(cfg) if enabled(cfg, a.alert)}))
 
 
 def firing_alerts(cfg: ObspackConfig) -> str:

@@ -8,11 +8,11 @@ from grafanalib.core import Dashboard, Panel
 from obspack import conventions as c
 from obspack import slos
 from obspack.config import ObspackConfig
+from obspack.dashboards import marks, variables
 from obspack.dashboards import panels as p
 from obspack.dashboards import slo_queries as sq
-from obspack.dashboards import variables
-from obspack.dashboards.defaults import dashboard, runbook_link, triage_from_row
-from obspack.rules.alerts.slo import ALERT, RUNBOOK
+from obspack.dashboards.defaults import dashboard, triage_from_row
+from obspack.rules.alerts.slo import ALERT
 
 NAME = c.SLO_DASHBOARD
 LEGEND = "{{slo}} {{namespace}} {{model_name}}"
@@ -42,14 +42,14 @@ def _burn_panel(
         ),
         thresholds=p.above(factors[0], factors[-1]),
         draw_thresholds=True,
-        links=[runbook_link(cfg, RUNBOOK, "error budget burn")],
+        links=marks.runbooks(cfg, ALERT),
     )
 
 
 def dashboard_for(cfg: ObspackConfig) -> Dashboard:
     pairs = slos.window_pairs(cfg)
     base, period = slos.base_window(cfg), slos.period(cfg)
-    runbook = [runbook_link(cfg, RUNBOOK, "error budget burn")]
+    runbook = marks.runbooks(cfg, ALERT)
     enabled = slos.enabled_slis(cfg)
     panels: list[Panel] = [
         p.stat(

@@ -13,7 +13,8 @@ The exposition follows vLLM 0.33 with one API server: every engine series has th
 `model_name` (sorted), counters end in `_total` and come with a `_created` gauge, histograms have vLLM's
 bucket bounds, and `vllm:cache_config_info` carries the cache settings as labels. The API server's
 `http_requests_total{handler,method,status}` counts the requests on /v1/chat/completions, a share
-`error_ratio` of them answered 5xx (the availability SLO reads it). Families that only exist with extra
+`error_ratio` of them answered 5xx (the availability SLO reads it); as in vLLM, a status's series
+appears at its first request, so a healthy pod has no 5xx series. Families that only exist with extra
 flags (spec decode, LoRA, KV connectors) and the `python_*`, `process_*` and other `http_*` families are
 left out: obspack reads none of them.
 """
@@ -284,10 +285,10 @@ class Engine:
         for name, (help_text, _) in _HISTOGRAMS.items():
             yield from self._histogram(name, help_text, self._histograms[name])
         route = 'handler="/v1/chat/completions",method="POST"'
-        yield from self._counter(
+        yield from self._counter(  # a status's series appears at its first request, as the instrumentator's do
             "http_requests",
             "Total number of requests by method, status and handler.",
-            [(f'{route},status="{status}"', c[f"http_{status}"]) for status in ("2xx", "5xx")],
+            [(f'{route},status="{s}"', c[f"http_{s}"]) for s in ("2xx", "5xx") if math.floor(c[f"http_{s}"]) > 0],
         )
         info = {
             "block_size": str(BLOCK_SIZE),

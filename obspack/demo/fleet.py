@@ -499,7 +499,10 @@ class _Fleet:
                         method="POST",
                         status=status,
                     )
-                    w.series("http_requests_total", labels, [float(int(x * share)) for x in self.profile(pod).requests])
+                    values = [float(int(x * share)) for x in self.profile(pod).requests]
+                    first = next((k for k, v in enumerate(values) if v > 0), None)
+                    if first is not None:  # a status's series appears at its first request (none on a healthy pod)
+                        w.sparse("http_requests_total", labels, values, first)
 
     def vllm_histograms(self, w: _Writer) -> None:
         def histogram(name: str, help_text: str, shape: Callable[[Pod, Profile], tuple[float, float]]) -> None:

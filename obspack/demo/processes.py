@@ -8,13 +8,15 @@ ready. A port taken between the probe and the bind is tried again with another. 
 SIGTERM, then SIGKILL after 5 s. On Linux a child also gets SIGTERM when its parent dies, so a run
 killed from outside (a test's hard timeout) leaves no server behind.
 
-Every failure is a `StackError` that names the server and shows the end of its log.
+Every failure is a `StackError` of one line: the server, what went wrong (the last error its log
+shows, without the log's own `error:` prefix) and where its log is; never the whole log.
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import re
 import shutil
 import signal
 import socket
@@ -128,15 +130,47 @@ class Server:
             return ""
         return "\n".join(text.splitlines()[-lines:])
 
+    def reason(self) -> str:
+        """What went wrong, in one line, from the end of the log: its last error, or its last line."""
+        return last_error(self.tail(50))
+
+    def port_taken(self) -> bool:
+        return "address already in use" in self.tail(50).lower()
+
+
+_GO_FIELD = r'\b{}="((?:[^"\\]|\\.)*)"'  # a logfmt field of a Go server's log line
+_ERROR_PREFIX = re.compile(r"^(?:error|ERROR|Error)\s*:\s*")
+
+
+def last_error(log: str) -> str:
+    """The last error a log shows, as one line: a Go server's `level=error ... err="..."` (or its msg), our
+    own tools' `error: ...` (without the prefix, which the caller's message adds), a Python exception's
+    last line; else the log's last line."""
+    lines = [line.strip() for line in log.splitlines() if line.strip()]
+    for line in reversed(lines):
+        if "level=error" in line:
+            found = re.search(_GO_FIELD.format("err"), line) or re.search(_GO_FIELD.format("msg"), line)
+            if found:
+                return found.group(1).replace('\\"', '"')
+        if _ERROR_PREFIX.match(line) or re.match(r"^[A-Za-z_.]*(?:Error|Exception)\b", line):
+            return _ERROR_PREFIX.sub("", line)
+    return lines[-1] if lines else "no output"
+
 
 def wait_ready(server: Server, url: str, timeout: float = READY_TIMEOUT_S) -> None:
-    """Wait until `url` answers; StackError with the log's end if the process exits or time runs out."""
+    """Wait until `url` answers; a one-line StackError (the log's last error, and where the log is) if the
+    process exits or time runs out."""
     deadline = time.monotonic() + timeout
     while not is_ready(url):
         if not server.alive():
-            raise StackError(f"{server.name} exited with {server.process.returncode}:\n{server.tail()}")
+            raise StackError(
+                f"{server.name} exited with {server.process.returncode}: {server.reason()} (log: {server.log})"
+            )
         if time.monotonic() > deadline:
-            raise StackError(f"{server.name} not ready at {url} after {timeout:g}s:\n{server.tail()}")
+            raise StackError(
+                f"{server.name} not ready at {url} after {timeout:g}s; its log ends: {server.reason()} "
+                f"(log: {server.log})"
+            )
         time.sleep(0.05)
 
 
@@ -150,19 +184,25 @@ def start_server(
 ) -> Server:
     """Start `argv(address)` on a free port of 127.0.0.1 and wait until `ready_path` answers. The stop is
     registered on `cleanup` first. Another port is tried when the process exits because the port was
-    taken in between."""
-    for attempt in range(3):
+    taken in between (another program got it after `free_port` found it free), up to PORT_TRIES times."""
+    for _ in range(PORT_TRIES):
         address = f"127.0.0.1:{free_port()}"
         server = Server.start(name, argv(address), logdir / f"{name}.log", address, env)
         cleanup.callback(server.stop)
         try:
             wait_ready(server, f"{server.url}{ready_path}")
         except StackError:
-            if attempt == 2 or server.alive() or "address already in use" not in server.tail(50).lower():
+            if server.alive() or not server.port_taken():
                 raise
             continue
         return server
-    raise AssertionError("unreachable")
+    raise StackError(
+        f"{name} found no port to listen on: {PORT_TRIES} free ports of 127.0.0.1 were each taken before it "
+        f"could listen (log: {logdir / f'{name}.log'})"
+    )
+
+
+PORT_TRIES = 3
 
 
 def prometheus_argv(binary: str, config: Path, storage: Path, *extra: str) -> Callable[[str], list[str]]:

@@ -43,11 +43,9 @@ from obspack.demo.processes import (
     Server,
     StackError,
     alertmanager_argv,
-    free_port,
     prometheus_argv,
     require,
     start_server,
-    wait_ready,
 )
 from obspack.demo.prometheus import Prometheus
 from obspack.demo.webhook import WebhookReceiver
@@ -237,8 +235,6 @@ class Stack:
             for pod in self.pods:
                 self._start_pod(pod)
             self._write_targets()
-            for exporter in self.exporters.values():
-                wait_ready(exporter, f"http://{exporter.address}/healthz")
             self.prometheus = Prometheus(self._start_prometheus().url)
             self._cleanup.callback(self.prometheus.close)
             if watch:
@@ -287,7 +283,6 @@ class Stack:
         """A new pod appears: its engine, its exporter sidecar, its series on its node's exporters, and its
         targets for discovery. Returns the wall-clock time (time.time()) at which its series appeared."""
         self._start_pod(pod)
-        wait_ready(self.exporters[pod.name], f"http://{self.exporters[pod.name].address}/healthz")
         self.pods.append(pod)
         self._write_targets()
         return time.time()
@@ -323,16 +318,17 @@ class Stack:
         return self._track(start_server("alertmanager", argv, "/-/ready", self.workdir, self._cleanup))
 
     def _start_exporter(self, pod: PodSpec) -> Server:
-        address = f"127.0.0.1:{free_port()}"
-        argv = [
-            sys.executable, "-m", "obspack", "exporter",
-            "--target", self.fakes[pod.name].url, "--listen", address, "--timeout", "500ms",
-        ]  # fmt: skip
+        """The pod's obspack exporter sidecar, started and waited for like Prometheus and Alertmanager: on a
+        free port, tried again on another when that port is taken before the exporter listens."""
+
+        def argv(address: str) -> list[str]:
+            return [
+                sys.executable, "-m", "obspack", "exporter",
+                "--target", self.fakes[pod.name].url, "--listen", address, "--timeout", "500ms",
+            ]  # fmt: skip
+
         env = {**os.environ, "OBSPACK_LOG_LEVEL": "WARNING"}
-        server = Server.start(
-            f"exporter-{pod.name}", argv, self.workdir / f"exporter-{pod.name}.log", address, env
-        )
-        self._cleanup.callback(server.stop)
+        server = start_server(f"exporter-{pod.name}", argv, "/healthz", self.workdir, self._cleanup, env)
         return self._track(server)
 
     def _start_prometheus(self) -> Server:

@@ -64,3 +64,9 @@ def note(topic: Topic, subject: str, message: str, **extra: object) -> Finding:
 
 def unchecked(topic: Topic, subject: str, message: str, **extra: object) -> Finding:
     return Finding(Level.UNCHECKED, topic, subject, message, **extra)  # type: ignore[arg-type]
+
+
+def counted(n: int, noun: str, plural: str = "") -> str:
+    """`1 pod`, `2 pods`, `0 pods`: a count with its noun in the right number (`plural` where the noun does
+    not take an s)."""
+    return f"{n} {noun if n == 1 else (plural or noun + 's')}"

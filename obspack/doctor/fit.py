@@ -14,11 +14,13 @@ import re
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from obspack.doctor import knowledge as k
 from obspack.doctor.api import PrometheusAPI, QueryFailed
 from obspack.doctor.checks import Check, SelectorChecks, State
 from obspack.doctor.findings import Finding, Topic, note, problem, unchecked
 from obspack.doctor.needs import (
     MAX_WRITTEN,
+    TOO_LONG,
     AllOf,
     CannotInline,
     Labels,
@@ -180,14 +182,22 @@ def evaluate_records(
     results = {
         rule: answers[text] if isinstance(text, str) else f"cannot be evaluated here: {text}"
         for rule, text in zip(jobs, texts)
+        # refused as too long by this server: judged by its inputs, as a record too long to ask
+        if not (isinstance(text, str) and isinstance(answers[text], QueryFailed) and TOO_LONG.search(str(answers[text])))
     }
     data: dict[str, tuple[RecordData, ...]] = {}
     for name in order:
         data[name] = tuple(
-            _returned(rule, results[rule], data) if rule in results else static
-            for rule, static in zip(needs.records[name], inputs[name])
+            _returned(rule, results[rule], data)
+            if rule in results
+            # not asked (too long, or its inputs fail): judged by its inputs as they returned
+            else RecordData(verdict_of(rule.need, checks, data), labels=rule.labels)
+            for rule in needs.records[name]
         )
     return data
+
+
+JOINS_MATCH_NOTHING = "its joins match nothing: the labels differ between sources"
 
 
 def _returned(rule: Rule, result: list[dict[str, object]] | QueryFailed | str, data: Records) -> RecordData:
@@ -201,10 +211,7 @@ def _returned(rule: Rule, result: list[dict[str, object]] | QueryFailed | str, d
         return RecordData(OK, tuple(dict(r["metric"]) for r in result), rule.labels)  # type: ignore[arg-type]
     broken = [of_record(ref, data[ref.name]) for ref in record_refs(rule.need)]
     broken = [v for v in broken if v.state is State.MISSING]
-    own = (
-        f"{rule.title}: its inputs are there but its rule returns no series (its joins match nothing: the "
-        "labels differ between sources)"
-    )
+    own = f"{rule.title}: its inputs are there but its rule returns no series ({JOINS_MATCH_NOTHING})"
     causes = tuple(c for v in broken for c in v.causes)
     reasons = tuple(r for v in broken for r in v.reasons) or ((own,) if not causes else ())
     return RecordData(Verdict(State.MISSING, causes, reasons), (), rule.labels)
@@ -229,6 +236,9 @@ def _of_rows(ref: Record, data: RecordData) -> Verdict:
     for matcher in ref.selector.matchers:
         label, op, value = matcher
         if not any(matches(matcher, row.get(label, "")) for row in data.rows):
+            waits = [when for v, when in k.RECORD_STATES.get(label, {}).items() if matches(matcher, v)]
+            if waits and data.rows:
+                return Verdict(State.EVENT, reasons=(f"{ref.name}: appears only when {' or '.join(waits)}",))
             seen = sorted({row.get(label, "") for row in data.rows} - {""})
             shown = f" (it has {', '.join(seen[:5])}{'...' if len(seen) > 5 else ''})" if seen else ""
             return Verdict(
@@ -474,7 +484,7 @@ def dashboard_findings(dashboards: Iterable[DashboardFit]) -> list[Finding]:
     out: list[Finding] = []
     for d in dashboards:
         # A row repeated over a variable with no value is a feature nobody uses: Grafana shows it closed,
-        # titled "None", and its panels are not there to be empty.
+        # titled "(engines using it: None)", and its panels are not there to be empty.
         repeats = {fit.target.row for fit in d.panels if fit.target.row}
         empty = {name: s.name for s in reversed(d.samples) for name in s.empty if name not in repeats}
         for name in (n for s in d.samples for n in s.empty):

@@ -11,6 +11,7 @@ guards count only that.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -19,6 +20,8 @@ from obspack.doctor.findings import Finding, Topic, note, unchecked
 from obspack.doctor.needs import Need, PackNeeds, record_refs
 from obspack.durations import format_s
 from obspack.promql import grafana_to_promql
+
+_OVER_RANGE = re.compile(r"\$__range\b|\$\{__range\}")
 
 
 def windows(needs: PackNeeds, dashboard: str) -> dict[str, tuple[int, ...]]:
@@ -38,7 +41,9 @@ def windows(needs: PackNeeds, dashboard: str) -> dict[str, tuple[int, ...]]:
 
     for target in needs.targets:
         if target.dashboard == dashboard:
-            visit(needs.need(grafana_to_promql(target.expr)))
+            # a sum over the range the reader picks (the cost page) counts what that range holds: the window
+            # needs no history, so it is read as an instant (1ms rounds to no window)
+            visit(needs.need(grafana_to_promql(_OVER_RANGE.sub("1ms", target.expr))))
     return {name: tuple(sorted(ws)) for name, ws in sorted(found.items())}
 
 

@@ -95,6 +95,30 @@ EVENTS = {
     "kube_pod_container_status_waiting_reason": Event(
         "a container is waiting (crash loop, image pull)", "kube_pod_container_info"
     ),
+    "kube_pod_status_unschedulable": Event("a pod cannot be scheduled", "kube_pod_container_info"),
+    **{
+        f"kube_horizontalpodautoscaler_{name}": Event("an HPA (or a KEDA ScaledObject) scales a workload", "kube_pod_container_info")
+        for name in (
+            "status_desired_replicas",
+            "status_current_replicas",
+            "spec_max_replicas",
+            "spec_min_replicas",
+            "status_condition",
+            "spec_target_metric",
+        )
+    },
+    "keda_scaler_detail_errors_total": Event("KEDA runs a ScaledObject", None),
+    "keda_scaler_empty_upstream_responses_total": Event("KEDA runs a ScaledObject", None),
+}
+
+# Values of a record's label that exist only while something is so: the states of the GPUs the cost records
+# count. A reader that selects one (the cost page's idle GPUs, VLLMGPUsMostlyIdle) waits for it, as for an
+# event series, once the record has series in another state.
+RECORD_STATES = {
+    "state": {
+        "idle": "a vLLM pod holds GPUs and serves nothing",
+        "asleep": "an engine is put to sleep (vLLM sleep mode)",
+    },
 }
 
 # Series of vLLM features only some engines run, and of recent releases (obspack/catalogue/vllm_features.py):
@@ -152,6 +176,10 @@ DCGM_MODES = (
 )
 DCGM_GPU_KEY = ("instance", "gpu", "GPU_I_ID")  # one series per GPU or MIG instance per field
 DCGM_PROFILING = "DCGM_FI_PROF_"  # fields that need profiling (datacenter GPUs, SYS_ADMIN); often off
+DCGM_PROFILING_FIX = (
+    "turn on dcgm-exporter's profiling fields: list them (DCGM_FI_PROF_SM_ACTIVE, ...) in its metrics CSV "
+    "(the `-f` file, the Helm chart's `arguments`); they need a datacenter GPU and no other profiler on it"
+)
 GPU_REQUESTS = ("kube_pod_container_resource_requests", 'resource="nvidia_com_gpu"')  # pods holding GPUs
 
 CADVISOR_CONTAINER = 'container!=""'

@@ -41,8 +41,10 @@ RECENT = "[2m:1m]"  # a written-out record read over a window: two evaluations, 
 MARK = "obspack_doctor_match"  # a label a regex matcher puts on the series it keeps, for `and on`
 # A record whose rule, with the records it reads written out, would be longer than this is judged by its
 # inputs (present or not) and not evaluated: the cost records read records that read records, and written
-# out they grow to hundreds of KiB (servers cap queries; VictoriaMetrics at 16 KiB by default).
+# out they grow to hundreds of KiB. A server with a lower cap (VictoriaMetrics' -search.maxQueryLen, 16 KiB
+# by default) refuses some shorter ones: those are judged by their inputs too (fit.evaluate_records).
 MAX_WRITTEN = 64 * 1024
+TOO_LONG = re.compile(r"too long query|query is too long|maxQueryLen", re.IGNORECASE)
 
 
 @functools.lru_cache(maxsize=4096)

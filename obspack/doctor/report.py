@@ -10,10 +10,10 @@ from typing import Any
 from obspack.doctor.advice import Advice
 from obspack.doctor.api import printable
 from obspack.doctor.backends import Backend
-from obspack.doctor.causes import Causes
+from obspack.doctor.causes import Causes, fix_of
 from obspack.doctor.checks import Check, State
 from obspack.doctor.deployed import GroupStatus
-from obspack.doctor.findings import Finding, Level, Topic
+from obspack.doctor.findings import Finding, Level, Topic, counted
 from obspack.doctor.fit import AlertFit, DashboardFit
 from obspack.doctor.sources import SourceReport
 from obspack.durations import format_s
@@ -111,19 +111,26 @@ def _rules_line(report: Report) -> str:
 def _grouped(findings: list[Finding]) -> list[str]:
     """One line per finding, except panels (or variables) of one dashboard with the same message: one line
     for them all."""
-    groups: dict[tuple[str, str, str], list[str]] = {}
+    return [line for line, _ in _grouped_findings(findings)]
+
+
+def _grouped_findings(findings: list[Finding]) -> list[tuple[str, list[Finding]]]:
+    """`_grouped`'s lines, each with the findings it stands for."""
+    groups: dict[tuple[str, str, str], tuple[list[str], list[Finding]]] = {}
     for f in findings:
         if f.topic in (Topic.PANEL, Topic.VARIABLE) and " / " in f.subject:
             dashboard, _, panel = f.subject.partition(" / ")
-            groups.setdefault((f.topic.value, dashboard, f.message), []).append(panel)
+            entry = groups.setdefault((f.topic.value, dashboard, f.message), ([], []))
+            entry[0].append(panel)
         else:
-            groups.setdefault((f.topic.value, f.subject, f.message), [])
+            entry = groups.setdefault((f.topic.value, f.subject, f.message), ([], []))
+        entry[1].append(f)
     lines = []
-    for (topic, subject, message), panels in groups.items():
+    for (topic, subject, message), (panels, found) in groups.items():
         if panels:
-            lines.append(f"{topic} {subject} / {' | '.join(panels)}: {message}")
+            lines.append((f"{topic} {subject} / {' | '.join(panels)}: {message}", found))
         else:
-            lines.append(f"{topic} {subject}: {message}")
+            lines.append((f"{topic} {subject}: {message}", found))
     return lines
 
 
@@ -132,22 +139,42 @@ def _listed(names: list[str], most: int = 8) -> str:
 
 
 def _cause_lines(causes: Causes, label: str) -> list[str]:
-    """Each cause, then what fails because of it and what to do; then the problems that are their own cause."""
+    """Each cause first, then what fails because of it and what to do; then the problems that are their own
+    cause, each with what to do."""
     lines = []
     for cause in causes.causes:
         lines.append(f"  {label} {printable(cause.title)}")
         alerts, panels = cause.alerts, cause.panels
         if alerts:
-            lines.append(
-                f"      so {len(alerts)} alert{'s' if len(alerts) > 1 else ''} cannot fire: {_listed(list(alerts))}"
-            )
+            lines.append(f"      so {counted(len(alerts), 'alert')} cannot fire: {_listed(list(alerts))}")
         if panels:
             where = _listed([f"{d} ({n})" for d, n in panels.items()])
-            lines.append(f"      so {sum(panels.values())} panels would be empty: {where}")
-        if cause.action:
-            lines.append(f"      fix: {printable(cause.action)}")
-    lines += [f"  {label} {printable(line)}" for line in _grouped(list(causes.alone))]
+            lines.append(f"      so {counted(sum(panels.values()), 'panel')} would be empty: {where}")
+        variables = sorted({f.subject for f in cause.explained if f.topic is Topic.VARIABLE})
+        if variables:
+            verb = "lists" if len(variables) == 1 else "list"
+            lines.append(f"      so {counted(len(variables), 'dashboard variable')} {verb} no values: {_listed(variables)}")
+        queries = [f for f in cause.explained if f.topic is not Topic.VARIABLE]
+        if queries:
+            verb = "returns" if len(queries) == 1 else "return"
+            lines.append(f"      so {counted(len(queries), 'more query', 'more queries')} {verb} nothing")
+        lines.append(f"      fix: {printable(cause.action or FALLBACK_FIX)}")
+    for line, fixes in _grouped_fixes(list(causes.alone)):
+        lines.append(f"  {label} {printable(line)}")
+        lines.append(f"      fix: {printable(fixes or FALLBACK_FIX)}")
     return lines
+
+
+# A problem the doctor cannot say more about: never a problem without a line on what to do.
+FALLBACK_FIX = "see the notes and the Advice below"
+
+
+def _grouped_fixes(findings: list[Finding]) -> list[tuple[str, str]]:
+    """`_grouped`'s lines, each with what its findings say to do (their actions and config changes)."""
+    return [
+        (line, "; ".join(dict.fromkeys(fix for fix in map(fix_of, found) if fix)))
+        for line, found in _grouped_findings(findings)
+    ]
 
 
 def text(report: Report, style: Callable[..., str]) -> str:
@@ -202,6 +229,7 @@ def text(report: Report, style: Callable[..., str]) -> str:
                 f"  {style(items[0].level.value, fg=colour)} {printable(line)}" for line in _grouped(items)
             ]
     shown = {c.finding.action for c in report.causes.causes if c.finding is not None}
+    shown |= {f.action for f in report.causes.alone}  # printed as their problem's fix
     actions = [a for a in report.advice.actions if a not in shown]
     if report.advice.fixes or actions:
         lines += ["", style("Advice", bold=True)]
@@ -211,7 +239,10 @@ def text(report: Report, style: Callable[..., str]) -> str:
         if actions:
             lines.append("  Outside obspack.yaml:")
             lines += [f"    - {printable(a)}" for a in actions]
-    verdict = f"{counts['problems']} problems, {counts['not_checked']} not checked, {counts['notes']} notes"
+    verdict = (
+        f"{counted(counts['problems'], 'problem')}, {counts['not_checked']} not checked, "
+        f"{counted(counts['notes'], 'note')}"
+    )
     colour = "red" if report.exit_code else "green"
     lines += [
         "",
@@ -238,6 +269,7 @@ def as_json(report: Report) -> dict[str, Any]:
                 "alerts": list(c.alerts),
                 "panels": c.panels,
                 "problems": [{"topic": f.topic.value, "subject": f.subject} for f in c.consequences],
+                "notes": [{"topic": f.topic.value, "subject": f.subject} for f in c.explained],
             }
             for c in report.causes.causes
         ],

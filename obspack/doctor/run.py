@@ -113,7 +113,7 @@ def diagnose(pack: Pack, connection: Connection, options: Options = Options()) -
         dashboards=tuple(dashboards),
         groups=deployment.groups,
         findings=tuple(findings),
-        causes=group(findings, found.reports),
+        causes=group(findings, found.reports, pack.sources.selectors),
         advice=advise(pack.sources.selectors, findings, probe_off=off),
         elapsed_s=time.monotonic() - started,
         requests=requests,

@@ -16,7 +16,7 @@ from obspack.catalogue import vllm_features as vf
 from obspack.doctor import knowledge as k
 from obspack.doctor.api import PrometheusAPI, QueryFailed
 from obspack.doctor.checks import Check, State, Window
-from obspack.doctor.findings import Finding, Fix, Topic, note, problem, unchecked
+from obspack.doctor.findings import Finding, Fix, Topic, counted, note, problem, unchecked
 from obspack.doctor.fit import PodKind
 from obspack.doctor.needs import Leaf, PackNeeds, alternatives, matches
 from obspack.durations import format_s
@@ -200,7 +200,7 @@ def _vllm(
         pods[key] = (generation, labels[key])
     counts = Counter(g for g, _ in pods.values())
     text = ", ".join(f"{n} {g}" for g, n in sorted(counts.items(), key=lambda x: (-x[1], x[0])))
-    summary = f"{len(pods)} pods: {text}" if pods else "engine series without pod labels"
+    summary = f"{counted(len(pods), 'pod')}: {text}" if pods else "engine series without pod labels"
     router = _count(rows["router"])
     if router:
         summary += f"; {router} router copies (no model_name) left out"
@@ -237,7 +237,7 @@ def _features(ask: _Asker, pack: Pack, scope: str, found: Mapping[str, str]) -> 
             reporting = pods(*(f"{feature.key}|{m}" for m in feature.markers))
             details[feature.key] = {"pods": len(using), "reporting": len(reporting), "named": using[:MAX_NAMED]}
             if using:
-                parts.append(f"{len(using)} of {len(reporting)} pods with a sleep state asleep now")
+                parts.append(f"{len(using)} of {counted(len(reporting), 'pod')} with a sleep state asleep now")
             continue
         using = pods(*(f"{feature.key}|{m}" for m in feature.markers))
         connectors = {name: len(pods(f"{feature.key}|{m}")) for m, name in feature.connectors}
@@ -245,7 +245,7 @@ def _features(ask: _Asker, pack: Pack, scope: str, found: Mapping[str, str]) -> 
         details[feature.key] = {"pods": len(using), "connectors": connectors, "named": using[:MAX_NAMED]}
         if using:
             how = f" ({', '.join(f'{name} {n}' for name, n in connectors.items())})" if connectors else ""
-            parts.append(f"{feature.title.lower()} on {len(using)} pods{how}")
+            parts.append(f"{feature.title.lower()} on {counted(len(using), 'pod')}{how}")
     summary = "; ".join(parts) if parts else "none of the tracked features (KV connectors, offload, speculative decoding, LoRA, admission control, sleep mode)"
     return SourceReport("vLLM features", True, summary, details)
 
@@ -404,7 +404,7 @@ def _dcgm(
         parts.append(f"{counts['none']} without a vLLM pod (idle, or the pod has no nvidia.com/gpu request)")
     if counts["pod"] and "requests" not in rows:
         parts.append("idle GPUs on pod= nodes count as held (kube-state-metrics would tell them apart)")
-    summary = f"{sum(counts.values())} GPUs: {', '.join(parts)}; {len(fields)} fields"
+    summary = f"{counted(sum(counts.values()), 'GPU')}: {', '.join(parts)}; {counted(len(fields), 'field')}"
     details = {"gpus": sum(counts.values()), "modes": dict(counts), "fields": fields}
     return modes, SourceReport("dcgm-exporter", True, summary, details), _dcgm_fallbacks(needs, checks)
 
@@ -465,7 +465,7 @@ def _exporter(ask: _Asker, cl: str, scope: str, found: Mapping[str, str]) -> Sou
         "obspack exporter",
     )
     pods, probe, down = (_count(rows[n]) for n in ("pods", "probe", "down"))
-    summary = f"{pods} pods; CUDA allocator probe in {probe}" + (f"; {down} targets failing" if down else "")
+    summary = f"{counted(pods, 'pod')}; CUDA allocator probe in {probe}" + (f"; {counted(down, 'target')} failing" if down else "")
     return SourceReport(
         "obspack exporter", True, summary, {"pods": pods, "cuda_probe": probe, "failing": down}
     )
@@ -503,7 +503,7 @@ def _cluster_label(
             return report, [problem(Topic.SOURCE, title, message, action=action)]
         shown = ", ".join(clusters[:5]) + ("..." if len(clusters) > 5 else "")
         return SourceReport(
-            title, True, f"`{cl}`: {len(clusters)} clusters ({shown})", {"clusters": clusters}
+            title, True, f"`{cl}`: {counted(len(clusters), 'cluster')} ({shown})", {"clusters": clusters}
         ), []
     names = set(ask.names(list(sources.values()), title))
     for candidate in k.CLUSTER_LABELS:
@@ -514,7 +514,7 @@ def _cluster_label(
         report = SourceReport(
             title, True, f"no `{cl}`; clusters are in `{candidate}` ({len(clusters)})", {"clusters": clusters}
         )
-        message = f"no `{cl}` label, but `{candidate}` names {len(clusters)} cluster(s): set cluster_label: {candidate}"
+        message = f"no `{cl}` label, but `{candidate}` names {counted(len(clusters), 'cluster')}: set cluster_label: {candidate}"
         if len(clusters) > 1:
             message += "; until then, pods of the same name in different clusters are merged"
             return report, [problem(Topic.SOURCE, title, message, fixes=(fix,))]

@@ -250,11 +250,17 @@ class ExporterCollector:
             self._errors[(target, reason)] += 1
 
     def _read_probes(self) -> list[DeviceStats]:
+        """The CUDA probe's readings; whatever goes wrong there costs only the probe's series, never the
+        targets' (obspack_target_up must stay, or ObspackExporterTargetDown could not fire)."""
         if self.probe_dir is None:
             return []
-        return read_probe_dir(
-            self.probe_dir, now=self.wall_clock(), own_pidns=self._own_pidns, max_age_s=self.probe_max_age_s
-        )
+        try:
+            return read_probe_dir(
+                self.probe_dir, now=self.wall_clock(), own_pidns=self._own_pidns, max_age_s=self.probe_max_age_s
+            )
+        except Exception:
+            logging.getLogger(__name__).exception("obspack exporter: reading the probe files failed")
+            return []
 
 
 def build_families(

@@ -2,7 +2,11 @@
 
 A vLLM payload is mostly histogram buckets we never look at. Instead of tokenising every line,
 ``parse_needed`` searches the raw bytes for ``\\n<name>`` once per wanted family, and parses only the
-lines it lands on. Exact-name matching means ``*_created`` samples (and any other family whose name
+lines it lands on. A payload that declares its families (``# TYPE`` lines, as every prometheus_client
+payload does: each family's lines in one block after its declaration) is searched only inside the blocks
+of the wanted families, found in one pass over the declarations; a family it does not declare is taken
+as absent. A payload without declarations (or with more than ``MAX_DECLARED`` of them) is searched whole,
+once per family. Exact-name matching means ``*_created`` samples (and any other family whose name
 merely starts like a wanted one) are never picked up. ``max_samples`` bounds the work a hostile
 payload can cause: past that many lines of one family, the rest of it is not read. A line with a
 label value longer than ``MAX_LABEL_VALUE`` is skipped as malformed: ``model_name`` and ``engine``
@@ -46,6 +50,8 @@ _LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*\Z")
 _ESCAPE = re.compile(r"\\(.)")
 _UNESCAPED = {"n": "\n", "\\": "\\", '"': '"'}
 MAX_LABEL_VALUE = 4096  # characters
+MAX_DECLARED = 10_000  # `# TYPE` lines; past that, the payload is searched whole (bounded work either way)
+_TYPE = b"# TYPE "
 
 
 class PayloadError(ValueError):
@@ -95,8 +101,15 @@ def parse_needed(payload: bytes, names: Iterable[str] = NEEDED, max_samples: int
     ``check_payload`` first to reject payloads that are not expositions at all.
     """
     parsed = Parsed()
+    declared = declarations(payload)
     for name in names:
-        for count, line in enumerate(_lines_of(payload, name.encode())):
+        wanted = name.encode()
+        if declared is None:
+            regions = [(0, len(payload))]
+        else:  # a counter may be declared with or without its _total
+            regions = sorted({*declared.get(wanted, ()), *declared.get(wanted.removesuffix(b"_total"), ())})
+        lines = (line for start, end in regions for line in _lines_of(payload, wanted, start, end))
+        for count, line in enumerate(lines):
             if max_samples is not None and count >= max_samples:
                 parsed.truncated.append(name)
                 break
@@ -112,12 +125,39 @@ def parse_needed(payload: bytes, names: Iterable[str] = NEEDED, max_samples: int
     return parsed
 
 
-def _lines_of(payload: bytes, name: bytes) -> Iterable[bytes]:
-    """Yield every line of ``payload`` whose metric name is exactly ``name``."""
+def declarations(payload: bytes) -> dict[bytes, list[tuple[int, int]]] | None:
+    """Where each family the payload declares is: from its ``# TYPE`` line to the next one (or the end).
+    None when the payload declares nothing, or more than MAX_DECLARED families."""
+    starts = [0] if payload.startswith(_TYPE) else []
+    needle = b"\n" + _TYPE
+    found = payload.find(needle)
+    while found != -1:
+        starts.append(found + 1)
+        if len(starts) > MAX_DECLARED:
+            return None
+        found = payload.find(needle, found + 1)
+    if not starts:
+        return None
+    spans: dict[bytes, list[tuple[int, int]]] = {}
+    ends = [*starts[1:], len(payload)]
+    for start, end in zip(starts, ends):
+        name_start = start + len(_TYPE)
+        line_end = payload.find(b"\n", name_start, end)
+        space = payload.find(b" ", name_start, end if line_end == -1 else line_end)
+        if space != -1:
+            spans.setdefault(payload[name_start:space], []).append((start, end))
+    return spans
+
+
+def _lines_of(payload: bytes, name: bytes, begin: int = 0, stop: int | None = None) -> Iterable[bytes]:
+    """Yield every line of ``payload`` whose metric name is exactly ``name``, among the lines that begin
+    within ``[begin, stop)``."""
     needle = b"\n" + name
     size = len(payload)
+    stop = size if stop is None else stop
     # ``start`` is where a candidate line begins (-1: no more); the first line has no newline before it.
-    start = 0 if payload.startswith(name) else _after(payload.find(needle))
+    first = begin == 0 and payload.startswith(name)
+    start = 0 if first else _after(payload.find(needle, max(begin - 1, 0), stop))
     while start != -1:
         end_of_name = start + len(name)
         if end_of_name < size and payload[end_of_name] in _AFTER_NAME:
@@ -125,7 +165,7 @@ def _lines_of(payload: bytes, name: bytes) -> Iterable[bytes]:
             if end == -1:
                 end = size
             yield payload[start:end]
-        start = _after(payload.find(needle, end_of_name))
+        start = _after(payload.find(needle, end_of_name, stop))
 
 
 def _after(newline: int) -> int:
@@ -133,8 +173,17 @@ def _after(newline: int) -> int:
     return -1 if newline == -1 else newline + 1
 
 
+# The usual line, as prometheus_client writes it: labels without spaces or escapes, a value, maybe a
+# timestamp. One regular expression reads it; anything else goes through the label parser below.
+_PLAIN_LINE = re.compile(r'\{((?:[a-zA-Z_][a-zA-Z0-9_]*="[^"\\\n]*",)*(?:[a-zA-Z_][a-zA-Z0-9_]*="[^"\\\n]*",?)?)\}[ \t]+(\S+)(?:[ \t]+\S+)?[ \t]*\Z')
+_PLAIN_PAIR = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="([^"]*)"')
+
+
 def parse_sample_line(line: str, name_len: int) -> Sample:
     """Parse ``name{labels} value [timestamp]``, where the name is the first ``name_len`` characters."""
+    plain = _PLAIN_LINE.match(line, name_len)
+    if plain is not None:
+        return Sample(dict(_PLAIN_PAIR.findall(plain.group(1))), float(plain.group(2)))
     rest = line[name_len:]
     labels: dict[str, str] = {}
     if rest.startswith("{"):

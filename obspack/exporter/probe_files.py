@@ -4,7 +4,9 @@ A file is used only while it is fresh: its mtime must be less than ``max_age_s``
 probe ran in this process's PID namespace (the file records the namespace id, and an exporter
 sharing the namespace sees the same one) the pid must also still be alive. A sidecar without
 ``shareProcessNamespace`` cannot see vLLM's pids, so there staleness alone retires a dead process's
-file. Anything unreadable or malformed is skipped; this module never raises for file contents.
+file. Anything unreadable or malformed is skipped; this module never raises for file contents, and a
+bad file costs only itself: a file with far more brackets than any probe writes (100,000 nested `[`) is
+refused before it is parsed, and whatever else goes wrong with one file skips that file.
 """
 
 from __future__ import annotations
@@ -23,6 +25,9 @@ from obspack.probe import STAT_KEYS
 DEFAULT_MAX_AGE_S = 60.0
 MAX_FILES = 512
 MAX_FILE_BYTES = 256 * 1024
+# The probe writes two objects plus one per device (a process sees a few GPUs): far more brackets is not
+# its file, and nesting can never be deeper than the brackets there are.
+MAX_BRACKETS = 256
 _NAME = re.compile(r"[0-9]{1,10}\.json\Z")
 
 
@@ -60,14 +65,25 @@ def read_probe_dir(
         return []
     found: list[DeviceStats] = []
     for name in names[:MAX_FILES]:
-        document = _load_fresh(directory / name, now, max_age_s)
-        if document is None or str(document.get("pid")) != name[: -len(".json")]:
+        try:
+            found.extend(_read_one(directory / name, now, max_age_s, own_pidns, alive))
+        except Exception:  # noqa: BLE001 (one bad file costs only itself)
             continue
-        pid = int(name[: -len(".json")])
-        if own_pidns is not None and document.get("pidns") == own_pidns and not alive(pid):
-            continue
-        found.extend(_devices(str(pid), document.get("devices")))
     return sorted(found, key=lambda d: (int(d.pid), d.device))
+
+
+def _read_one(
+    path: Path, now: float, max_age_s: float, own_pidns: str | None, alive: Callable[[int], bool]
+) -> list[DeviceStats]:
+    """The devices of one probe file: none when it is stale, malformed, another pid's or a dead one's."""
+    document = _load_fresh(path, now, max_age_s)
+    pid_text = path.name[: -len(".json")]
+    if document is None or str(document.get("pid")) != pid_text:
+        return []
+    pid = int(pid_text)
+    if own_pidns is not None and document.get("pidns") == own_pidns and not alive(pid):
+        return []
+    return _devices(str(pid), document.get("devices"))
 
 
 def is_pid_alive(pid: int) -> bool:
@@ -91,10 +107,19 @@ def _load_fresh(path: Path, now: float, max_age_s: float) -> dict | None:
             return None
         if now - info.st_mtime > max_age_s:
             return None
-        document = json.loads(path.read_bytes())
-    except (OSError, ValueError):
+        data = path.read_bytes()
+        if brackets(data) > MAX_BRACKETS:
+            return None
+        document = json.loads(data)
+    except (OSError, ValueError, RecursionError):
         return None
     return document if isinstance(document, dict) else None
+
+
+def brackets(data: bytes) -> int:
+    """How many JSON arrays and objects ``data`` could open (brackets, in strings or not): a bound on how
+    deep it can nest, counted in C before parsing, since deep nesting makes the parser recurse."""
+    return data.count(b"[") + data.count(b"{")
 
 
 def _devices(pid: str, devices: object) -> list[DeviceStats]:

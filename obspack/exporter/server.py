@@ -7,6 +7,8 @@ touching the targets, so liveness probes never add load on vLLM.
 
 from __future__ import annotations
 
+import functools
+import gzip
 import socket
 import threading
 from collections.abc import Callable, Iterable
@@ -14,8 +16,12 @@ from dataclasses import dataclass
 from socketserver import ThreadingMixIn
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
-from prometheus_client import make_wsgi_app
+from prometheus_client import exposition, make_wsgi_app
+from prometheus_client.metrics_core import Metric
+from prometheus_client.openmetrics import exposition as om
 from prometheus_client.registry import CollectorRegistry
+
+from obspack.exporter import exposition as fast
 
 _INDEX = b"obspack exporter: metrics at /metrics, liveness at /healthz\n"
 
@@ -66,9 +72,60 @@ def parse_listen(value: str) -> tuple[str, int]:
     return host or "0.0.0.0", int(port)
 
 
+class _Collected:
+    """Families already collected, as a registry for prometheus_client's writers (a second collect would
+    scrape the targets again)."""
+
+    def __init__(self, metrics: list[Metric]) -> None:
+        self.metrics = metrics
+
+    def collect(self) -> list[Metric]:
+        return self.metrics
+
+
+def _fast_writer(encoder: Callable[..., bytes]) -> Callable[[list[Metric]], bytes] | None:
+    """obspack's writer for the format prometheus_client chose from the Accept header, where it has one:
+    the text format 0.0.4, or OpenMetrics 1.0.0 with the default name escaping (what Prometheus asks for)."""
+    if encoder is exposition.generate_latest:
+        return fast.text
+    if isinstance(encoder, functools.partial) and encoder.keywords.get("escaping") == om.UNDERSCORES:
+        if encoder.func is exposition.generate_latest:
+            return fast.text
+        if encoder.func is om.generate_latest and encoder.keywords.get("version") == "1.0.0":
+            return fast.openmetrics
+    return None
+
+
+def metrics_app(registry: CollectorRegistry) -> Callable:
+    """/metrics as prometheus_client's WSGI app serves it (format from Accept, gzip from
+    Accept-Encoding, the library's headers), the lines written by obspack.exporter.exposition."""
+    library = make_wsgi_app(registry)
+
+    def app(environ: dict, start_response: Callable) -> Iterable[bytes]:
+        if environ.get("REQUEST_METHOD") != "GET" or "name[]" in environ.get("QUERY_STRING", ""):
+            return library(environ, start_response)
+        encoder, content_type = exposition.choose_encoder(environ.get("HTTP_ACCEPT", ""))
+        writer = _fast_writer(encoder)
+        if writer is None:
+            return library(environ, start_response)
+        metrics = list(registry.collect())
+        try:
+            output = writer(metrics)
+        except fast.NotPlain:
+            output = encoder(_Collected(metrics))
+        headers = [("Content-Type", content_type)]
+        if exposition.gzip_accepted(environ.get("HTTP_ACCEPT_ENCODING", "")):
+            output = gzip.compress(output)
+            headers.append(("Content-Encoding", "gzip"))
+        start_response("200 OK", headers)
+        return [output]
+
+    return app
+
+
 def make_app(registry: CollectorRegistry) -> Callable:
     """The WSGI app: metrics at /metrics, 'ok' at /healthz, a hint at /, 404 elsewhere."""
-    metrics = make_wsgi_app(registry)
+    metrics = metrics_app(registry)
 
     def app(environ: dict, start_response: Callable) -> Iterable[bytes]:
         path = environ.get("PATH_INFO", "/")

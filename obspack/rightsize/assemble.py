@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 
 from obspack.rightsize import backtest, sizing, workloads
 from obspack.rightsize import histograms as h
+from obspack.rightsize.backtest import sentence
 from obspack.rightsize.measure import Measurements
 from obspack.rightsize.model import (
     GPU,
@@ -369,8 +370,11 @@ def _memory(
             history, limit if limit is not None else current_limit, request if request is not None else current_request
         )
         if replayed.kills and limit_decision is Decision.CHANGE:  # never: the rules size above every sample
-            limit_note = f"withheld: with {sizing.quantity(limit)} the backtest kills {replayed.runs_killed} runs"  # type: ignore[arg-type]
+            limit_note = f"withheld: {sentence(replayed, sizing.quantity(limit))}"  # type: ignore[arg-type]
             limit_decision, limit = Decision.NONE, None
+            request_decision, request, request_note = sizing.decide_request(
+                computed_request, current_request, current_limit, limits_known
+            )
     memory = Memory(
         load_peak=observed,
         serving_peak=serving,

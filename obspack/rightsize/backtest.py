@@ -14,7 +14,7 @@ from collections import Counter
 
 from obspack.rightsize.model import Backtest, History, Run
 
-__all__ = ["History", "Run", "replay"]
+__all__ = ["History", "Run", "replay", "sentence"]
 
 def replay(history: History, limit: float | None, request: float | None) -> Backtest:
     """What `limit` and `request` would have done to the window's samples."""
@@ -49,3 +49,16 @@ def replay(history: History, limit: float | None, request: float | None) -> Back
         days_over_request=sum(1 for v in history.day_p99s.values() if request is not None and v > request),
         peak=peak,
     )
+
+
+def sentence(bt: Backtest, limit_text: str) -> str:
+    """"with 24Gi, 0 of 9 runs and 0 of 14 days would have been OOM-killed; peak 83% of the limit"."""
+    runs = f"{bt.runs_killed} of {bt.runs} run{'s' if bt.runs != 1 else ''}"
+    days = f"{bt.days_killed} of {bt.days} day{'s' if bt.days != 1 else ''}"
+    text = f"with {limit_text}, {runs} and {days} would have been OOM-killed"
+    if bt.peak_ratio is not None:
+        text += f"; peak {bt.peak_ratio:.0%} of the limit"
+    if bt.loads_before:
+        loads = "the model load" if bt.loads_before == 1 else f"{bt.loads_before} model loads"
+        text += f" ({loads} before the window counted)"
+    return text

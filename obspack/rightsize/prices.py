@@ -31,18 +31,21 @@ from obspack.rules.recording.cost import GPU_REQUEST, ksm_label
 from obspack.rules.recording.dcgm import normalised
 
 HOURS_PER_MONTH = 730  # 24 x 365 / 12, as OpenCost and the clouds' calculators count a month
+NOW = "10m"  # the pods and GPUs that run at the window's end: seen within its last ten minutes
 POD = ("namespace", "pod")
 
 
 def queries(cfg: ObspackConfig, plan: Plan) -> list[Query]:
-    """GPUs per pod and their model and node, seen over the window; OpenCost's price per node where it is
-    the source; the node pools where a label names them."""
-    w, cl = plan.window, cfg.cluster_label
+    """GPUs per pod and their model and node at the window's end (the pods that run now: a month of them is
+    what the workload costs, not every pod a rollout replaced in the window); OpenCost's price per node
+    where it is the source; the node pools where a label names them."""
+    w, now, cl = plan.window, NOW, cfg.cluster_label
     pod = c.by(cfg, *POD)
-    last = normalised(cfg, "DCGM_FI_DEV_FB_USED", read=lambda s: f"last_over_time({s}[{w}])")
-    dcgm = f"count by ({pod}, modelName, Hostname) (\n{last}\n)"
+    last = normalised(cfg, "DCGM_FI_DEV_FB_USED", read=lambda s: f"last_over_time({s}[{now}])")
+    # each GPU (or MIG instance) once: a restarted exporter's second series of it does not count twice
+    dcgm = f"count by ({pod}, modelName, Hostname) (\n  group by ({pod}, modelName, Hostname, UUID, GPU_I_ID) (\n{last}\n  )\n)"
     ksm = c.selector(cfg.selectors.kube_state_metrics, GPU_REQUEST)
-    requests = f"sum by ({pod}, node) (max by ({pod}, container, node) (last_over_time(kube_pod_container_resource_requests{ksm}[{w}])))"
+    requests = f"sum by ({pod}, node) (max by ({pod}, container, node) (last_over_time(kube_pod_container_resource_requests{ksm}[{now}])))"
     out = [
         Query("gpu_dcgm", dcgm, (cl, *POD, "modelName", "Hostname")),
         Query("gpu_requests", f"{requests} > 0", (cl, *POD, "node")),
@@ -65,7 +68,8 @@ def _pods(m: Measurements) -> dict[tuple[str, str, str], tuple[float, str, str]]
     found: dict[tuple[str, str, str], tuple[float, str, str]] = {}
     for (cluster, namespace, pod, model, node), gpus in sorted(m.get("gpu_dcgm").items()):
         held, _, _ = found.get((cluster, namespace, pod), (0.0, "", ""))
-        found[(cluster, namespace, pod)] = (held + gpus, model, node)
+        if gpus > held:  # a pod seen on two nodes (it moved) holds the GPUs of one
+            found[(cluster, namespace, pod)] = (gpus, model, node)
     for (cluster, namespace, pod, node), gpus in sorted(m.get("gpu_requests").items()):
         found.setdefault((cluster, namespace, pod), (gpus, "", node))
     return found
@@ -110,8 +114,7 @@ def decide(w: Workload, gpus_per_pod: float, model: str, hourly: float | None, p
     mostly empty (a possibility)."""
     savings = []
     m = w.memory
-    for what, current, new, change in (("memory limit", m.current_limit, m.limit, m.limit_change),
-                                       ("memory request", m.current_request, m.request, m.request_change)):
+    for what, change in (("memory limit", m.limit_change), ("memory request", m.request_change)):
         if change:
             savings.append(Saving(what, 0.0, 0.0 if hourly is not None else None, "host RAM frees no GPU"))
     for knob in w.knobs:

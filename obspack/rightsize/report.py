@@ -20,7 +20,7 @@ import yaml
 from obspack.durations import format_ms
 from obspack.numbers import text as number_text
 from obspack.rightsize import patches
-from obspack.rightsize.prices import HOURS_PER_MONTH
+from obspack.rightsize.backtest import sentence
 from obspack.rightsize.model import (
     GPU,
     Backtest,
@@ -38,8 +38,8 @@ from obspack.rightsize.model import (
     Workload,
     WorkloadCost,
 )
+from obspack.rightsize.prices import HOURS_PER_MONTH
 from obspack.rightsize.sizing import PREFIX_FLAG, days, human_bytes, quantity
-from obspack.rightsize.whatif import sentence
 
 SCHEMA = "obspack.rightsize/v2"
 Style = Callable[..., str]

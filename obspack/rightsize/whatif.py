@@ -15,7 +15,8 @@
 from __future__ import annotations
 
 from obspack.rightsize import backtest, sizing
-from obspack.rightsize.model import FB_DANGER, Backtest, WhatIf, Workload
+from obspack.rightsize.backtest import sentence
+from obspack.rightsize.model import FB_DANGER, WhatIf, Workload
 from obspack.rightsize.settings import OptionError, WhatIfAsk
 
 
@@ -124,16 +125,3 @@ def _utilization(w: Workload, ask: WhatIfAsk) -> WhatIf:
     if kv is not None:
         answer += f", the KV cache at {kv:.0%} at most at its peak"
     return WhatIf(w.key, ask.setting, ask.value, ask.text, True, answer, facts=facts)
-
-
-def sentence(bt: Backtest, limit_text: str) -> str:
-    """"with 24Gi, 0 of 9 runs and 0 of 14 days would have been OOM-killed; peak 83% of the limit"."""
-    runs = f"{bt.runs_killed} of {bt.runs} run{'s' if bt.runs != 1 else ''}"
-    days = f"{bt.days_killed} of {bt.days} day{'s' if bt.days != 1 else ''}"
-    text = f"with {limit_text}, {runs} and {days} would have been OOM-killed"
-    if bt.peak_ratio is not None:
-        text += f"; peak {bt.peak_ratio:.0%} of the limit"
-    if bt.loads_before:
-        loads = "the model load" if bt.loads_before == 1 else f"{bt.loads_before} model loads"
-        text += f" ({loads} before the window counted)"
-    return text

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from obspack import conventions as c
-from obspack.config import ObspackConfig
+from obspack.config import ObspackConfig, conflicts
 from obspack.pack import build
 from obspack.pack.autoscaling import manifests
 from obspack.render.files import pack_files
@@ -109,18 +109,27 @@ def test_the_signal_each_autoscaler_reads_is_a_record_the_pack_writes() -> None:
 @pytest.mark.parametrize(
     ("autoscaler", "message"),
     [
-        (keda(min_replicas=3, max_replicas=2), "max_replicas 2 is below min_replicas 3"),
-        (keda(min_replicas=0), "min_replicas 0 needs wake_query"),
-        (keda(min_replicas=0, engine="hpa", wake_query="x"), "min_replicas 0 needs engine: keda"),
         (keda(wake_query="sum(("), "is not a PromQL expression"),
         (keda(name="Chat"), "is not a Kubernetes name"),
+        (keda(engine="argo"), "Input should be 'keda' or 'hpa'"),
     ],
 )
-def test_bad_autoscalers_are_refused_with_the_reason(autoscaler: dict[str, Any], message: str) -> None:
+def test_bad_autoscaler_values_are_refused_with_the_reason(autoscaler: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError, match=message.replace("(", r"\(")):
         config(autoscaler)
 
 
-def test_two_autoscalers_of_one_name_are_refused() -> None:
-    with pytest.raises(ValueError, match="two autoscalers are named llm/chat"):
-        config(keda(), keda(model="other"))
+@pytest.mark.parametrize(
+    ("autoscalers", "where", "message"),
+    [
+        ([keda(min_replicas=3, max_replicas=2)], ("0", "max_replicas"), "2 is below min_replicas"),
+        ([keda(min_replicas=0)], ("0", "min_replicas"), "0 needs wake_query"),
+        ([keda(min_replicas=0, engine="hpa", wake_query="x")], ("0", "min_replicas"), "0 needs engine: keda"),
+        ([keda(), keda(model="other")], ("1", "name"), "'chat' is taken in namespace llm by another autoscaler"),
+    ],
+)
+def test_autoscalers_that_cannot_work_are_conflicts_at_their_key(
+    autoscalers: list[dict[str, Any]], where: tuple[str, str], message: str
+) -> None:
+    (found,) = conflicts(config(*autoscalers))
+    assert found.loc == ("autoscaling", "autoscalers", *where) and found.message.startswith(message)

@@ -1,6 +1,9 @@
 """The fleet page's feature rows: collapsed, each repeated over a hidden variable that counts the engines
-using its feature from that feature's own series, so a fleet without the feature shows one closed row
-titled "(engines: None)" and runs none of its queries."""
+using its feature from that feature's own series. Grafana still draws a row whose variable lists nothing,
+once, over a placeholder whose value is "" and whose text is "None" (RowRepeaterBehavior in Grafana 11 and
+12, the older renderer's "None" option alike): the title reads the variable's text, so a fleet without
+the feature shows one closed row titled "... (engines using it: None)", and its panels say why they are
+empty instead of "No data"."""
 
 from __future__ import annotations
 
@@ -40,7 +43,7 @@ def test_every_feature_has_a_collapsed_row_repeated_over_its_hidden_variable() -
     for feature in f.FEATURES:
         row, variable = ROWS[feature.key], VARIABLES[feature.key]
         assert row["collapsed"] and row["panels"], feature.key
-        assert f"${feature.key}" in row["title"], "the title says how many engines use it, or None"
+        assert f"${{{feature.key}:text}}" in row["title"], "the title says how many engines use it, or None"
         assert variable["hide"] == 2 and variable["type"] == "query"
         assert not variable["includeAll"] and not variable["multi"], "one value at most: the row is drawn once"
         assert variable["query"].startswith("query_result(count(") and "$__range" in variable["query"]
@@ -58,6 +61,33 @@ def test_the_variable_lists_the_count_when_engines_use_the_feature_and_nothing_o
     variable = VARIABLES[f.SPEC_DECODE.key]
     assert grafana_values(variable, [({}, 12)]) == ["12"]
     assert grafana_values(variable, []) == []
+
+
+def grafana_row_title(row: dict[str, Any], listed: list[str]) -> str:
+    """A repeated row's title as Grafana shows it for its first value; with none listed, over the
+    placeholder (value "", text "None"). `$var` reads the value, `${var:text}` the text."""
+    value, text = (listed[0], listed[0]) if listed else ("", "None")
+    title = re.sub(r"\$\{\w+:text\}", text, row["title"])
+    return re.sub(r"\$\{?\w+\}?", value, title)
+
+
+def test_a_row_reads_as_not_in_use_when_no_engine_uses_the_feature() -> None:
+    titles = {key: grafana_row_title(row, []) for key, row in ROWS.items()}
+    assert titles[f.SPEC_DECODE.key] == "Speculative decoding (engines using it: None)"
+    assert titles[f.LORA.key] == "LoRA adapters (pods using it: None)"
+    assert all(not t.endswith(": )") for t in titles.values()), titles
+    assert grafana_row_title(ROWS[f.SPEC_DECODE.key], ["12"]) == "Speculative decoding (engines using it: 12)"
+    # the bare variable would read its empty value: what Grafana showed before
+    assert grafana_row_title({"title": "Speculative decoding (engines: $spec_decode)"}, []) == "Speculative decoding (engines: )"
+
+
+@pytest.mark.parametrize("feature", f.FEATURES, ids=lambda feature: feature.key)
+def test_an_empty_feature_panel_says_why_instead_of_no_data(feature: f.Feature) -> None:
+    for panel in ROWS[feature.key]["panels"]:
+        shown = panel["fieldConfig"]["defaults"]["noValue"]
+        assert shown == (
+            f"No data: nothing in the selection reports this series of {feature.title} (the row's title counts its users)"
+        ), panel["title"]
 
 
 @pytest.mark.parametrize("feature", f.FEATURES, ids=lambda feature: feature.key)

@@ -32,6 +32,7 @@ TARGET_JOBS = ("vllm", "obspack-exporter")  # jobs whose targets are pods: `up` 
 # What the doctor says of every fleet here at its last sample: the records are written live, after it, and
 # the SLO page reads them over windows of up to 30 days.
 YOUNG_RECORDS = ("note", "dashboard", "vllm-slos")
+NO_PRICES = ("note", "cost", "prices")  # the cost page counts GPU-hours until cost.gpus sets prices
 
 
 @dataclass(frozen=True)

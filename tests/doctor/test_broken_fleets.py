@@ -19,7 +19,7 @@ from obspack.config import ObspackConfig
 from obspack.demo.fleet import FleetSpec
 from obspack.pack import build
 from tests.doctor import oracle
-from tests.doctor.shapes import YOUNG_RECORDS, Served, Shape, generation, serving
+from tests.doctor.shapes import NO_PRICES, YOUNG_RECORDS, Served, Shape, generation, serving
 
 pytestmark = [pytest.mark.e2e, pytest.mark.tool]
 
@@ -67,6 +67,7 @@ def test_old_dcgm_names_and_no_cluster_label_fit_with_notes(old_names: Served) -
         ("note", "source", "dcgm-exporter"),
         *(("note", "variable", v) for v in single_value_variables("cluster")),
         YOUNG_RECORDS,
+        NO_PRICES,
     }
     assert without_panels(report) == expected
     assert code == 0
@@ -122,11 +123,16 @@ def test_missing_kube_state_metrics_and_a_failing_rule(no_ksm: Served) -> None:
     assert without_panels(report) == {
         ("problem", "alert", "VLLMContainerOOMKilled"),
         ("problem", "alert", "VLLMContainerRestarted"),
+        # the autoscalers are kube-state-metrics' HPAs and pending pods
+        ("problem", "alert", "VLLMAutoscalerThrashing"),
+        ("problem", "alert", "VLLMAutoscalerMaxedOut"),
+        ("problem", "alert", "VLLMAutoscalerScaleUpBlocked"),
         ("problem", "rules", "obspack-vllm-engine.alerts / VLLMZeroThroughput"),
         ("note", "rules", "obspack-vllm-engine.alerts"),
         ("note", "source", "kube-state-metrics"),
         ("note", "source", "cAdvisor"),
         YOUNG_RECORDS,
+        NO_PRICES,
     }
     assert code == 1
     assert "invalid regular expression" in oracle.message(
@@ -163,6 +169,9 @@ def test_a_source_gone_a_label_missing_and_an_optional_probe_off(gone: Served, t
         ("problem", "alert", "VLLMHostMemoryNearLimit"),
         ("problem", "alert", "VLLMGPUMemoryNearFull"),
         ("problem", "alert", "VLLMCUDAAllocatorFragmentationHigh"),
+        # no GPU is counted without DCGM here (no kube-state-metrics GPU requests either), so no price is missing
+        ("problem", "alert", "VLLMGPUsMostlyIdle"),
+        ("problem", "alert", "VLLMCostPerMillionTokensRising"),
         ("note", "source", "dcgm-exporter"),
         ("note", "source", "cAdvisor"),
         *(("note", "variable", v) for v in single_value_variables("instance")),
@@ -179,3 +188,44 @@ def test_a_source_gone_a_label_missing_and_an_optional_probe_off(gone: Served, t
         gone.prom.url, "--time", str(gone.summary.end), config=advice, tmp=tmp_path
     )
     assert "VLLMCUDAAllocatorFragmentationHigh" not in {s for _, _, s in oracle.findings(fixed, "alert")}
+
+
+# ---------------------------------------------------------------------------------------------------
+# The cluster label on every source but dcgm-exporter: the GPU attribution's join matches nothing, so the
+# GPU page's hidden $gpu_instance lists nothing and its per-GPU queries hold `instance=~""`. One root cause,
+# printed first, with everything it breaks under it and the fix.
+
+
+@pytest.fixture(scope="module")
+def partial_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    shape = Shape(TWO_CLUSTERS, strip={"DCGM_": ("cluster",)})
+    with serving(shape, tmp_path_factory.mktemp("partial-cluster"), GROUPS) as served:
+        yield served
+
+
+def test_a_cluster_label_missing_on_one_source_is_the_one_cause_printed_first(partial_cluster: Served) -> None:
+    from typer.testing import CliRunner
+
+    from obspack.cli import app
+
+    end = str(partial_cluster.summary.end)
+    result = CliRunner().invoke(app, ["doctor", "-p", partial_cluster.prom.url, "--time", end])
+    assert result.exit_code == 1, result.output
+    lines = result.output.splitlines()
+    start = lines.index("Problems (1)")
+    assert lines[start + 1 : start + 7] == [
+        "  problem cluster label: `cluster` is on cAdvisor, obspack exporter, kube-state-metrics, vLLM but not on "
+        "dcgm-exporter: joins between them match nothing",
+        "      so 3 alerts cannot fire: VLLMGPUMemoryNearFull, VLLMGPUsMostlyIdle, VLLMCostPerMillionTokensRising",
+        "      so 33 panels would be empty: vllm-pod-memory-planes (3), gpu-by-workload (20), vllm-cost (10)",
+        "      so 2 dashboard variables list no values: gpu-by-workload / $gpu_instance, vllm-pod-memory-planes / $gpu_instance",
+        "      so 7 more queries return nothing",
+        "      fix: add `cluster` to every scrape of dcgm-exporter (external labels reach only remote storage, not "
+        "local queries)",
+    ]
+    assert lines[start + 7] == ""
+    assert not any('instance=~""' in line for line in lines), "the consequences are folded, not listed"
+    assert lines[-1].startswith("1 problem, 0 not checked, 4 notes (exit 1)")
+    code, report = oracle.doctor(partial_cluster.prom.url, "--time", end)
+    assert [c["kind"] for c in report["causes"]] == ["cluster"]
+    assert panel_findings(report) == oracle.panels(partial_cluster.prom, PACK, report)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 
+from obspack.config import ObspackConfig
+from obspack.doctor.api import QueryFailed
 from obspack.doctor.checks import Check, State
 from obspack.doctor.findings import Level
 from obspack.doctor.fit import (
@@ -18,12 +20,14 @@ from obspack.doctor.fit import (
     _panel_findings,
     dashboard_findings,
     escape,
+    evaluate_records,
     judge,
     listed,
     of_check,
     of_record,
 )
-from obspack.doctor.needs import AllOf, AnyOf, Leaf, Record, Selector, matches
+from obspack.doctor.needs import AllOf, AnyOf, Leaf, Record, Selector, leaves, matches, read_pack
+from obspack.pack import build
 from obspack.pack.walk import Target
 
 
@@ -151,3 +155,52 @@ def test_a_panel_of_a_row_whose_feature_nobody_runs_is_no_finding() -> None:
         (Level.NOTE, "variable", "d / $spec_decode"),
         (Level.PROBLEM, "panel", "d / Panel"),
     ]
+
+
+def test_a_gpu_state_a_healthy_fleet_is_not_in_waits_like_an_event() -> None:
+    """The cost page's idle GPUs read the record with state="idle": where the record has only serving GPUs,
+    the panel waits (a note), and where it has none at all, it is broken."""
+    serving = (RecordData(OK, ({"pod": "p1", "state": "serving"},)),)
+    idle = of_record(record("r", ("state", "=", "idle")), serving)
+    assert idle.state is State.EVENT and "holds GPUs and serves nothing" in idle.why
+    assert of_record(record("r", ("state", "=~", "idle|asleep")), serving).state is State.EVENT
+    assert of_record(record("r", ("pod", "=", "p2")), serving).state is State.MISSING
+    assert of_record(record("r", ("state", "=", "idle")), (RecordData(OK, ()),)).state is State.MISSING
+
+
+class ShortQueries:
+    """A server that refuses queries over 16 KiB, as VictoriaMetrics does by default, and answers the rest
+    with one series."""
+
+    def __init__(self) -> None:
+        self.refused = 0
+
+    def query(self, text: str, at: float) -> list:
+        if len(text) > 16384:
+            self.refused += 1
+            raise QueryFailed("query: 422: too long query; got 17674 bytes; mustn't exceed `-search.maxQueryLen=16384` bytes")
+        return [{"metric": {}, "value": [at, "1"]}]
+
+    def map(self, fn, items):  # noqa: ANN001, ANN201
+        out = []
+        for item in items:
+            try:
+                out.append(fn(item))
+            except QueryFailed as e:
+                out.append(e)
+        return out
+
+
+def test_a_record_the_server_refuses_as_too_long_is_judged_by_its_inputs() -> None:
+    needs = read_pack(build(ObspackConfig()))
+    found = {leaf: Check(leaf, State.OK) for rule in needs.recording_rules for leaf in leaves(rule.need)}
+    api = ShortQueries()
+    data = evaluate_records(api, needs, found, 0.0)  # type: ignore[arg-type]
+    assert api.refused > 0
+    for name, rules in needs.records.items():
+        for rule, got in zip(rules, data[name]):
+            if len(needs.written(rule)) > 16000:  # refused, or too long to ask: what its inputs say, never "unknown"
+                assert got.rows is None and got.verdict.state is not State.UNKNOWN, name
+            else:  # asked: what came back
+                assert got.rows == ({},) and got.verdict == OK, name
+    assert data["namespace_model_role_tokens:vllm_gpu_cost_per_hour:sum"][0].verdict == OK

@@ -9,7 +9,7 @@ import pytest
 
 from obspack.config import ObspackConfig
 from obspack.doctor.api import Connection, PrometheusAPI
-from obspack.doctor.history import _message, history_findings
+from obspack.doctor.history import _message, history_findings, windows
 from obspack.doctor.needs import read_pack
 from obspack.pack import build
 from tests.support.prometheus import backfill_openmetrics, running_prometheus
@@ -67,3 +67,10 @@ def test_records_of_different_histories_are_named_each_with_its_own() -> None:
         "needs 1d of history: it reads x:a:rate5m and x:b:rate5m over windows of up to 1d"
     )
     assert "and here x:a:rate5m has no data yet; x:b:rate5m has data for less than 1d:" in message
+
+
+def test_sums_over_the_dashboards_own_range_need_no_history() -> None:
+    """The cost page sums its records over the range the reader picks: what the range holds is the answer,
+    so it gets no note, while the SLO page's fixed windows do."""
+    assert windows(NEEDS, "vllm-cost") == {}
+    assert windows(NEEDS, "vllm-slos")[BASE[0]][-1] == 30 * DAY

@@ -262,6 +262,35 @@ def test_probe_files_become_cuda_series(tmp_path: Path, closing: list[ExporterCo
     )  # the file went with the process
 
 
+def test_a_hostile_probe_file_costs_only_itself(tmp_path: Path, closing: list[ExporterCollector]) -> None:
+    """A probe file nested 100,000 levels deep used to raise RecursionError at every scrape, and every
+    series went, obspack_target_up with them (so ObspackExporterTargetDown could never fire)."""
+    probe = Probe(tmp_path, interval_s=5, source=lambda: {0: {"reserved_bytes.all.current": 8.0}})
+    assert probe.write_once()
+    (tmp_path / "4242.json").write_bytes(b"[" * 100_000)
+    collector, _registry = make({"http://t/metrics": payload("v1_single.prom")}, probe_dir=tmp_path)
+    closing.append(collector)
+    get = snapshot(collector)
+    assert get("obspack_target_up", {"target": "http://t/metrics"}) == 1.0
+    assert get("obspack_vllm_kv_cache_block_size_tokens", T) is not None
+    assert get("obspack_cuda_allocator_reserved_bytes", {"pid": str(probe.pid), "device": "0"}) == 8.0
+    probe.stop()
+
+
+def test_a_failing_probe_reader_costs_only_the_probe_series(
+    tmp_path: Path, closing: list[ExporterCollector], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(*args: object, **kwargs: object) -> list[object]:
+        raise RecursionError("maximum recursion depth exceeded")
+
+    monkeypatch.setattr(collector_module, "read_probe_dir", broken)
+    collector, _registry = make({"http://t/metrics": payload("v1_single.prom")}, probe_dir=tmp_path)
+    closing.append(collector)
+    get = snapshot(collector)
+    assert get("obspack_target_up", {"target": "http://t/metrics"}) == 1.0
+    assert get("obspack_vllm_kv_cache_block_size_tokens", T) is not None
+
+
 def test_probe_dir_that_is_a_file_is_harmless(tmp_path: Path, closing: list[ExporterCollector]) -> None:
     not_a_dir = tmp_path / "file"
     not_a_dir.write_text("x")
@@ -466,7 +495,9 @@ def test_absurd_cache_config_and_values_leave_the_target_up(closing: list[Export
 
 def test_a_megabyte_model_name_is_skipped_and_counted(closing: list[ExporterCollector]) -> None:
     huge = b'model_name="' + b"x" * (1 << 20) + b'"'
-    text = payload("v1_single.prom") + b'vllm:num_requests_running{engine="1",' + huge + b"} 3\n"
+    declared = b"# TYPE vllm:num_requests_running gauge\n"  # in its family's block, where it is read
+    text = payload("v1_single.prom").replace(declared, declared + b'vllm:num_requests_running{engine="1",' + huge + b"} 3\n")
+    assert len(text) > 1 << 20
     collector, registry = make({"http://t/metrics": text})
     closing.append(collector)
     exposition = generate_latest(registry)

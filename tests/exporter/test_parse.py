@@ -186,3 +186,64 @@ def test_a_line_with_an_overlong_label_value_is_skipped() -> None:
     parsed = parse_needed(text)
     assert parsed.skipped == 1
     assert parsed.families[p.NUM_REQUESTS_RUNNING] == [Sample({"model_name": long_name[:-1]}, 2.0)]
+
+
+def _whole(payload_bytes: bytes, monkeypatch: pytest.MonkeyPatch) -> p.Parsed:
+    """What parse_needed reads when it searches the whole payload (no use of the declarations)."""
+    with monkeypatch.context() as m:
+        m.setattr(p, "declarations", lambda _payload: None)
+        return parse_needed(payload_bytes)
+
+
+@pytest.mark.parametrize("name", sorted(f.name for f in FIXTURES.glob("*.prom")))
+def test_reading_through_the_declarations_finds_what_the_whole_search_finds(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    body = payload(name)
+    assert p.declarations(body) is not None, "the fixtures declare their families, as vLLM does"
+    assert parse_needed(body) == _whole(body, monkeypatch)
+
+
+def test_a_counter_declared_without_its_total_and_several_blocks_of_one_family() -> None:
+    text = (
+        b"# TYPE vllm:prefix_cache_hits counter\n"
+        b'vllm:prefix_cache_hits_total{model_name="a"} 4\n'
+        b"# TYPE vllm:num_requests_running gauge\n"
+        b'vllm:num_requests_running{model_name="a"} 1\n'
+        b"# TYPE other gauge\nother 1\n"
+        b"# TYPE vllm:num_requests_running gauge\n"  # a second registry's block, concatenated
+        b'vllm:num_requests_running{model_name="b"} 2\n'
+    )
+    parsed = parse_needed(text)
+    assert parsed.families[p.PREFIX_CACHE_HITS] == [Sample({"model_name": "a"}, 4.0)]
+    assert parsed.families[p.NUM_REQUESTS_RUNNING] == [Sample({"model_name": "a"}, 1.0), Sample({"model_name": "b"}, 2.0)]
+
+
+def test_a_payload_that_declares_families_is_read_only_in_their_blocks() -> None:
+    """The text format keeps a family's lines in one block after its declaration: a sample of a wanted
+    family outside its block (or of a family never declared, beside declared ones) is not read."""
+    text = (
+        b"# TYPE vllm:num_requests_running gauge\n"
+        b'vllm:num_requests_running{model_name="a"} 1\n'
+        b"# TYPE other gauge\n"
+        b'vllm:num_requests_running{model_name="stray"} 9\n'
+        b'vllm:kv_cache_usage_perc{model_name="a"} 0.5\n'
+    )
+    parsed = parse_needed(text)
+    assert parsed.families == {p.NUM_REQUESTS_RUNNING: [Sample({"model_name": "a"}, 1.0)]}
+
+
+def test_too_many_declarations_fall_back_to_the_whole_search() -> None:
+    text = b"".join(b"# TYPE f%d gauge\nf%d 1\n" % (i, i) for i in range(p.MAX_DECLARED + 1))
+    text += b'vllm:num_requests_running{model_name="a"} 1\n'
+    assert p.declarations(text) is None
+    assert parse_needed(text).families == {p.NUM_REQUESTS_RUNNING: [Sample({"model_name": "a"}, 1.0)]}
+
+
+@pytest.mark.parametrize("name", sorted(f.name for f in FIXTURES.glob("*.prom")))
+def test_the_plain_line_fast_path_reads_what_the_label_parser_reads(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    import re
+
+    body = payload(name)
+    fast = parse_needed(body)
+    monkeypatch.setattr(p, "_PLAIN_LINE", re.compile(r"(?!)"))  # never matches: every line through parse_labels
+    assert parse_needed(body) == fast
+    assert fast.families, name

@@ -142,3 +142,28 @@ def test_default_liveness_check_retires_an_exited_process(tmp_path: Path) -> Non
     )
     write(tmp_path, int(child.stdout), pidns=pid_namespace())
     assert read_probe_dir(tmp_path, now=time.time(), own_pidns=pid_namespace()) == []
+
+
+@pytest.mark.parametrize("body", [b"[" * 100_000, b'{"a":' * 100_000, b'{"pid": 9, "x": ' + b"[" * 300 + b"]" * 300 + b"}"])
+def test_a_deeply_nested_file_costs_only_itself(tmp_path: Path, body: bytes) -> None:
+    """JSON nested 100,000 levels makes the parser recurse (RecursionError): the file is refused before it
+    is parsed, and the other files are read."""
+    write(tmp_path, 7)
+    (tmp_path / "9.json").write_bytes(body)
+    assert [d.pid for d in read(tmp_path, alive={7, 9})] == ["7"]
+
+
+def test_a_file_that_fails_in_any_other_way_costs_only_itself(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from obspack.exporter import probe_files
+
+    write(tmp_path, 7)
+    write(tmp_path, 8)
+    real = probe_files._devices
+
+    def devices(pid: str, found: object) -> list[DeviceStats]:
+        if pid == "8":
+            raise RuntimeError("a bug in reading one file")
+        return real(pid, found)
+
+    monkeypatch.setattr(probe_files, "_devices", devices)
+    assert [d.pid for d in read(tmp_path, alive={7, 8})] == ["7"]

@@ -1,17 +1,13 @@
 """The numbers add up: a fleet whose bill is known by construction, through promtool and the rendered rules.
 
-Over three hours at one evaluation a minute, eleven GPUs are held by vLLM pods: two by a pod that serves
+Over three hours at one evaluation a minute, twelve GPUs are held by vLLM pods: two by a pod that serves
 throughout, one by a StatefulSet pod that moves to another node halfway, one A100 split by MIG into a
 3g and a 4g instance for two pods (one serving, one idle), one L4 time-sliced between two pods (counted
 once), two by an engine put to sleep after an hour, two on a node without DCGM (kube-state-metrics'
-requests, the GPU model from GPU Feature Discovery's node label), and a prefill and a decode pod with one
-each. A training pod's GPU, an unallocated GPU and production-stack's router (with its own copies of the
-token counters) are in the data and must count for nothing.
-
-Every number is checked as `abs(measured - known) < 1e-6`: GPU-hours per pod, workload, team, model and
-state all equal the fleet's eleven GPUs over the window, and so does the bill at the configured prices;
-tokens per model count each engine once.
-"""
+requests, the GPU model from GPU Feature Discovery's node label), one on a node whose DCGM maps no pod
+(requests, the model from DCGM), and a prefill and a decode pod with one each, on a node whose
+dcgm-exporter spells its label `hostname`. A training pod's GPU, an unallocated GPU and production-stack's
+router (with its own copies of the token counters) are in the data and must count for nothing."""
 
 from __future__ import annotations
 
@@ -75,9 +71,10 @@ class Fleet:
             labels = {**ksm, **({"label_team": team} if team else {}), **({"label_llm_d_ai_role": role} if role else {})}
             self.add("kube_pod_labels", labels, f"1x{MINUTES}")
 
-    def gpu(self, node: str, gpu: str, model: str, values: str, holder: dict[str, str] | None, **extra: str) -> None:
+    def gpu(self, node: str, gpu: str, model: str, values: str, holder: dict[str, str] | None, *,
+            host: str = "Hostname", **extra: str) -> None:
         labels = {"cluster": "prod-a", "instance": f"{node}:9400", "job": "nvidia-dcgm-exporter", "gpu": gpu,
-                  "UUID": f"GPU-{node}-{gpu}", "Hostname": node, "modelName": model, "device": f"nvidia{gpu}",
+                  "UUID": f"GPU-{node}-{gpu}", host: node, "modelName": model, "device": f"nvidia{gpu}",
                   **(holder or {}), **extra}
         self.add("DCGM_FI_DEV_FB_USED", labels, values)
 
@@ -126,11 +123,23 @@ def fleet() -> Fleet:
         f.add("kube_node_info", {**ksm, "node": "gpu-7"}, f"1x{MINUTES}")
         f.add("kube_node_labels", {**ksm, "node": "gpu-7", "label_nvidia_com_gpu_product": "NVIDIA-A100-SXM4-80GB"},
               f"1x{MINUTES}")
+    # one A100 on a node whose DCGM runs without its pod mapping and with no GFD label: kube-state-metrics'
+    # request, priced at the model DCGM reports for the node
+    f.pod("inference", "phi-1", PHI, owner=("StatefulSet", "phi"), team="search")
+    f.gpu("gpu-9", "0", A100, f"40000x{MINUTES}", None)
+    for replica in ("10.0.0.1:8080", "10.0.0.2:8080"):
+        ksm = {"cluster": "prod-a", "job": "kube-state-metrics", "instance": replica}
+        where = {**ksm, "namespace": "inference", "pod": "phi-1", "uid": "uid-phi-1"}
+        f.add("kube_pod_container_resource_requests", {**where, "container": "vllm", "node": "gpu-9",
+              "resource": "nvidia_com_gpu", "unit": "integer"}, f"1x{MINUTES}")
+        f.add("kube_pod_status_phase", {**where, "phase": "Running"}, f"1x{MINUTES}")
+        f.add("kube_node_info", {**ksm, "node": "gpu-9"}, f"1x{MINUTES}")
     # disaggregated serving: a prefill pod and a decode pod (llm-d's role label), one H100 each
     f.pod("pd", "llama-prefill-0", LLAMA, owner=("StatefulSet", "llama-prefill"), role="prefill", tokens=(600, 6))
     f.pod("pd", "llama-decode-0", LLAMA, owner=("StatefulSet", "llama-decode"), role="decode", tokens=(600, 300))
-    f.gpu("gpu-8", "0", H100, f"70000x{MINUTES}", honor("pd", "llama-prefill-0"))
-    f.gpu("gpu-8", "1", H100, f"70000x{MINUTES}", honor("pd", "llama-decode-0"))
+    # (their node's dcgm-exporter is a newer release: it spells the node `hostname`)
+    f.gpu("gpu-8", "0", H100, f"70000x{MINUTES}", honor("pd", "llama-prefill-0"), host="hostname")
+    f.gpu("gpu-8", "1", H100, f"70000x{MINUTES}", honor("pd", "llama-decode-0"), host="hostname")
     # counted for nothing: a training pod's GPU, an unallocated GPU, the router's copies of the counters
     f.gpu("gpu-1", "7", H100, f"80000x{MINUTES}", {"namespace": "training", "pod": "trainer-0", "container": "torch"})
     f.gpu("gpu-1", "6", H100, f"0x{MINUTES}", None)
@@ -152,18 +161,18 @@ MODEL_GPU_HOURS = {
     ("research", MISTRAL): gpu_hours(1),
     ("research", EMBED): gpu_hours(1),
     ("research", QWEN): gpu_hours(2),
-    ("inference", PHI): gpu_hours(2),
+    ("inference", PHI): gpu_hours(3),
     ("pd", LLAMA): gpu_hours(2),
 }
-FLEET_GPU_HOURS = gpu_hours(11)
+FLEET_GPU_HOURS = gpu_hours(12)
 STATES = {
-    "serving": gpu_hours(3 + 3 / 7 + 1 + 2 + 2) + gpu_hours(2, 50),  # qwen serves at minutes 10 to 59
+    "serving": gpu_hours(3 + 3 / 7 + 1 + 3 + 2) + gpu_hours(2, 50),  # qwen serves at minutes 10 to 59
     "idle": gpu_hours(4 / 7),
     "asleep": gpu_hours(2, SAMPLES - 50),
 }
 PRICE = {H100: 4, A100: 2, L4: 1}
-BILL = gpu_hours(3 * 4 + 2 * 4 + 2 * 4 + 1 * 2 + 2 * 2 + 1 * 1)  # llama, qwen, pd on H100; MIG and phi on A100; L4
-TEAMS = {"search": gpu_hours(3 * 4 + 2 * 2), "research": gpu_hours(1 * 2 + 1 * 1)}  # qwen has no team
+BILL = gpu_hours(3 * 4 + 2 * 4 + 2 * 4 + 1 * 2 + 3 * 2 + 1 * 1)  # llama, qwen, pd on H100; MIG and phi on A100; L4
+TEAMS = {"search": gpu_hours(3 * 4 + 3 * 2), "research": gpu_hours(1 * 2 + 1 * 1)}  # qwen has no team
 TOKENS_PER_SECOND = {  # input: pods that prefill; output: pods that decode; the router never
     ("inference", LLAMA, "input"): 20, ("inference", LLAMA, "output"): 4,
     ("pd", LLAMA, "input"): 10, ("pd", LLAMA, "output"): 5,

@@ -8,9 +8,8 @@ its operator's metrics (selectors.keda).
 from __future__ import annotations
 
 from obspack import conventions as c
-from obspack.config import ObspackConfig
+from obspack.config import ObspackConfig, promql_string
 from obspack.rules.model import AlertRule
-from obspack.rules.recording.kubernetes import vllm_source_selectors
 
 HPA = ("namespace", "horizontalpodautoscaler")
 WHO = "{{ $labels.namespace }}/{{ $labels.horizontalpodautoscaler }}"
@@ -90,18 +89,49 @@ def maxed_out(cfg: ObspackConfig) -> AlertRule:
     )
 
 
-def scale_up_blocked(cfg: ObspackConfig) -> AlertRule:
-    """vLLM pods that ask for GPUs and cannot be scheduled: a scale-up the cluster cannot honour."""
-    t = cfg.alerts.VLLMAutoscalerScaleUpBlocked
-    pod = c.by(cfg, "namespace", "pod")
+def autoscaled_owners(cfg: ObspackConfig) -> list[str]:
+    """kube_pod_owner matchers for the pods of the workloads obspack's autoscalers scale: a Deployment's pods
+    belong to its ReplicaSets (<name>-<pod-template-hash>), a StatefulSet's to itself, a LeaderWorkerSet's to
+    its leader StatefulSet (<name>) and its groups' worker StatefulSets (<name>-<group>). Kubernetes names
+    hold only a-z, 0-9 and '-', none of them special in a regex."""
+    owners = []
+    for a in cfg.autoscaling.autoscalers:
+        name = a.target.name
+        owner = {
+            "Deployment": ('owner_kind="ReplicaSet"', f"{name}-[a-z0-9]+"),
+            "StatefulSet": ('owner_kind="StatefulSet"', name),
+            "LeaderWorkerSet": ('owner_kind="StatefulSet"', f"{name}(-[0-9]+)?"),
+        }[a.target.kind]
+        cluster = [f"{cfg.cluster_label}={promql_string(a.cluster)}"] if a.cluster else []
+        owners.append(", ".join([*cluster, f"namespace={promql_string(a.namespace)}", owner[0], f'owner_name=~"{owner[1]}"']))
+    return sorted(set(owners))
+
+
+def pending_gpu_pods(cfg: ObspackConfig, scope: str = "") -> str:
+    """vLLM pods that ask for GPUs and cannot be scheduled, one series per pod valued with the GPUs asked for.
+    A pod the scheduler has not placed has no container status, so kube-state-metrics gives it no
+    kube_pod_container_info (no image), and it has no vLLM metrics: it is known as vLLM by its namespace
+    running vLLM now, by its container's name (vllm_containers.name_regex), or as a pod of a workload that
+    an obspack autoscaler scales (from zero, where no vLLM pod runs). `scope`: matchers that narrow the pods
+    (a dashboard's variables)."""
+    pod, ns = c.by(cfg, "namespace", "pod"), c.by(cfg, "namespace")
     ksm = cfg.selectors.kube_state_metrics
-    unschedulable = f"max by ({pod}) (kube_pod_status_unschedulable{c.selector(ksm)})"
-    gpu_request = c.selector(ksm, GPU_RESOURCES)
-    gpus = f"max by ({pod}) (kube_pod_container_resource_requests{gpu_request})"
-    vllm = " or ".join(
-        f"group by ({pod}) ({s})" for s in vllm_source_selectors(cfg, with_container=False) if s.startswith("kube_")
-    )
-    expr = f"({unschedulable} == 1)\n* on ({pod}) group_left ()\n({gpus} > 0)\nand on ({pod})\n({vllm})"
+    requests = f"kube_pod_container_resource_requests{c.selector(ksm, GPU_RESOURCES)}"
+    unschedulable = f"max by ({pod}) (kube_pod_status_unschedulable{c.selector(ksm, scope)})"
+    blocked = f"({unschedulable} == 1)\n* on ({pod}) group_left ()\n(max by ({pod}) ({requests}) > 0)"
+    marks = [f"group by ({pod}) ({requests})\n  and on ({ns})\n  group by ({ns}) ({c.VLLM_POD})"]
+    if cfg.vllm_containers.name_regex:
+        named = c.selector(ksm, GPU_RESOURCES, f"container=~{promql_string(cfg.vllm_containers.name_regex)}")
+        marks.append(f"group by ({pod}) (kube_pod_container_resource_requests{named})")
+    marks += [f"group by ({pod}) (kube_pod_owner{c.selector(ksm, owner)})" for owner in autoscaled_owners(cfg)]
+    vllm = "\n  or\n  ".join(marks)
+    return f"{blocked}\nand on ({pod})\n(\n  {vllm}\n)"
+
+
+def scale_up_blocked(cfg: ObspackConfig) -> AlertRule:
+    """Pods that ask for GPUs and cannot be scheduled: a scale-up the cluster cannot honour."""
+    t = cfg.alerts.VLLMAutoscalerScaleUpBlocked
+    expr = pending_gpu_pods(cfg)
     return AlertRule(
         alert="VLLMAutoscalerScaleUpBlocked",
         expr=expr,
@@ -109,7 +139,7 @@ def scale_up_blocked(cfg: ObspackConfig) -> AlertRule:
         severity=t.severity,
         summary="vLLM pods that need GPUs cannot be scheduled: the scale-up waits for GPU capacity.",
         description=(
-            "Pod {{ $labels.namespace }}/{{ $labels.pod }} asks for GPUs and has been unschedulable for "
+            "Pod {{ $labels.namespace }}/{{ $labels.pod }} asks for {{ $value }} GPUs and has been unschedulable for "
             f"{t.for_}: no node has them free."
         ),
         runbook="vllm-autoscaler-scale-up-blocked",

@@ -92,10 +92,7 @@ def kv_transfer_failures(cfg: ObspackConfig) -> AlertRule:
         f"the last {t.window} (per second where failed, per finished request where expired): requests between "
         "its prefill and decode pods are recomputed or fail.",
         runbook="vllm-kv-transfer-failures",
-        triage=(
-            "kubectl -n {{ $labels.namespace }} logs {{ $labels.pod }} --tail=300 "
-            "| grep -iE 'nixl|mooncake|transfer|expired|notif|ucx|rdma'"
-        ),
+        triage=c.vllm_logs(cfg, "{{ $labels.pod }}", "--tail=300 | grep -iE 'nixl|mooncake|transfer|expired|notif|ucx|rdma'"),
     )
 
 
@@ -131,9 +128,7 @@ def kv_offload_allocation_failures(cfg: ObspackConfig) -> AlertRule:
         description=WHO + " fails {{ $value | humanize }} KV offload allocations per second over the last "
         f"{t.window}: blocks are not offloaded (or not promoted back) and their prompts are computed again.",
         runbook="vllm-kv-offload-allocation-failures",
-        triage=(
-            "kubectl -n {{ $labels.namespace }} logs {{ $labels.pod }} --tail=300 | grep -iE 'offload|allocat|tier'"
-        ),
+        triage=c.vllm_logs(cfg, "{{ $labels.pod }}", "--tail=300 | grep -iE 'offload|allocat|tier'"),
     )
 
 

@@ -26,7 +26,11 @@ from obspack.rules.recording.vllm import (
 )
 
 WHO = "{{ $labels.namespace }}/{{ $labels.pod }} ({{ $labels.model_name }})"
-TOP = "kubectl -n {{ $labels.namespace }} logs {{ $labels.pod }} --tail=200 | grep -iE 'preempt|KV cache|waiting'"
+POD = "{{ $labels.pod }}"
+
+
+def _kv_log(cfg: ObspackConfig) -> str:
+    return c.vllm_logs(cfg, POD, "--tail=200 | grep -iE 'preempt|KV cache|waiting'")
 
 
 def kv_cache_usage_high(cfg: ObspackConfig) -> AlertRule:
@@ -39,7 +43,7 @@ def kv_cache_usage_high(cfg: ObspackConfig) -> AlertRule:
         summary="vLLM KV cache is nearly full; new requests queue and running ones may be preempted.",
         description=WHO + " is using {{ $value | humanizePercentage }} of its KV cache blocks.",
         runbook="vllm-kv-cache-usage-high",
-        triage=TOP,
+        triage=_kv_log(cfg),
     )
 
 
@@ -53,7 +57,7 @@ def kv_cache_usage_critical(cfg: ObspackConfig) -> AlertRule:
         summary="vLLM KV cache is full; requests are being preempted or stuck in the queue.",
         description=WHO + " is using {{ $value | humanizePercentage }} of its KV cache blocks.",
         runbook="vllm-kv-cache-usage-critical",
-        triage=TOP,
+        triage=_kv_log(cfg),
     )
 
 
@@ -73,7 +77,7 @@ def request_queue_backlog(cfg: ObspackConfig) -> AlertRule:
         description=WHO + " has {{ $value }} requests waiting for KV cache or batch capacity, more than "
         f"{t.waiting_to_running:g}x the requests running.",
         runbook="vllm-request-queue-backlog",
-        triage=TOP,
+        triage=_kv_log(cfg),
     )
 
 
@@ -100,7 +104,7 @@ def zero_throughput(cfg: ObspackConfig) -> AlertRule:
         description=WHO + " has {{ $value }} requests running or waiting and generated no token in the last "
         f"{t.window}.",
         runbook="vllm-zero-throughput",
-        triage="kubectl -n {{ $labels.namespace }} logs {{ $labels.pod }} --timestamps --tail=100",
+        triage=c.vllm_logs(cfg, POD, "--timestamps --tail=100"),
     )
 
 
@@ -145,7 +149,7 @@ def request_preemptions(cfg: ObspackConfig) -> AlertRule:
         summary="vLLM keeps preempting running requests because the KV cache is too small for the load.",
         description=WHO + " preempts {{ $value | humanize }} requests per second.",
         runbook="vllm-request-preemptions",
-        triage=TOP,
+        triage=_kv_log(cfg),
     )
 
 

@@ -53,10 +53,13 @@ INPUT = 'tokens="input"'
 GFD_PRODUCT = "label_nvidia_com_gpu_product"  # GPU Feature Discovery's nvidia.com/gpu.product node label
 # A MIG instance's share of its GPU: its compute slices (the N of an `Ng.XXgb` profile) over the GPU's.
 # NVIDIA's MIG user guide: A100, H100, H200, B200 and GB200 have 7 slices; A30 and the RTX PRO 6000 have 4.
+# Each label_replace below matches every value (an empty group where there is nothing to take):
+# VictoriaMetrics, inside a long expression, can set a label a non-matching label_replace should leave alone.
 MIG_SLICES = 7
-MIG_FOUR_SLICES = ".*(A30|RTX[ -]PRO[ -]6000).*"
-MIG_PROFILES = {7: tuple(range(1, 9)), 4: tuple(range(1, 9))}  # every N a profile could name
-MIG_PROFILE = "(?:.*\\.)?([0-9]+)g\\..*"  # 3g.40gb, 1g.10gb+me, 1c.3g.40gb: the N of Ng
+MIG_PROFILE = "(?:.*\\.)?([1-47])g\\..*|.*"  # 3g.40gb, 1g.10gb+me, 1c.3g.40gb: "g3"; a whole GPU or another N: "g"
+MIG_PROFILE_NS = (1, 2, 3, 4, 7)
+MIG_FOUR_SLICES = ".*(A)30.*|.*(R)TX[ -]PRO[ -]6000.*|.*"  # "sA", "sR": 4 slices; "s": 7
+MIG_GPU_KEYS = {"s": 7, "sA": 4, "sR": 4}
 # llm-d's role label (llm-d.ai/role): pods that only prefill, only decode; every other value does both.
 PREFILL_ROLES = ("prefill", "encode-prefill")
 DECODE_ROLES = ("decode",)
@@ -134,20 +137,20 @@ def _copy(expr: str, to: str, source: str) -> str:
 
 def mig_shares() -> str:
     """A constant table: the share of its GPU each MIG instance holds, by its compute slices (`mig_g`, from
-    the profile) and the GPU's (`mig_slices`, set to 4 for the GPUs that have 4); 1 for a whole GPU."""
-    rows = ['vector(1)', 'label_replace(vector(1), "mig_slices", "4", "", "")']
-    for slices, profiles in MIG_PROFILES.items():
-        for g in profiles:
-            row = f'label_replace(vector({g} / {slices}), "mig_g", "{g}", "", "")'
-            rows.append(row if slices == MIG_SLICES else f'label_replace({row}, "mig_slices", "{slices}", "", "")')
+    the profile) and the GPU's (`mig_slices`, from the model); 1 for a whole GPU (`mig_g="g"`), and never
+    more than 1."""
+    rows = []
+    for key, slices in MIG_GPU_KEYS.items():
+        for g, share in (("g", "1"), *((f"g{n}", f"{n} / {slices}" if n < slices else "1") for n in MIG_PROFILE_NS)):
+            rows.append(f'label_replace(label_replace(vector({share}), "mig_g", "{g}", "", ""), "mig_slices", "{key}", "", "")')
     return "\n  or\n  ".join(rows)
 
 
 def dcgm_held(cfg: ObspackConfig) -> str:
     """GPUs per pod from the attribution record: whole GPUs count 1, MIG instances their share (a profile
     of another shape counts 1: never less than it may cost). The record is read once."""
-    info = _copy(c.GPU_INFO, "mig_g", "GPU_I_PROFILE").replace('"(.*)"', promql_string(MIG_PROFILE))
-    info = f'label_replace(\n{_indent(info)},\n  "mig_slices", "4", "modelName", {promql_string(MIG_FOUR_SLICES)}\n)'
+    info = f'label_replace(\n{_indent(c.GPU_INFO)},\n  "mig_g", "g$1", "GPU_I_PROFILE", {promql_string(MIG_PROFILE)}\n)'
+    info = f'label_replace(\n{_indent(info)},\n  "mig_slices", "s$1$2", "modelName", {promql_string(MIG_FOUR_SLICES)}\n)'
     shared = f"{info}\n* on (mig_g, mig_slices) group_left ()\n(\n  {mig_shares()}\n)"
     return f"sum by ({c.by(cfg, *HELD)}) (\n{_indent(_copy(shared, 'node', 'Hostname'))}\n)"
 
@@ -176,8 +179,10 @@ def ksm_held(cfg: ObspackConfig) -> str:
         f"and on ({node}) (\n  (\n{_indent(_indent(dcgm_nodes(cfg, nodes)))}\n  ) == 0\n)"
     )
     gfd = _named(cfg, "kube_node_labels", ("node",), GFD_PRODUCT, "modelName")
-    # every node, with its GPU model where GFD's label says it (kube_node_info: one series per node)
-    nodes_typed = f"{gfd}\nor on ({node})\ngroup by ({node}) (kube_node_info{_ksm(cfg)})"
+    # every node, with its GPU model where GFD's label says it, else where DCGM runs there without its pod
+    # mapping (kube_node_info: one series per node)
+    dcgm = f"topk by ({node}) (1,\n{_indent(dcgm_node_models(cfg))}\n)"
+    nodes_typed = f"{gfd}\nor on ({node})\n{dcgm}\nor on ({node})\ngroup by ({node}) (kube_node_info{_ksm(cfg)})"
     typed = f"(\n{_indent(held)}\n)\n* on ({node}) group_left (modelName)\n(\n{_indent(nodes_typed)}\n)"
     models = pod_models(cfg)
     return f"(\n{_indent(typed)}\n)\n* on ({pod}) group_left (model_name)\n(\n{_indent(models)}\n)"
@@ -195,7 +200,8 @@ def states(cfg: ObspackConfig) -> str:
     serving = (
         f"group by ({pod}) (\n"
         f"  max_over_time(vllm:num_requests_running{sel(cfg)}[{w}]) > 0\n"
-        f"  or\n  rate(vllm:generation_tokens_total{sel(cfg)}[{w}]) > 0\n)"
+        f"  or\n  rate(vllm:generation_tokens_total{sel(cfg)}[{w}]) > 0\n"
+        f"  or\n  rate(vllm:prompt_tokens_total{sel(cfg)}[{w}]) > 0\n)"  # embedding models generate nothing
     )
     universe = vllm_pods(cfg)  # every pod holding GPUs here is a vLLM pod
     return (
@@ -279,17 +285,26 @@ def node_pools(cfg: ObspackConfig) -> str:
     return _named(cfg, "kube_node_labels", ("node",), ksm_label(cfg.cost.node_pool_label), "node_pool")
 
 
+def dcgm_node_models(cfg: ObspackConfig) -> str:
+    """The GPU models dcgm-exporter reports per node, whether or not a pod holds the GPUs. It spells the node
+    Hostname, newer releases hostname: each is read where it is set (a label_replace that always matches)."""
+    def spelled(label: str) -> str:
+        selector = c.selector(cfg.selectors.dcgm, label + '!=""')
+        return _copy(f"group by ({c.by(cfg, label, 'modelName')}) (DCGM_FI_DEV_FB_USED{selector})", "node", label)
+
+    parts = [spelled(label) for label in ("Hostname", "hostname")]
+    return f"group by ({c.by(cfg, 'node', 'modelName')}) (\n{_indent(parts[0])}\n  or\n{_indent(parts[1])}\n)"
+
+
 def node_models(cfg: ObspackConfig) -> str:
     """The GPU models of each node, from raw series: DCGM's modelName (whether or not a pod holds the GPU),
     and GPU Feature Discovery's label on nodes where only kube-state-metrics' requests count; with the node
     pool where a label names it. Prices are set per row (and read per node and model), so this reads no
     record: what reads the prices stays cheap to check (obspack doctor writes records out)."""
     keep = c.by(cfg, "node", "modelName")
-    dcgm = _copy(f"group by ({c.by(cfg, 'Hostname', 'modelName')}) (DCGM_FI_DEV_FB_USED{c.selector(cfg.selectors.dcgm)})",
-                 "node", "Hostname")
     gfd = _named(cfg, "kube_node_labels", ("node",), GFD_PRODUCT, "modelName")
     requests = f"group by ({c.by(cfg, 'node')}) (kube_pod_container_resource_requests{_ksm(cfg, GPU_REQUEST)} > 0)"
-    models = f"group by ({keep}) (\n{_indent(dcgm)}\n)\nor\ngroup by ({keep}) (\n{_indent(gfd)}\n)\nor on ({c.by(cfg, 'node')})\n{requests}"
+    models = f"{dcgm_node_models(cfg)}\nor\ngroup by ({keep}) (\n{_indent(gfd)}\n)\nor on ({c.by(cfg, 'node')})\n{requests}"
     if not cfg.cost.node_pool_label:
         return models
     return f"(\n{_indent(models)}\n)\n* on ({c.by(cfg, 'node')}) group_left (node_pool)\n{node_pools(cfg)}\nor on ({keep})\n(\n{_indent(models)}\n)"
@@ -331,7 +346,7 @@ def _role(*roles: str) -> str:
 
 
 def _per_pod_of_roles(cfg: ObspackConfig, series: str, *roles: str, labels: str = "") -> str:
-    """Per-pod series (tokens, times) of the pods with these roles, which hold GPUs."""
+    """Per-pod series (tokens, times) of the vLLM pods with these roles (whether or not a GPU of theirs is seen)."""
     return f"{series}\n* on ({c.by(cfg, *POD)}) group_left ({labels})\n{c.POD_COST_INFO}{{{_role(*roles)}}}"
 
 
@@ -411,10 +426,9 @@ def in_use(cfg: ObspackConfig) -> str:
 
 def rules(cfg: ObspackConfig) -> list[RecordingRule]:
     """The cost records, in the order they read each other (after the attribution record)."""
-    pod = c.by(cfg, *POD)
     workload = c.by(cfg, "namespace", *WORKLOAD, "model_name", "state")
     return [
-        RecordingRule(c.COST_EVALUATION, "time()"),
+        RecordingRule(c.COST_EVALUATION, "vector(time())"),
         RecordingRule(c.POD_GPUS_ALLOCATED, pod_gpus(cfg)),
         RecordingRule(c.POD_COST_INFO, pod_info(cfg)),
         RecordingRule(c.NODE_GPU_MODEL, node_models(cfg)),

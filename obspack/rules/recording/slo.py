@@ -40,6 +40,7 @@ from obspack.rules.model import RecordingRule, RuleGroup
 from obspack.rules.recording import vllm
 
 MODEL = ("namespace", "model_name")
+FAILED = 'status=~"5.."'  # grouped (5xx, the instrumentator's default) or exact (503) codes
 
 
 def le_matcher(threshold: float) -> str:
@@ -65,8 +66,12 @@ RECORDS = Scope()
 def _sum(cfg: ObspackConfig, scope: Scope, expr: str, window: str) -> str:
     """Per-series rates summed by the scope's labels, leaving out the pods that slept within the window:
     a sleeping engine answers 503 on purpose and serves nothing (its events are no one's failure)."""
-    awake = vllm.unless_asleep(cfg, f"(\n  {expr}\n)", window, scope.engine)
-    return f"sum by ({c.by(cfg, *scope.keep)}) (\n  {awake}\n)"
+    awake = vllm.unless_asleep(cfg, f"(\n{_indent(expr)}\n)", window, scope.engine)
+    return f"sum by ({c.by(cfg, *scope.keep)}) (\n{_indent(awake)}\n)"
+
+
+def _indent(text: str) -> str:
+    return textwrap.indent(text, "  ")
 
 
 def _latency(cfg: ObspackConfig, sli: str, branch: slos.Branch, window: str, scope: Scope) -> tuple[str, str]:
@@ -77,9 +82,9 @@ def _latency(cfg: ObspackConfig, sli: str, branch: slos.Branch, window: str, sco
     for metric in vllm_latency.SLO_HISTOGRAMS[sli]:
         count = f"rate({metric}_count{vllm.sel(cfg, *branch.matchers, scope.engine)}[{window}])"
         bucket = f"{metric}_bucket{vllm.sel(cfg, *branch.matchers, scope.engine, le)}"
-        bad.append(f"(\n    {count}\n    - ignoring (le)\n    rate({bucket}[{window}])\n  )")
-        every.append(f"(\n    {count}\n    and ignoring (le)\n    {bucket}\n  )")
-    return _sum(cfg, scope, "\n  or\n  ".join(bad), window), _sum(cfg, scope, "\n  or\n  ".join(every), window)
+        bad.append(f"(\n  {count}\n  - ignoring (le)\n  rate({bucket}[{window}])\n)")
+        every.append(f"(\n  {count}\n  and ignoring (le)\n  {bucket}\n)")
+    return _sum(cfg, scope, "\nor\n".join(bad), window), _sum(cfg, scope, "\nor\n".join(every), window)
 
 
 def latency_events(cfg: ObspackConfig, sli: str, branch: slos.Branch, window: str, scope: Scope = RECORDS) -> tuple[str, str]:
@@ -88,22 +93,52 @@ def latency_events(cfg: ObspackConfig, sli: str, branch: slos.Branch, window: st
 
 
 def _availability(cfg: ObspackConfig, branch: slos.Branch, window: str, scope: Scope) -> tuple[str, str]:
-    """(failed, all) HTTP requests per second, each pod's rate joined to its served model."""
+    """(failed, all) HTTP requests per second, each pod's rate joined to its served model. A pod that
+    answered no 5xx yet has no 5xx series at all (the instrumentator creates a status's series at its
+    first request), so the failures are 0 wherever requests are counted, rather than missing."""
     pod = c.by(cfg, "namespace", "pod")
     routes = f"handler=~{promql_string(cfg.slos.availability.handler_regex)}"
     served = vllm.pod_model(cfg, f"vllm:num_requests_running{vllm.sel(cfg, *branch.matchers, scope.engine)}")
+    scraped = f"vllm:num_requests_running{vllm.sel(cfg, scope.engine)}"
 
     def joined(*status: str) -> str:
-        http = c.selector(cfg.selectors.vllm, routes, *status, scope.pod)
+        http = f"http_requests_total{c.selector(cfg.selectors.vllm, routes, *status, scope.pod)}"
         return _sum(
             cfg,
             scope,
-            f"sum by ({pod}) (rate(http_requests_total{http}[{window}]))\n"
-            f"  * on ({pod}) group_left (model_name)\n  {served}",
+            f"sum by ({pod}) (\n{_indent(counter_increase(cfg, http, scraped, window))}\n)\n"
+            f"* on ({pod}) group_left (model_name)\n{served}",
             window,
         )
 
-    return joined('status=~"5.."'), joined()
+    every = joined()
+    return f"{joined(FAILED)}\nor\n0 * {every}", every
+
+
+def counter_increase(cfg: ObspackConfig, series: str, scraped: str, window: str) -> str:
+    """Per series, the increase per second of a counter over `window`, counting the first value of a series
+    that appeared within it. `rate()` takes a series' first sample as its starting point, so a status's
+    series that appears with 40 failures (created at the first one) would count none of those 40, and
+    nothing at all until its second sample. A series that was not there one window ago, and has fewer
+    samples in the window than its pod's engine gauge (`scraped`: the pod was scraped before the series
+    appeared), started from 0 within the window: its value now is its increase, which is what `rate()`
+    gives for the same counter written as 0 before it appeared. A series as old as its pod's scrapes (a
+    new Prometheus, a pod scraped for the first time) may carry history from before: `rate()` then. A
+    dashboard's `$__rate_interval` is no number of seconds: there, `rate()` alone."""
+    rate = f"rate({series}[{window}])"
+    try:
+        seconds = slos.seconds(window)
+    except ValueError:
+        return rate
+    pod = c.by(cfg, "namespace", "pod")
+    appeared = (
+        f"({series} unless {series} offset {window}) / {seconds}\n"
+        f"and\n"
+        f"count_over_time({series}[{window}])\n"
+        f"< on ({pod}) group_left ()\n"
+        f"max by ({pod}) (count_over_time({scraped}[{window}]))"
+    )
+    return f"(\n{_indent(appeared)}\n)\nor\n{rate}"
 
 
 def sli_rates(
