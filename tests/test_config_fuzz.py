@@ -29,7 +29,7 @@ from obspack.config import Alerts
 from tests.support.tools import require_tool
 
 settings.register_profile(
-    "ci", max_examples=30, derandomize=True, deadline=None, database=None,
+    "ci", max_examples=20, derandomize=True, deadline=None, database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
 settings.register_profile(

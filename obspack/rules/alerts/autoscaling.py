@@ -116,10 +116,12 @@ def pending_gpu_pods(cfg: ObspackConfig, scope: str = "") -> str:
     (a dashboard's variables)."""
     pod, ns = c.by(cfg, "namespace", "pod"), c.by(cfg, "namespace")
     ksm = cfg.selectors.kube_state_metrics
-    requests = f"kube_pod_container_resource_requests{c.selector(ksm, GPU_RESOURCES)}"
+    requests = f"kube_pod_container_resource_requests{c.selector(ksm, GPU_RESOURCES, scope)}"
     unschedulable = f"max by ({pod}) (kube_pod_status_unschedulable{c.selector(ksm, scope)})"
     blocked = f"({unschedulable} == 1)\n* on ({pod}) group_left ()\n(max by ({pod}) ({requests}) > 0)"
-    marks = [f"group by ({pod}) ({requests})\n  and on ({ns})\n  group by ({ns}) ({c.VLLM_POD})"]
+    # the namespace's mark reads the unschedulable pods (a few), not every pod's requests again
+    waiting = f"group by ({pod}) (kube_pod_status_unschedulable{c.selector(ksm, scope)} == 1)"
+    marks = [f"{waiting}\n  and on ({ns})\n  group by ({ns}) ({c.VLLM_POD}{c.selector(scope)})"]
     if cfg.vllm_containers.name_regex:
         named = c.selector(ksm, GPU_RESOURCES, f"container=~{promql_string(cfg.vllm_containers.name_regex)}")
         marks.append(f"group by ({pod}) (kube_pod_container_resource_requests{named})")
