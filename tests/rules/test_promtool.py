@@ -79,9 +79,11 @@ def _reverse_group_order(tests: Path) -> None:
 
 def test_rendered_unit_tests_pass_with_the_group_order_reversed(rendered: Path) -> None:
     """Alerts evaluated before the records they read, as a live Prometheus may: one evaluation late at
-    most, which the tests' firing times allow (`unit_tests.on_time`). A second hop would not fit."""
+    most, which the tests' firing times allow (`unit_tests.on_time`). A second hop would not fit. The SLO
+    file, half of the time here, is run in both orders by tests/rules/test_slo.py (whose
+    test_one_group_boundary_from_raw_series_to_the_alert holds every config to one hop)."""
     _reverse_group_order(rendered / "tests")
-    files = sorted(f.name for f in (rendered / "tests").glob("*_test.yaml"))
+    files = sorted(f.name for f in (rendered / "tests").glob("*_test.yaml") if f.name != "slo_test.yaml")
     done = promtool("test", "rules", *files, cwd=rendered / "tests")
     assert done.returncode == 0, done.stdout + done.stderr
 

@@ -132,7 +132,7 @@ def promtool(tests: Path, name: str) -> subprocess.CompletedProcess[str]:
 def test_rendered_slo_tests_pass_in_either_group_order(tmp_path: Path) -> None:
     """The sped-up config's SLO tests in the file's own order and with the groups reversed, so nothing
     depends on another group running first at the same time (tests/rules/test_promtool.py runs both orders
-    of every rendered test file for the defaults and the custom config)."""
+    of every other rendered test file for the defaults and the custom config)."""
     tests = write_files(pack_files(build(CONFIGS["speedup"])), tmp_path) / "tests"
     data = yaml.safe_load((tests / FILE).read_text())
     data["group_eval_order"] = list(reversed(data["group_eval_order"]))
