@@ -6,8 +6,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from obspack.config import ObspackConfig
+from obspack.rightsize.measure import Measurements
 from obspack.rightsize.model import GPU, Key, KVVerdict, ModelScaling
-from obspack.rightsize.prices import HOURS_PER_MONTH, decide, scaling_savings
+from obspack.rightsize.prices import HOURS_PER_MONTH, NOW, _pods, decide, queries, scaling_savings
+from obspack.rightsize.queries import Plan
 from obspack.rightsize.report import _cost_lines, _saving_text, money
 from tests.rightsize.test_patches import workload
 
@@ -61,3 +64,24 @@ def test_fewer_replicas_save_their_gpus_and_more_cost_them() -> None:
     assert _saving_text(more.saving, "GPU-hours").startswith("replicas 2 -> 6: adds 8 GPUs: costs 2,920 GPU-hours a month more")
     assert scaling_savings((model(4, 1),), ())[0].saving is None  # no GPU seen: nothing said
     assert Key("gpu-east", "llm", "Deployment", "vllm-chat", "vllm") == key
+
+
+def test_a_pod_holds_the_gpus_it_holds_now_once_on_one_node() -> None:
+    """The pods that run at the window's end, each GPU once: a pod seen on two nodes in the last minutes (it
+    moved) holds the GPUs of one, not both; DCGM's mapping wins over the pod's requests; requests count
+    where DCGM maps nothing."""
+    h100 = "NVIDIA H100 80GB HBM3"
+    m = Measurements({
+        "gpu_dcgm": {("east", "llm", "sts-0", h100, "node-a"): 4.0, ("east", "llm", "sts-0", h100, "node-b"): 4.0,
+                     ("east", "llm", "chat-1", h100, "node-c"): 2.0},
+        "gpu_requests": {("east", "llm", "chat-1", "node-c"): 8.0, ("east", "llm", "phi-0", "node-d"): 1.0},
+    })
+    assert _pods(m) == {
+        ("east", "llm", "sts-0"): (4.0, h100, "node-a"),
+        ("east", "llm", "chat-1"): (2.0, h100, "node-c"),
+        ("east", "llm", "phi-0"): (1.0, "", "node-d"),
+    }
+    plan = Plan(at=0, window_s=14 * 86400, step_s=900, load_s=600)
+    dcgm, requests = queries(ObspackConfig(), plan)[:2]
+    assert f"[{NOW}]" in dcgm.expr and "[14d]" not in dcgm.expr and f"[{NOW}]" in requests.expr
+    assert "UUID, GPU_I_ID" in dcgm.expr  # each GPU once, however many series an exporter restart left
