@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -26,6 +27,18 @@ def snapshot(folder: Path) -> dict[str, object]:
         else:
             out[rel] = "folder"
     return out
+
+
+def disk_full_at(step: int) -> Callable[[str], None]:
+    """A `step` hook for the writer that fails its `step`-th call (from 0) as a full disk would."""
+    seen: list[str] = []
+
+    def fail(name: str) -> None:
+        seen.append(name)
+        if len(seen) - 1 == step:
+            raise OSError(28, "No space left on device")
+
+    return fail
 
 
 FILES = {
@@ -54,13 +67,7 @@ def test_a_failure_at_any_step_leaves_the_previous_output_exactly(tmp_path: Path
         output.write(out, FILES)
         (out / "sub" / "user.txt").write_text("mine")
         before = snapshot(out)
-        seen: list[str] = []
-
-        def fail(name: str, at: int = failing, seen: list[str] = seen) -> None:
-            seen.append(name)
-            if len(seen) - 1 == at:
-                raise OSError(28, "No space left on device")
-
+        fail = disk_full_at(failing)
         with pytest.raises(RenderError, match="previous output left as it was: No space left on device"):
             output.write(out, NEXT, step=fail)
         assert snapshot(out) == before, f"failure at step {failing} ({steps[failing]}) changed the output"
@@ -247,13 +254,7 @@ def test_two_folders_are_written_all_or_nothing_whatever_step_fails(tmp_path: Pa
         a, b = tmp_path / f"a{failing}", tmp_path / f"b{failing}"
         output.write_all([(a, FILES), (b, FILES)])
         before = (snapshot(a), snapshot(b))
-        seen: list[str] = []
-
-        def fail(name: str, at: int = failing, seen: list[str] = seen) -> None:
-            seen.append(name)
-            if len(seen) - 1 == at:
-                raise OSError(28, "No space left on device")
-
+        fail = disk_full_at(failing)
         with pytest.raises(RenderError, match="previous output left as it was: No space left on device"):
             output.write_all([(a, NEXT), (b, NEXT)], step=fail)
         assert (snapshot(a), snapshot(b)) == before, f"failure at step {failing} ({steps[failing]})"
