@@ -122,6 +122,18 @@ class Pod:
     phase: float
     release: str = "0.33"  # "0.33", "0.11" (V1) or "0.6" (V0)
     features: tuple[str, ...] = ()  # names from FEATURES
+    role: str = ""  # "prefill" or "decode" on the disaggregated pair (llm-d's role label), else ""
+    lws: tuple[str, int] | None = None  # (LeaderWorkerSet, worker index) on a multi-node group; 0 leads
+
+    @property
+    def worker(self) -> bool:
+        """A LeaderWorkerSet worker: GPUs and host RAM, but no vLLM /metrics (only the leader serves them)."""
+        return self.lws is not None and self.lws[1] > 0
+
+    @property
+    def pool(self) -> str:
+        """The InferencePool that routes to this pod: one per namespace and model."""
+        return self.model.split("/")[1].lower().replace("-instruct", "").replace(".", "-")
 
     @property
     def image(self) -> str:
@@ -135,9 +147,14 @@ class Pod:
 @dataclass(frozen=True)
 class FleetSummary:
     spec: FleetSpec
-    pods: tuple[Pod, ...]
+    pods: tuple[Pod, ...]  # the pods that serve vLLM's /metrics
     series: int
     samples: int
+    workers: tuple[Pod, ...] = ()  # LeaderWorkerSet workers: GPUs and host RAM, no vLLM series
+
+    @property
+    def all_pods(self) -> tuple[Pod, ...]:
+        return (*self.pods, *self.workers)
 
     @property
     def start(self) -> int:
@@ -216,7 +233,42 @@ def fleet_pods(spec: FleetSpec) -> list[Pod]:
                     features=FEATURES.get(i % 12, ()) if generation == "v1" else (),
                 )
             )
+        pods.extend(_service_pods(spec, ci, cluster, node_index + 1))
     return pods
+
+
+# The parts of a service beyond single pods, once per cluster on nodes of their own: a disaggregated
+# prefill/decode pair of one model over NIXL (llm-d's role label and pod names), and a LeaderWorkerSet that
+# spreads one engine over two pods (pipeline parallel over two nodes, four GPUs each).
+PD_MODEL = MODELS[0][0]
+LWS_MODEL = "meta-llama/Llama-3.1-70B-Instruct"
+LWS_NAME = "vllm-llama-3-1-70b"
+LWS_TP = 4
+
+
+def _service_pods(spec: FleetSpec, ci: int, cluster: str, node_index: int) -> list[Pod]:
+    def pod(i: int, name: str, model: str, node: int, gpus: int, **more: object) -> Pod:
+        index = spec.pods + i
+        return Pod(
+            cluster=cluster, cluster_index=ci, index=index, namespace=NAMESPACES[0], name=name, model=model,
+            generation="v1", engines=("0",), tp=gpus, node=f"gpu-node-{node:03d}", node_index=node,
+            gpus=tuple(range(gpus * (i % 2), gpus * (i % 2 + 1))) if node == node_index else tuple(range(gpus)),
+            dcgm_mode="pod" if (node + ci) % 2 == 0 else "exported",
+            ip=f"10.{ci}.{index // 250}.{index % 250 + 2}",
+            uid=f"{_hash('uid', ci, index):08x}-0000-4000-8000-{_hash('uid2', ci, index):012x}"[:36],
+            rps=1.2, phase=(_hash("phase", ci, index) % 628) / 100, **more,  # type: ignore[arg-type]
+        )
+
+    slug = PD_MODEL.split("/")[1].lower().replace("-instruct", "").replace(".", "-")
+    return [
+        # both halves of the pair share one node (one GPU each): the KV moves over NVLink
+        pod(0, f"ms-{slug}-prefill-{_suffix('pd-rs', 0)}-{_suffix('pd', 0)}", PD_MODEL, node_index, 1,
+            features=("nixl-prefill",), role="prefill"),
+        pod(1, f"ms-{slug}-decode-{_suffix('pd-rs', 1)}-{_suffix('pd', 1)}", PD_MODEL, node_index, 1,
+            features=("nixl-decode",), role="decode"),
+        pod(2, f"{LWS_NAME}-0", LWS_MODEL, node_index + 1, LWS_TP, lws=(LWS_NAME, 0)),
+        pod(3, f"{LWS_NAME}-0-1", LWS_MODEL, node_index + 2, LWS_TP, lws=(LWS_NAME, 1)),
+    ]
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -238,6 +290,8 @@ class Profile:
             for k in range(n)
         ]
         self.e2e_median = 3.0 + (pod.index % 3)
+        if pod.role == "prefill":  # one token per request: the decode pod generates the rest
+            self.e2e_median = 0.25
         self.running = [round(r * self.e2e_median * 1.2) for r in self.rps]
         self.waiting = [1 if math.sin(k / 7 + pod.phase) > 0.97 else 0 for k in range(n)]
         self.kv = [min(0.8, 0.2 + 0.04 * r) for r in self.running]
@@ -253,8 +307,11 @@ class Profile:
             self.requests.append(float(int(requests)))
         self.prompt = [float(int(x * 612)) for x in self.requests]
         self.generation = [float(int(x * 245)) for x in self.requests]
+        if pod.role == "prefill":
+            self.generation = list(self.requests)
         self.prefix_queries = self.prompt
-        self.prefix_hits = [float(int(x * 0.46)) for x in self.prompt]
+        # A decode pod's prompts arrive as KV from the prefill pod (the connector's hits), not from its own cache.
+        self.prefix_hits = [float(int(x * (0.01 if pod.role == "decode" else 0.46))) for x in self.prompt]
         self.num_gpu_blocks = 27000 if pod.tp == 1 else 61000
         self.block_size = 16
 
@@ -355,8 +412,10 @@ def _labels(**labels: str) -> str:
 class _Fleet:
     def __init__(self, spec: FleetSpec):
         self.spec = spec
-        self.pods = fleet_pods(spec)
-        self.profiles = {(p.cluster, p.name): Profile(p, spec) for p in self.pods}
+        self.all_pods = fleet_pods(spec)
+        self.pods = [p for p in self.all_pods if not p.worker]  # the pods that serve vLLM's /metrics
+        self.workers = tuple(p for p in self.all_pods if p.worker)
+        self.profiles = {(p.cluster, p.name): Profile(p, spec) for p in self.all_pods}
         self.cl = spec.cluster_label
 
     def profile(self, pod: Pod) -> Profile:
@@ -572,10 +631,11 @@ class _Fleet:
 
         family("vllm:num_requests_waiting_by_reason", "gauge", "Waiting requests by reason.", recent, True, reasons)
         connected = ("nixl-decode", "mooncake-decode", "offload-cpu", "offload-tiering", "offload-simple")
-        for name, share in (("queries", 0.5), ("hits", 0.2)):
+        for name, share, pair in (("queries", 0.5, 1.0), ("hits", 0.2, 0.97)):
             family(f"vllm:external_prefix_cache_{name}_total", "counter", f"External prefix cache {name} (tokens).",
                    recent, True,
-                   lambda pod, p, sh=share: [({}, [float(int(x * sh)) for x in p.prompt] if pod.uses(*connected) else zero)])  # fmt: skip
+                   lambda pod, p, sh=share, pd=pair: [({}, [float(int(x * (pd if pod.role == "decode" else sh)))
+                                                           for x in p.prompt] if pod.uses(*connected) else zero)])  # fmt: skip
         admission = [pod for pod in recent if pod.uses("admission")]
         family("vllm:admission_rejections_total", "counter", "Requests rejected at admission.", admission, False,
                lambda pod, p: [({"reason": "max_num_queued_reqs"}, [float(k // 4) for k in range(n)]),
@@ -719,6 +779,9 @@ class _Fleet:
                 },
                 "vllm",
             )
+            if pod.worker:  # no vLLM /metrics for an exporter sidecar to read
+                yield {"container": "", "id": base, "image": "", "name": ""}, "pod"
+                return
             yield (
                 {
                     "container": "obspack-exporter",
@@ -766,7 +829,7 @@ class _Fleet:
         w.family(
             "container_memory_working_set_bytes", "gauge", "Current working set of the container in bytes"
         )
-        for pod in self.pods:
+        for pod in self.all_pods:
             for extra, role in cgroups(pod):
                 w.series(
                     "container_memory_working_set_bytes",
@@ -780,7 +843,7 @@ class _Fleet:
                     working_set(pod, "vllm"),
                 )
         w.family("container_spec_memory_limit_bytes", "gauge", "Memory limit for the container.")
-        for pod in self.pods:
+        for pod in self.all_pods:
             for extra, role in cgroups(pod):
                 w.series("container_spec_memory_limit_bytes", _labels(**kubelet(pod), **extra), limits[role])
 
@@ -805,14 +868,14 @@ class _Fleet:
             "obspack-exporter": lambda pod: "ghcr.io/obspack/obspack:0.1.0",
         }
         w.family("kube_pod_info", "gauge", "Information about pod.")
-        for pod in self.pods:
+        for pod in self.all_pods:
             for r in replicas:
                 w.series(
                     "kube_pod_info",
                     ksm(
                         pod,
                         r,
-                        created_by_kind="ReplicaSet",
+                        created_by_kind="StatefulSet" if pod.lws else "ReplicaSet",
                         host_ip=f"10.{pod.cluster_index}.9.{pod.node_index}",
                         node=pod.node,
                         pod_ip=pod.ip,
@@ -821,16 +884,18 @@ class _Fleet:
                     1.0,
                 )
         w.family("kube_pod_status_phase", "gauge", "The pods current phase.")
-        for pod in self.pods:
+        for pod in self.all_pods:
             for r in replicas:
                 for phase in ("Pending", "Running", "Succeeded", "Failed", "Unknown"):
                     w.series(
                         "kube_pod_status_phase", ksm(pod, r, phase=phase), 1.0 if phase == "Running" else 0.0
                     )
         w.family("kube_pod_container_info", "gauge", "Information about a container in a pod.")
-        for pod in self.pods:
+        for pod in self.all_pods:
             for r in replicas:
                 for container, image in containers.items():
+                    if pod.worker and container != "vllm":
+                        continue
                     w.series(
                         "kube_pod_container_info",
                         ksm(
@@ -857,9 +922,11 @@ class _Fleet:
         units = {"memory": "byte", "cpu": "core", "nvidia_com_gpu": "integer"}
         for family, per_container in resources.items():
             w.family(family, "gauge", "The number of requested/limit resource by a container.")
-            for pod in self.pods:
+            for pod in self.all_pods:
                 for r in replicas:
                     for container, amounts in per_container.items():
+                        if pod.worker and container != "vllm":
+                            continue
                         amounts = dict(amounts)
                         if container == "vllm":
                             amounts["nvidia_com_gpu"] = float(len(pod.gpus))
@@ -881,25 +948,37 @@ class _Fleet:
         w.family("kube_pod_owner", "gauge", "Information about the Pod's owner.")
         w.family("kube_replicaset_owner", "gauge", "Information about the ReplicaSet's owner.")
         w.family("kube_pod_labels", "gauge", "Kubernetes labels converted to Prometheus labels.")
-        for pod in self.pods:
+        # A LeaderWorkerSet's leaders belong to a StatefulSet named after it, and each group's workers to a
+        # StatefulSet named after their leader pod; its pod labels show only where kube-state-metrics allowlists
+        # them (here in every other cluster).
+        for pod in self.all_pods:
             replicaset = pod.name.rsplit("-", 1)[0]
             roles = {"prefill": pod.uses("nixl-prefill"), "decode": pod.uses("nixl-decode", "mooncake-decode")}
             role = next((name for name, on in roles.items() if on), "")
             labels = {"label_team": TEAMS[pod.namespace], **({"label_llm_d_ai_role": role} if role else {})}
+            owner = {"owner_kind": "ReplicaSet", "owner_name": replicaset}
+            if pod.lws is not None:
+                lws, worker = pod.lws
+                owner = {"owner_kind": "StatefulSet", "owner_name": f"{lws}-0" if worker else lws}
+                if pod.cluster_index % 2 == 0:
+                    labels.update(label_leaderworkerset_sigs_k8s_io_name=lws,
+                                  label_leaderworkerset_sigs_k8s_io_group_index="0",
+                                  label_leaderworkerset_sigs_k8s_io_worker_index=str(worker))
             for r in replicas:
-                w.series("kube_pod_owner", ksm(pod, r, owner_kind="ReplicaSet", owner_name=replicaset,
-                                               owner_is_controller="true"), 1.0)
+                w.series("kube_pod_owner", ksm(pod, r, **owner, owner_is_controller="true"), 1.0)
+                w.series("kube_pod_labels", ksm(pod, r, **labels), 1.0)
+                if pod.lws is not None:
+                    continue
                 w.series("kube_replicaset_owner", _labels(**{
                     self.cl: pod.cluster, "instance": r, "job": "kube-state-metrics", "namespace": pod.namespace,
                     "replicaset": replicaset, "owner_kind": "Deployment", "owner_name": replicaset.rsplit("-", 1)[0],
                     "owner_is_controller": "true", "uid": f"rs-{pod.uid}"}), 1.0)
-                w.series("kube_pod_labels", ksm(pod, r, **labels), 1.0)
         w.family(
             "kube_pod_container_status_restarts", "counter", "The number of container restarts per container."
         )
-        for pod in self.pods:
+        for pod in self.all_pods:
             for r in replicas:
-                for container in containers:
+                for container in (c for c in containers if c == "vllm" or not pod.worker):
                     w.series(
                         "kube_pod_container_status_restarts_total", ksm(pod, r, container=container), 0.0
                     )
@@ -910,6 +989,8 @@ class _Fleet:
         replicas = ("10.96.0.20:8080", "10.96.0.21:8080")
         models: dict[tuple[str, str, str], int] = {}
         for pod in self.pods:
+            if pod.lws is not None:  # a LeaderWorkerSet scales by groups, not through a KEDA HPA here
+                continue
             key = (pod.cluster, pod.namespace, pod.model)
             models[key] = models.get(key, 0) + 1
 
@@ -943,7 +1024,7 @@ class _Fleet:
     def gpus(self) -> Iterator[tuple[str, Pod | None, Pod, int]]:
         """(labels, holder or None, a pod on the same node, gpu index) for every GPU, idle ones too."""
         by_node: dict[tuple[str, int], list[Pod]] = {}
-        for pod in self.pods:
+        for pod in self.all_pods:
             by_node.setdefault((pod.cluster, pod.node_index), []).append(pod)
         for pods in by_node.values():
             used = {g: pod for pod in pods for g in pod.gpus}
@@ -1167,12 +1248,140 @@ class _Fleet:
         )
 
 
+    # -- the inference gateway: one InferencePool and its endpoint picker per namespace and model -----------
+
+    def pools(self) -> list[tuple[Pod, str, list[Pod]]]:
+        """(a pod of the pool, the pool's name, its pods) per cluster, namespace and model."""
+        by_pool: dict[tuple[str, str, str], list[Pod]] = {}
+        for pod in self.pods:
+            by_pool.setdefault((pod.cluster, pod.namespace, pod.pool), []).append(pod)
+        return [(pods[0], pool, pods) for (_, _, pool), pods in sorted(by_pool.items())]
+
+    def epps(self) -> Iterator[tuple[dict[str, str], str, list[Pod], float, bool]]:
+        """(scrape labels, pool, its pods, this replica's share of the requests, whether the canonical llm_d_epp_*
+        names are emitted) per EPP replica. Even clusters run llm-d router v0.10 (both names: the canonical ones
+        and their deprecated twins), odd ones GAIE v1.5 (the older names only); each cluster's first pool has
+        two EPP replicas, which split the requests and both report the pool."""
+        for k, (anchor, pool, pods) in enumerate(self.pools()):
+            first = k == 0 or self.pools()[k - 1][0].cluster != anchor.cluster
+            replicas = 2 if first else 1
+            for r in range(replicas):
+                labels = {
+                    self.cl: anchor.cluster, "namespace": anchor.namespace,
+                    "pod": f"{pool}-epp-{_suffix('epp-rs', pool)}-{_suffix('epp', pool, r)}", "container": "epp",
+                    "endpoint": "http-metrics", "instance": f"10.{anchor.cluster_index}.210.{k % 250 + r}:9090",
+                    "job": f"{pool}-epp", "service": f"{pool}-epp",
+                }
+                yield labels, pool, pods, 1 / replicas, anchor.cluster_index % 2 == 0
+
+    def gateway(self, w: _Writer) -> None:
+        epps = list(self.epps())
+
+        def per_pod(pod: Pod, values: Callable[[Profile], Values]) -> Values:
+            return [v * len(pod.engines) for v in values(self.profile(pod))]
+
+        def mean(pods: list[Pod], values: Callable[[Profile], Values]) -> Values:
+            series = [values(self.profile(pod)) for pod in pods]
+            return [sum(col) / len(series) for col in zip(*series)]
+
+        def requests(pods: list[Pod], share: float) -> Values:
+            series = [per_pod(pod, lambda p: p.requests) for pod in pods]
+            return [float(int(sum(col) * share)) for col in zip(*series)]
+
+        def gauge(names: tuple[str, str], values: Callable[[str, list[Pod]], Values | float]) -> None:
+            """A pool gauge under its canonical name (router clusters) and its older twin (every cluster)."""
+            for canonical, name in ((True, names[0]), (False, names[1])):
+                w.family(name, "gauge", "Endpoint picker pool metric.")
+                for labels, pool, pods, _, new in epps:
+                    if new or not canonical:
+                        w.series(name, _labels(**labels, name=pool), values(pool, pods))
+
+        version = {True: "v0.10.0", False: "v1.5.0"}
+        for canonical, name in ((True, "llm_d_epp_info"), (False, "inference_extension_info")):
+            w.family(name, "gauge", "Build information of the endpoint picker.")
+            for labels, _, _, _, new in epps:
+                if canonical and not new:
+                    continue
+                w.series(name, _labels(**labels, commit=f"{_hash(version[new]):08x}", build_ref=version[new]), 1.0)
+        gauge(("llm_d_epp_ready_endpoints", "inference_pool_ready_pods"),
+              lambda pool, pods: float(len(pods)))
+        gauge(("llm_d_epp_average_kv_cache_utilization", "inference_pool_average_kv_cache_utilization"),
+              lambda pool, pods: mean(pods, lambda p: p.kv))
+        gauge(("llm_d_epp_average_queue_size", "inference_pool_average_queue_size"),
+              lambda pool, pods: mean(pods, lambda p: p.waiting))
+        gauge(("llm_d_epp_average_running_requests", "inference_pool_average_running_requests"),
+              lambda pool, pods: mean(pods, lambda p: p.running))
+        for name, label in (("llm_d_epp_per_endpoint_queue_size", "model_server_endpoint"),
+                            ("inference_pool_per_pod_queue_size", "model_server_pod")):
+            w.family(name, "gauge", "Requests waiting per endpoint of the pool.")
+            for labels, pool, pods, _, new in epps:
+                if name.startswith("llm_d") and not new:
+                    continue
+                for pod in pods:
+                    w.series(name, _labels(**labels, name=pool, **{label: pod.name}), per_pod(pod, lambda p: p.waiting))
+
+        def per_model(labels: dict[str, str], pods: list[Pod], canonical: bool, **extra: str) -> str:
+            model = pods[0].model
+            more = {"fairness_id": "default-flow", "priority": "0"} if canonical else {}
+            return _labels(**labels, model_name=model, target_model_name=model, **more, **extra)
+
+        for name, canonical in (("llm_d_epp_request_total", True), ("inference_objective_request_total", False)):
+            w.family(name.removesuffix("_total"), "counter", "Requests the endpoint picker routed.")
+            for labels, _, pods, share, new in epps:
+                if canonical and not new:
+                    continue
+                extra = {} if canonical else {"priority": "0"}
+                w.series(name, per_model(labels, pods, canonical, **extra), requests(pods, share))
+        durations = (0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0,
+                     15.0, 20.0, 30.0, 45.0, 60.0, 120.0, 180.0, 240.0, 300.0, 360.0, 480.0, 600.0)
+        for name, canonical in (("llm_d_epp_request_duration_seconds", True),
+                                ("inference_objective_request_duration_seconds", False)):
+            w.family(name, "histogram", "End-to-end latency of the requests the endpoint picker routed.")
+            for labels, _, pods, share, new in epps:
+                if canonical and not new:
+                    continue
+                median = self.profile(pods[0]).e2e_median
+                for suffix, le, values in _hist(requests(pods, share), durations, median, 0.6):
+                    w.series(name + suffix, per_model(labels, pods, canonical) + (f",{le}" if le else ""), values)
+        scheduling = (0.0001, 0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1)
+        for name, canonical in (("llm_d_epp_scheduler_e2e_duration_seconds", True),
+                                ("inference_extension_scheduler_e2e_duration_seconds", False)):
+            w.family(name, "histogram", "Time the endpoint picker took to pick an endpoint.")
+            for labels, _, pods, share, new in epps:
+                if canonical and not new:
+                    continue
+                for suffix, le, values in _hist(requests(pods, share), scheduling, 0.0015, 0.5):
+                    w.series(name + suffix, _labels(**labels) + (f",{le}" if le else ""), values)
+        # Flow control (a feature gate, on in the router clusters) and the P/D decisions of the pools that
+        # have a prefill pod.
+        w.family("llm_d_epp_flow_control_requests", "counter", "Requests through flow control, by outcome.")
+        for labels, pool, pods, share, new in epps:
+            if new:
+                w.series("llm_d_epp_flow_control_requests_total",
+                         _labels(**labels, inference_pool=pool, outcome="Dispatched", priority="0"), requests(pods, share))
+        w.family("llm_d_epp_flow_control_pool_saturation", "gauge", "Saturation of the pool (1: gating).")
+        for labels, pool, pods, _, new in epps:
+            if new:
+                w.series("llm_d_epp_flow_control_pool_saturation", _labels(**labels, inference_pool=pool),
+                         mean(pods, lambda p: [0.1 + kv * 0.6 for kv in p.kv]))
+        w.family("llm_d_epp_disagg_decision", "counter", "Disaggregation decisions of the endpoint picker.")
+        for labels, _, pods, share, new in epps:
+            if new and any(pod.role == "prefill" for pod in pods):
+                routed = requests(pods, share)
+                for decision, part in (("prefill-decode", 0.8), ("decode-only", 0.2)):
+                    w.series("llm_d_epp_disagg_decision_total",
+                             _labels(**labels, plugin_name="pd-profile-handler", plugin_type="disagg-profile-handler",
+                                     model_name=pods[0].model, decision_type=decision),
+                             [float(int(x * part)) for x in routed])
+
+
 # The families by source, in file order. `write_openmetrics_by_source` writes one file per entry.
 SOURCES: dict[str, tuple[str, ...]] = {
     "vllm": ("vllm_gauges", "vllm_counters", "vllm_histograms", "vllm_features"),
     "kubernetes": ("cadvisor", "kube_state_metrics", "autoscalers"),
     "dcgm": ("dcgm",),
     "exporter": ("exporter",),
+    "gateway": ("gateway",),
 }
 
 
@@ -1189,7 +1398,7 @@ def write_openmetrics(spec: FleetSpec, path: Path) -> FleetSummary:
             for section in sections:
                 getattr(fleet, section)(w)
         out.write("# EOF\n")
-    return FleetSummary(spec=spec, pods=tuple(fleet.pods), series=w.count, samples=w.samples)
+    return FleetSummary(spec=spec, pods=tuple(fleet.pods), series=w.count, samples=w.samples, workers=fleet.workers)
 
 
 def write_openmetrics_by_source(
@@ -1214,4 +1423,4 @@ def write_openmetrics_by_source(
         series, samples = series + w.count, samples + w.samples
         if done is not None:
             done(path)
-    return FleetSummary(spec=spec, pods=tuple(fleet.pods), series=series, samples=samples)
+    return FleetSummary(spec=spec, pods=tuple(fleet.pods), series=series, samples=samples, workers=fleet.workers)

@@ -141,7 +141,8 @@ def write_shape(shape: Shape, path: Path) -> FleetSummary:
                     out.write(reshaped)
     raw.unlink()
     pods = tuple(p for p in summary.pods if p.generation in shape.generations)
-    return FleetSummary(spec=summary.spec, pods=pods, series=summary.series, samples=summary.samples)
+    workers = tuple(p for p in summary.workers if p.generation in shape.generations)
+    return FleetSummary(spec=summary.spec, pods=pods, series=summary.series, samples=summary.samples, workers=workers)
 
 
 @dataclass(frozen=True)

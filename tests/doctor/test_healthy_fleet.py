@@ -126,8 +126,9 @@ def test_the_sources_are_described_as_the_fleet_has_them(fleet: Served, healthy)
     assert sources["vLLM"]["details"]["router_series"] == len(pods)  # one router copy per pod's gauge
     assert sources["kube-state-metrics"]["details"]["replicas"] == 2
     dcgm = sources["dcgm-exporter"]["details"]
-    held = Counter("pod" if p.dcgm_mode == "pod" else "exported_pod" for p in pods for _ in p.gpus)
-    nodes = {(p.cluster, p.node) for p in pods}
+    everyone = fleet.summary.all_pods  # LeaderWorkerSet workers hold GPUs too
+    held = Counter("pod" if p.dcgm_mode == "pod" else "exported_pod" for p in everyone for _ in p.gpus)
+    nodes = {(p.cluster, p.node) for p in everyone}
     assert dcgm["modes"] == {**held, "none": len(nodes)}  # one idle GPU per node
     assert sources["cluster label"]["details"]["clusters"] == sorted(SHAPE.spec.clusters)
     assert sources["obspack exporter"]["details"] == {
