@@ -135,8 +135,10 @@ class Engine:
         model_name: str = DEFAULT_MODEL,
         clock: Callable[[], float] = time.monotonic,
         history_s: float = 7200.0,
+        engine: str = ENGINE,
     ) -> None:
         self.model_name = model_name
+        self.engine = engine  # the data-parallel rank, vLLM's `engine` label
         self._clock = clock
         self._lock = threading.Lock()
         self._created = round(time.time() - history_s, 3)
@@ -213,7 +215,7 @@ class Engine:
     # --- writing ---------------------------------------------------------------------------------------
 
     def _labels(self, **extra: str) -> str:
-        labels = {"engine": ENGINE, "model_name": self.model_name, **extra}
+        labels = {"engine": self.engine, "model_name": self.model_name, **extra}
         return ",".join(f'{k}="{_escape(v)}"' for k, v in sorted(labels.items()))
 
     def _gauge(self, name: str, help_text: str, samples: list[tuple[str, float]]) -> Iterator[str]:
@@ -294,7 +296,7 @@ class Engine:
             "block_size": str(BLOCK_SIZE),
             "cache_dtype": "auto",
             "enable_prefix_caching": "True",
-            "engine": ENGINE,
+            "engine": self.engine,
             "gpu_memory_utilization": "0.9",
             "num_cpu_blocks": "None",
             "num_gpu_blocks": str(NUM_GPU_BLOCKS),
@@ -326,8 +328,12 @@ class FakeVLLM(LocalServer):
         payload: bytes | Callable[[], bytes] | None = None,
         model_name: str = DEFAULT_MODEL,
         port: int = 0,
+        engines: int = 1,
     ) -> None:
-        self.engine = Engine(load, model_name=model_name)
+        # Data-parallel engines behind one API server (`--data-parallel-size`): one /metrics, each engine's
+        # series under its own `engine` label; `engine` is the first.
+        self.engines = [Engine(load, model_name=model_name, engine=str(rank)) for rank in range(engines)]
+        self.engine = self.engines[0]
         self.payload = payload
         self.down = False
         self.status = 200
@@ -338,11 +344,37 @@ class FakeVLLM(LocalServer):
     def url(self) -> str:
         return f"http://{self.address}/metrics"
 
-    def set(self, load: Load) -> None:
-        self.engine.set(load)
+    def set(self, load: Load, engine: int | None = None) -> None:
+        """The load of one engine (its rank), or of every engine."""
+        for e in self.engines if engine is None else [self.engines[engine]]:
+            e.set(load)
 
     def update(self, **changes: float) -> None:
-        self.engine.update(**changes)
+        for e in self.engines:
+            e.update(**changes)
+
+    def exposition(self) -> bytes:
+        """Every engine's text, each family once: the engines' samples under one HELP and TYPE, and the API
+        server's own series (no `engine` label, the same in every engine's text) once."""
+        if len(self.engines) == 1:
+            return self.engine.exposition()
+        families: dict[str, list[str]] = {}
+        seen: set[str] = set()
+        for e in self.engines:
+            header = ""
+            for line in e.exposition().decode().splitlines(keepends=True):
+                if line.startswith("# HELP "):
+                    header = line.split(" ", 3)[2]
+                    families.setdefault(header, [])
+                    if e is self.engine:
+                        families[header].append(line)
+                elif line.startswith("# TYPE "):
+                    if e is self.engine:
+                        families[header].append(line)
+                elif (series := line.rsplit(" ", 1)[0]) not in seen:
+                    seen.add(series)
+                    families[header].append(line)
+        return "".join(line for lines in families.values() for line in lines).encode()
 
     def __enter__(self) -> FakeVLLM:
         return self
@@ -356,7 +388,7 @@ class FakeVLLM(LocalServer):
         if path == "/metrics":
             self.scrapes += 1
             payload = self.payload
-            body = self.engine.exposition() if payload is None else payload() if callable(payload) else payload
+            body = self.exposition() if payload is None else payload() if callable(payload) else payload
             return self.status, CONTENT_TYPE, body
         if path == "/health":
             return 200, TEXT, b""

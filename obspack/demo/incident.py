@@ -1,6 +1,7 @@
 """The incident the demo plays and the e2e test checks, on six simulated pods of one cluster.
 
-- `vllm-healthy-0` serves normal load and `vllm-idle-0` serves nothing, the whole time: no alert.
+- `vllm-healthy-0` (two data-parallel engines) serves normal load and `vllm-idle-0` serves nothing, the
+  whole time: no alert.
 - `vllm-kv-0`: the KV cache saturates, first above the warning ratio (VLLMKVCacheUsageHigh, to chat),
   then above the critical one (VLLMKVCacheUsageCritical, to the pager; the warning is inhibited).
 - `vllm-stall-0`: the engine stalls with requests in flight (VLLMZeroThroughput, labelled team:
@@ -30,7 +31,7 @@ BACKLOG = "vllm-backlog-0"
 DOWN = "vllm-down-0"
 
 PODS = [
-    PodSpec(HEALTHY, fv.NORMAL, node="gpu-node-a", gpus=2),
+    PodSpec(HEALTHY, fv.NORMAL, node="gpu-node-a", gpus=2, engines=2),  # data parallel: two engines, one GPU each
     PodSpec(IDLE, fv.IDLE, node="gpu-node-b"),
     PodSpec(KV, fv.NORMAL, node="gpu-node-a"),
     PodSpec(STALL, fv.NORMAL, node="gpu-node-b"),

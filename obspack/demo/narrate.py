@@ -124,6 +124,8 @@ def _summary(stack: Stack, lags: list[Lag]) -> None:
     print(f"\nrendered pack: {stack.pack}\nlogs and configs: {stack.workdir}")
 
 
+POOL = "llama-3-1-8b"  # the InferencePool in front of the pods, with its endpoint picker (obspack.demo.fake_epp)
+
 # How long a run takes, as README.md, docs/e2e.md and `obspack demo --help` say (tests/demo/test_demo_failures.py
 # holds them to it): 193 s and the 185 s on 2 shared cores. Most of it is `for` durations and windows.
 TYPICAL_MINUTES = 3.5
@@ -137,7 +139,7 @@ def play(workdir: Path | None = None, keep: bool = False) -> None:
     workdir = workdir or Path(tempfile.mkdtemp(prefix="obspack-demo-"))
     claim(workdir)  # before anything starts: a folder that is not the demo's is refused in one line
     pods = all_pods()
-    stack = Stack(workdir, pods, tools)
+    stack = Stack(workdir, pods, tools, epp_pool=POOL)
     printer = _Printer(stack)
     started = time.monotonic()
     try:

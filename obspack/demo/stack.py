@@ -37,8 +37,9 @@ import yaml
 
 from obspack.conventions import MARKER
 from obspack.demo.clients import GONE, Alertmanager, AlertTrack, Change, Watcher, wait_until
+from obspack.demo.fake_epp import FakeEPP
 from obspack.demo.fake_k8s import PREALLOCATED, Cluster, FakeSources
-from obspack.demo.fake_vllm import FakeVLLM, Load
+from obspack.demo.fake_vllm import DEFAULT_MODEL, FakeVLLM, Load
 from obspack.demo.processes import (
     Server,
     StackError,
@@ -57,6 +58,7 @@ CLUSTER = "e2e"
 NAMESPACE = "llm-serving"
 VLLM_JOB = "vllm"
 EXPORTER_JOB = "obspack-exporter"
+EPP_JOB = "llm-d-epp"  # the endpoint picker of the stack's InferencePool, when it has one (`Stack.epp_pool`)
 RUNBOOK_BASE_URL = "https://runbooks.example.com/obspack"
 
 INTERVAL_S = 5  # scrape and rule evaluation interval of the stack
@@ -128,6 +130,7 @@ class PodSpec:
     node: str = "gpu-node-a"
     gpus: int = 1
     vram: float = PREALLOCATED  # framebuffer used / total on its GPUs at start
+    engines: int = 1  # data-parallel engines behind its API server
 
 
 def local_alertmanager_config(example: dict[str, Any], webhook: WebhookReceiver) -> dict[str, Any]:
@@ -144,9 +147,11 @@ def local_alertmanager_config(example: dict[str, Any], webhook: WebhookReceiver)
 
 
 def prometheus_config(
-    rule_files: list[Path], alertmanager: str, sources: str, targets: Path, cluster: tuple[str, str], interval_s: int
+    rule_files: list[Path], alertmanager: str, sources: str, targets: Path, cluster: tuple[str, str], interval_s: int,
+    epp: str = "",
 ) -> dict[str, Any]:
-    """Scrape every target and evaluate rules every `interval_s`; vLLM and exporter targets from files."""
+    """Scrape every target and evaluate rules every `interval_s`; vLLM and exporter targets from files, and
+    the endpoint picker at `epp` (HOST:PORT) if there is one, as the router chart's ServiceMonitor does."""
 
     def static(job: str, honor: bool, entries: list[dict[str, str]]) -> dict[str, Any]:
         return {
@@ -182,6 +187,11 @@ def prometheus_config(
                 }])
                 for node, honor in NODES.items()
             ),
+            *([{
+                "job_name": EPP_JOB,
+                "static_configs": [{"targets": [epp], "labels": {
+                    cluster[0]: cluster[1], "namespace": NAMESPACE, "pod": f"{EPP_JOB}-0", "container": "epp"}}],
+            }] if epp else []),
         ],
     }  # fmt: skip
 
@@ -195,6 +205,8 @@ class Stack:
     tools: Tools
     interval_s: int = INTERVAL_S
     config: str = ""  # the obspack config; empty: e2e_config(interval_s)
+    epp_pool: str = ""  # an InferencePool of that name routes to every pod, through a fake endpoint picker
+    epp: FakeEPP | None = None
     cluster: Cluster = field(default_factory=Cluster)
     fakes: dict[str, FakeVLLM] = field(default_factory=dict)
     exporters: dict[str, Server] = field(default_factory=dict)
@@ -235,6 +247,9 @@ class Stack:
             for pod in self.pods:
                 self._start_pod(pod)
             self._write_targets()
+            if self.epp_pool:
+                self.epp = FakeEPP(self.epp_pool, DEFAULT_MODEL, lambda: list(self.fakes.items()))
+                self._cleanup.callback(self.take_down_epp)
             self.prometheus = Prometheus(self._start_prometheus().url)
             self._cleanup.callback(self.prometheus.close)
             if watch:
@@ -288,7 +303,7 @@ class Stack:
         return time.time()
 
     def _start_pod(self, pod: PodSpec) -> None:
-        fake = FakeVLLM(pod.load)
+        fake = FakeVLLM(pod.load, engines=pod.engines)
         self._cleanup.callback(fake.stop)
         self.fakes[pod.name] = fake
         self.exporters[pod.name] = self._start_exporter(pod)
@@ -336,7 +351,8 @@ class Stack:
         rules = [self.pack / "prometheus" / "recording-rules.yaml", self.pack / "prometheus" / "alerts.yaml"]
         am_address = self.alertmanager.url.removeprefix("http://")
         config = prometheus_config(
-            rules, am_address, self.sources.address, self.targets, (self.cluster_label, CLUSTER), self.interval_s
+            rules, am_address, self.sources.address, self.targets, (self.cluster_label, CLUSTER), self.interval_s,
+            self.epp.address if self.epp else "",
         )
         path = self.workdir / "prometheus.yml"
         write_own(path, f"# {MARKER} demo\n{yaml.safe_dump(config, sort_keys=False)}")
@@ -349,15 +365,22 @@ class Stack:
 
     # --- steering: each returns the wall-clock time of the change, for lag measurements ----------------
 
-    def set_load(self, pod: str, load: Load) -> float:
-        """Give a pod's engine a new load (and bring it back up if it was down)."""
-        self.fakes[pod].set(load)
+    def set_load(self, pod: str, load: Load, engine: int | None = None) -> float:
+        """Give a pod's engines (or the one of that rank) a new load (and bring it back up if it was down)."""
+        self.fakes[pod].set(load, engine)
         self.fakes[pod].down = False
         return time.time()
 
     def take_down(self, pod: str) -> float:
         """The pod's vLLM answers 503 from now on, to Prometheus and to its exporter alike."""
         self.fakes[pod].down = True
+        return time.time()
+
+    def take_down_epp(self) -> float:
+        """The endpoint picker stops: its target refuses connections from now on."""
+        if self.epp is not None:
+            self.epp.stop()
+            self.epp = None
         return time.time()
 
     def set_host_memory(self, pod: str, ratio: float) -> float:
