@@ -88,15 +88,15 @@ def pods(cfg: ObspackConfig, role: Role) -> str:
 def without(cfg: ObspackConfig, expr: str, role: Role) -> str:
     """`expr` (keyed by namespace and pod) without the pods that only do `role`."""
     only = pods(cfg, role)
-    return f"{expr}\nunless on ({_key(cfg)})\n(\n{textwrap.indent(only, '  ')}\n)" if only else expr
+    return f"(\n{textwrap.indent(expr, '  ')}\n)\nunless on ({_key(cfg)})\n(\n{textwrap.indent(only, '  ')}\n)" if only else expr
 
 
 def only(cfg: ObspackConfig, expr: str, role: Role) -> str:
     """`expr` (keyed by namespace and pod) of the pods that only do `role`, its labels unchanged."""
     of_role = pods(cfg, role)
     if not of_role:  # nothing tells roles apart: no pod has one
-        return f"{expr}\nand on ()\n(vector(1) == 0)"
-    return f"{expr}\n* on ({_key(cfg)}) group_left ()\n(\n{textwrap.indent(of_role, '  ')}\n)"
+        return f"(\n{textwrap.indent(expr, '  ')}\n)\nand on ()\n(vector(1) == 0)"
+    return f"(\n{textwrap.indent(expr, '  ')}\n)\n* on ({_key(cfg)}) group_left ()\n(\n{textwrap.indent(of_role, '  ')}\n)"
 
 
 def role_of(cfg: ObspackConfig, every: str, other: str = "") -> str:
@@ -118,4 +118,7 @@ def with_role(cfg: ObspackConfig, expr: str, source: str) -> str:
     if not known(cfg):
         return expr
     every = f"group by ({_key(cfg)}) ({source})"
-    return f"{expr}\n* on ({_key(cfg)}) group_left (role)\n(\n{textwrap.indent(role_of(cfg, every), '  ')}\n)"
+    return (
+        f"(\n{textwrap.indent(expr, '  ')}\n)\n"
+        f"* on ({_key(cfg)}) group_left (role)\n(\n{textwrap.indent(role_of(cfg, every), '  ')}\n)"
+    )

@@ -20,6 +20,7 @@ from obspack import durations
 from obspack.catalogue import vllm_features as f
 from obspack.config import ObspackConfig
 from obspack.pack.shipped_tests import sampling, satisfy
+from obspack.rules import roles
 from obspack.rules.alerts import alert_groups, all_alerts, enabled
 from obspack.rules.model import AlertRule
 from obspack.rules.recording import all_recording_groups
@@ -220,6 +221,30 @@ class Builder:
                       "instance": replica, **extra}
             self.ksm(inc, metric, labels, values)
 
+    def role_label(self, inc: Incident, where: dict[str, str], value: str, n: int) -> None:
+        """llm-d's role label on a pod, as kube-state-metrics exports it (from both HA replicas); nothing
+        when the config reads no role label."""
+        if not self.cfg.disaggregation.role_label:
+            return
+        for replica in ("10.96.0.20:8080", "10.96.0.21:8080"):
+            labels = {**where, "uid": f"uid-{where['pod']}", "instance": replica,
+                      roles.ksm_label(self.cfg.disaggregation.role_label): value}
+            self.ksm(inc, "kube_pod_labels", labels, f"1x{n}")
+
+    def role(self, pod: str, label: str = "", named: bool = True) -> str:
+        """The role obspack's rules give a pod (obspack/rules/roles.py): its role label's where the config
+        reads one and the pod has it, else its name's where its vLLM gauges name it (`named`), else none."""
+        d = self.cfg.disaggregation
+        if d.role_label and label:
+            return next((role for role, values in roles.VALUES.items() if label in values), "")
+        hits = {role: bool(rx) and named and re.fullmatch(rx, pod) is not None
+                for role, rx in (("prefill", d.prefill_pod_regex), ("decode", d.decode_pod_regex))}
+        return next((role for role, hit in hits.items() if hit and sum(hits.values()) == 1), "")
+
+    def with_role(self, labels: dict[str, str], role: str) -> dict[str, str]:
+        """An expected alert's labels with the `role` the role-aware alerts add (none for a pod doing both)."""
+        return {**labels, "role": role} if role else labels
+
 
 # One evaluation interval (the tests' 1m): the one rule-group boundary allowed between raw series and an alert.
 HOP = 1
@@ -377,7 +402,8 @@ def gpu_memory(b: Builder) -> Incident:
 
 
 def _kv(b: Builder, alert: str, ratio: float, for_: str) -> Incident:
-    inc = Incident(f"{alert}: both metric names, data-parallel engines, one alert per pod, asleep engines quiet")
+    inc = Incident(f"{alert}: both metric names, data-parallel engines, one alert per pod, asleep engines quiet, "
+                   "prefill and decode pods named")
     n = int(minutes(for_)) + 15
     hot, cool = _above(ratio), round(ratio * 0.8, 4)
     # vLLM 0.33: kv_cache_usage_perc on two data-parallel engines; the fuller one counts
@@ -401,9 +427,21 @@ def _kv(b: Builder, alert: str, ratio: float, for_: str) -> Incident:
         spike = int(minutes(for_)) - 1
         b.vllm(inc, "vllm:kv_cache_usage_perc", b.where("prod-a", "inference", "llama-4"),
                f"{cool}x2 {hot}x{spike} {cool}x{n}", engine="0")
+    # prefill/decode: the alert names the role of a pod that only decodes (by llm-d's role label: ds-1a2b)
+    # or only prefills (by its name: llama-prefill-0), so the reader gets the runbook's section for it
+    disagg = (("ds-1a2b", "decode", False), ("llama-prefill-0", "", True))
+    for pod, label, named in disagg:
+        where = b.where("prod-a", "inference", pod)
+        b.vllm(inc, "vllm:kv_cache_usage_perc", where, f"{hot}x{n}", engine="0")
+        if named:
+            b.vllm(inc, "vllm:num_requests_running", where, f"3x{n}", engine="0")
+        if label:
+            b.role_label(inc, where, label, n)
     model = {"model_name": MODEL}
     inc.expect(alert, on_time(0, for_), [
-        ({**b.where("prod-a", "inference", pod), **model}, hot) for pod in ("llama-0", "llama-1", "llama-2", "llama-6")
+        *(({**b.where("prod-a", "inference", pod), **model}, hot) for pod in ("llama-0", "llama-1", "llama-2", "llama-6")),
+        *((b.with_role({**b.where("prod-a", "inference", pod), **model}, b.role(pod, label, named)), hot)
+          for pod, label, named in disagg),
     ])
     return inc
 
@@ -455,9 +493,16 @@ def queue_backlog(b: Builder) -> Incident:
     b.vllm(inc, "vllm:num_requests_running", where, f"1x{n}", engine="0")
     b.vllm(inc, "vllm:num_requests_waiting", where, f"{waiting * 3}x{n}", engine="0")
     b.vllm(inc, f.WAITING_BY_REASON, where, f"{waiting * 3}x{n}", engine="0", reason="deferred")
+    # prefill/decode: a backlog on a prefill-only pod (its role label says so; its name says decode, and the
+    # label wins) is named as such: the prefill side is short of capacity, or the P:D ratio is wrong
+    prefill = b.where("prod-a", "inference", "llama-decode-7")
+    b.vllm(inc, "vllm:num_requests_running", prefill, f"1x{n}", engine="0")
+    b.vllm(inc, "vllm:num_requests_waiting", prefill, f"{waiting}x{n}", engine="0")
+    b.role_label(inc, prefill, "prefill", n)
     inc.expect("VLLMRequestQueueBacklog", on_time(0, t.for_), [
         ({**b.where("prod-a", "inference", "llama-0"), "model_name": MODEL}, waiting),
         ({**b.where("prod-a", "inference", "llama-3"), "model_name": MODEL}, waiting + 2),
+        (b.with_role({**prefill, "model_name": MODEL}, b.role("llama-decode-7", "prefill")), waiting),
     ])
     return inc
 
@@ -539,8 +584,8 @@ def preemptions(b: Builder) -> Incident:
 
 def prefix_cache(b: Builder) -> Incident:
     t = b.cfg.alerts.VLLMPrefixCacheHitRateLow
-    inc = Incident("VLLMPrefixCacheHitRateLow: low hit rate with traffic fires; high, idle, disabled and "
-                   "recently asleep do not")
+    inc = Incident("VLLMPrefixCacheHitRateLow: low hit rate with traffic fires; high, idle, disabled, recently "
+                   "asleep, decode-only (by label or name) and connector-fed pods do not")
     n = int(minutes(t.window) + minutes(t.for_)) + 20
     queries = max(6000, math.ceil(t.min_query_tokens_per_second * 60 * 10))
     low, good = round(t.ratio / 3, 4), min(0.95, round(t.ratio * 2, 4))
@@ -578,11 +623,33 @@ def prefix_cache(b: Builder) -> Incident:
     b.vllm(inc, "vllm:prefix_cache_queries_total", awake, f"0+{queries}x{n}", engine="0")
     b.vllm(inc, "vllm:prefix_cache_hits_total", awake, f"0+{hits}x{n}", engine="0")
     b.sleep_state(inc, awake, (True, n), engine="0")
+    # prefill/decode: a decode-only pod gets its prompts' KV from a prefill pod, so its local hit rate is
+    # near zero by design: quiet, whether llm-d's role label says decode (ds-7c9f: a name no pattern takes)
+    # or, without the label, its name does (llama-decode-0). llama-decode-1's label says it does both
+    # (prefill-decode): the label wins over the name, it fires. The same pod name labelled decode in another
+    # cluster does not silence prod-a's. llama-nixl-0 (no role anywhere) gets most prompt tokens from a
+    # connector (external prefix-cache hits): quiet.
+    near_zero = int(queries * 0.01)
+    disagg = (("ds-7c9f", "decode", False), ("llama-decode-0", "", True), ("llama-decode-1", "prefill-decode", True))
+    for pod, label, named in disagg:
+        where = b.where("prod-a", "inference", pod)
+        b.vllm(inc, "vllm:prefix_cache_queries_total", where, f"0+{queries}x{n}", engine="0")
+        b.vllm(inc, "vllm:prefix_cache_hits_total", where, f"0+{near_zero}x{n}", engine="0")
+        b.vllm(inc, "vllm:num_requests_running", where, f"{4 if named else 0}x{n}", engine="0")
+        if label:
+            b.role_label(inc, where, label, n)
+    b.role_label(inc, b.where("prod-b", "inference", "llama-0"), "decode", n)
+    nixl = b.where("prod-a", "inference", "llama-nixl-0")
+    b.vllm(inc, "vllm:prefix_cache_queries_total", nixl, f"0+{queries}x{n}", engine="0")
+    b.vllm(inc, "vllm:prefix_cache_hits_total", nixl, f"0+{near_zero}x{n}", engine="0")
+    b.vllm(inc, f.EXTERNAL_PREFIX_HITS, nixl, f"0+{int(queries * 0.95)}x{n}", engine="0")
+    b.vllm(inc, f.EXTERNAL_PREFIX_QUERIES, nixl, f"0+{queries - near_zero}x{n}", engine="0")
+    firing = [("llama-0", int(queries * low) / queries), ("llama-2", int(queries * low) / queries),
+              ("llama-5", low), ("llama-8", int(queries * low) / queries)]
+    firing += [(pod, near_zero / queries) for pod, label, named in disagg if b.role(pod, label, named) != "decode"]
     # rates need two samples: the condition holds from the first minute
     inc.expect("VLLMPrefixCacheHitRateLow", at, [
-        ({**b.where("prod-a", "inference", pod), "model_name": MODEL}, value)
-        for pod, value in (("llama-0", int(queries * low) / queries), ("llama-2", int(queries * low) / queries),
-                           ("llama-5", low), ("llama-8", int(queries * low) / queries))
+        ({**b.where("prod-a", "inference", pod), "model_name": MODEL}, value) for pod, value in firing
     ])
     return inc
 
