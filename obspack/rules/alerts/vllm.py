@@ -15,9 +15,9 @@ from __future__ import annotations
 import textwrap
 
 from obspack import conventions as c
+from obspack.catalogue import vllm_features as f
 from obspack.catalogue.vllm import POD_MODEL
 from obspack.config import ObspackConfig, promql_string
-from obspack.catalogue import vllm_features as f
 from obspack.rules import roles
 from obspack.rules.model import AlertRule
 from obspack.rules.recording.vllm import (
