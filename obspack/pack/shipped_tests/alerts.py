@@ -813,6 +813,55 @@ def spec_decode(b: Builder) -> Incident:
 # Autoscaling
 
 
+def prefill_decode_imbalance(b: Builder) -> Incident:
+    t = b.cfg.alerts.VLLMPrefillDecodeImbalance
+    inc = Incident("VLLMPrefillDecodeImbalance: a saturated prefill side with idle decoders, and the reverse, fire; "
+                   "both sides busy, one role alone and deferred requests do not")
+    n = int(minutes(t.for_)) + 15
+    queue = math.ceil(t.waiting_per_pod) + 3  # requests waiting for capacity per pod of a saturated side
+    hot, roomy = _above(t.kv_ratio), round(min(t.room_kv_ratio, t.kv_ratio) / 2, 4)
+    firing: list[tuple[dict[str, str], float]] = []
+
+    def side(cluster: str, namespace: str, role: str, pods: int, waiting: int, kv: float, deferred: int = 0,
+             label: bool = True) -> list[str]:
+        """`pods` pods of one role (named for it; llm-d's role label from two KSM replicas when `label`),
+        each with `waiting` requests waiting for capacity (vLLM 0.20+ reasons when some are `deferred`)."""
+        names = [f"llama-{role}-{i}" for i in range(pods)]
+        for pod in names:
+            where = b.where(cluster, namespace, pod)
+            b.vllm(inc, "vllm:num_requests_running", where, f"4x{n}", engine="0")
+            b.vllm(inc, "vllm:kv_cache_usage_perc", where, f"{kv}x{n}", engine="0")
+            b.vllm(inc, "vllm:num_requests_waiting", where, f"{waiting + deferred}x{n}", engine="0")
+            if deferred:  # waiting on KV from a prefill pod: more decode capacity would not admit them
+                b.vllm(inc, f.WAITING_BY_REASON, where, f"{waiting}x{n}", engine="0", reason="capacity")
+                b.vllm(inc, f.WAITING_BY_REASON, where, f"{deferred}x{n}", engine="0", reason="deferred")
+            if label:
+                b.role_label(inc, where, role, n)
+        return [b.role(pod, role if label else "") for pod in names]
+
+    def expect(cluster: str, namespace: str, short: str, value: float, *found: list[str]) -> None:
+        # fires where the config tells every pod's role (the defaults: the label, else the name)
+        wanted = [short, "decode" if short == "prefill" else "prefill"]
+        if all(set(roles_) == {role} for roles_, role in zip(found, wanted, strict=True)):
+            firing.append(({b.cfg.cluster_label: cluster, "namespace": namespace, "model_name": MODEL, "short": short},
+                           value))
+
+    # prefill short: 2 prefill pods (by label) with a queue, 3 decode pods (by name only) with room, whose
+    # queues wait on KV transfers (deferred), not on capacity
+    expect("prod-a", "pd-a", "prefill", queue,
+           side("prod-a", "pd-a", "prefill", 2, queue, roomy), side("prod-a", "pd-a", "decode", 3, 0, roomy, 20, label=False))
+    # decode short: decode KV cache nearly full with a few requests waiting, prefill idle
+    expect("prod-a", "pd-b", "decode", 1,
+           side("prod-a", "pd-b", "decode", 2, 1, hot), side("prod-a", "pd-b", "prefill", 1, 0, roomy))
+    # balanced twin: both sides saturated (add capacity to both, not a ratio problem); the same namespace in
+    # another cluster with the prefill side alone, saturated (not disaggregated: nothing to compare)
+    side("prod-a", "pd-c", "prefill", 2, queue, roomy)
+    side("prod-a", "pd-c", "decode", 2, queue, roomy)
+    side("prod-b", "pd-a", "prefill", 2, queue, roomy)
+    inc.expect("VLLMPrefillDecodeImbalance", on_time(0, t.for_), firing)
+    return inc
+
+
 def _saturation_targets(cfg: ObspackConfig, model: str) -> tuple[float, float]:
     """(queue, KV) targets of a model: the first autoscaling.models entry it matches, else the defaults."""
     a = cfg.autoscaling
@@ -1104,6 +1153,7 @@ INCIDENTS: dict[str, Callable[[Builder], Incident]] = {
     "VLLMAdmissionRejections": admission_rejections,
     "VLLMKVOffloadAllocationFailures": kv_offload_failures,
     "VLLMSpecDecodeAcceptanceLow": spec_decode,
+    "VLLMPrefillDecodeImbalance": prefill_decode_imbalance,
 }
 
 TOPIC_FILES = {
@@ -1116,6 +1166,7 @@ TOPIC_FILES = {
                       "VLLMSpecDecodeAcceptanceLow"),
     "autoscaling": ("VLLMAutoscalerThrashing", "VLLMAutoscalerMaxedOut", "VLLMAutoscalerScaleUpBlocked",
                     "VLLMAutoscalerSignalMissing"),
+    "disaggregation": ("VLLMPrefillDecodeImbalance",),
     "cost": ("VLLMGPUsMostlyIdle",),
     "cost-weekly": ("VLLMCostPerMillionTokensRising",),
 }
