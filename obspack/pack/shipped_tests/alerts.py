@@ -235,6 +235,8 @@ class Builder:
         """The role obspack's rules give a pod (obspack/rules/roles.py): its role label's where the config
         reads one and the pod has it, else its name's where its vLLM gauges name it (`named`), else none."""
         d = self.cfg.disaggregation
+        # a name the selectors do not accept is replaced in the test case: its role can no longer be told
+        named = named and satisfy.accepts(pod, self.constraints.families.get("pod", ()))
         if d.role_label and label:
             return next((role for role, values in roles.VALUES.items() if label in values), "")
         hits = {role: bool(rx) and named and re.fullmatch(rx, pod) is not None
@@ -430,6 +432,7 @@ def _kv(b: Builder, alert: str, ratio: float, for_: str) -> Incident:
     # prefill/decode: the alert names the role of a pod that only decodes (by llm-d's role label: ds-1a2b)
     # or only prefills (by its name: llama-prefill-0), so the reader gets the runbook's section for it
     disagg = (("ds-1a2b", "decode", False), ("llama-prefill-0", "", True))
+    b.role_label(inc, b.where("prod-b", "inference", "llama-0"), "decode", n)  # another cluster's llama-0
     for pod, label, named in disagg:
         where = b.where("prod-a", "inference", pod)
         b.vllm(inc, "vllm:kv_cache_usage_perc", where, f"{hot}x{n}", engine="0")
@@ -626,8 +629,7 @@ def prefix_cache(b: Builder) -> Incident:
     # prefill/decode: a decode-only pod gets its prompts' KV from a prefill pod, so its local hit rate is
     # near zero by design: quiet, whether llm-d's role label says decode (ds-7c9f: a name no pattern takes)
     # or, without the label, its name does (llama-decode-0). llama-decode-1's label says it does both
-    # (prefill-decode): the label wins over the name, it fires. The same pod name labelled decode in another
-    # cluster does not silence prod-a's. llama-nixl-0 (no role anywhere) gets most prompt tokens from a
+    # (prefill-decode): the label wins over the name, it fires. llama-nixl-0 (no role anywhere) gets most prompt tokens from a
     # connector (external prefix-cache hits): quiet.
     near_zero = int(queries * 0.01)
     disagg = (("ds-7c9f", "decode", False), ("llama-decode-0", "", True), ("llama-decode-1", "prefill-decode", True))
@@ -635,10 +637,10 @@ def prefix_cache(b: Builder) -> Incident:
         where = b.where("prod-a", "inference", pod)
         b.vllm(inc, "vllm:prefix_cache_queries_total", where, f"0+{queries}x{n}", engine="0")
         b.vllm(inc, "vllm:prefix_cache_hits_total", where, f"0+{near_zero}x{n}", engine="0")
-        b.vllm(inc, "vllm:num_requests_running", where, f"{4 if named else 0}x{n}", engine="0")
+        if named:  # the name is read from the engine's running gauge
+            b.vllm(inc, "vllm:num_requests_running", where, f"4x{n}", engine="0")
         if label:
             b.role_label(inc, where, label, n)
-    b.role_label(inc, b.where("prod-b", "inference", "llama-0"), "decode", n)
     nixl = b.where("prod-a", "inference", "llama-nixl-0")
     b.vllm(inc, "vllm:prefix_cache_queries_total", nixl, f"0+{queries}x{n}", engine="0")
     b.vllm(inc, "vllm:prefix_cache_hits_total", nixl, f"0+{near_zero}x{n}", engine="0")
