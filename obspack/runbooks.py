@@ -51,6 +51,8 @@ PLACEHOLDERS: dict[str, str] = {
     "horizontalpodautoscaler": "<hpa>",
     "scaledObject": "<scaledobject>",
     "scaledResource": "<scaledobject>",
+    "role": "<role>",
+    "short": "<short>",
 }
 CLUSTER_PLACEHOLDER = "<cluster>"
 _GO_LABEL = re.compile(r"\{\{\s*\$labels\.([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")

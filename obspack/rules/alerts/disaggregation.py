@@ -57,8 +57,8 @@ def prefill_decode_imbalance(cfg: ObspackConfig) -> AlertRule:
         severity=t.severity,
         summary="One side of a prefill/decode pair is saturated while the other has room: the P:D ratio is off.",
         description="{{ $labels.namespace }}/{{ $labels.model_name }}: the {{ $labels.short }} pods are short, with "
-        "{{ $value }} requests waiting for capacity per pod (or their KV cache above "
-        f"{t.kv_ratio:.0%}), while the other side's pods have room. Scale the {{{{ $labels.short }}}} side.",
+        "{{ $value }} requests waiting for capacity per pod (or their KV cache usage above "
+        f"{t.kv_ratio:g}), while the other side's pods have room. Scale the {{{{ $labels.short }}}} side.",
         runbook="vllm-prefill-decode-imbalance",
         triage="kubectl -n {{ $labels.namespace }} get pods -L " + (cfg.disaggregation.role_label or "app") + " -o wide",
         dashboard=c.DISAGGREGATION_DASHBOARD,
