@@ -10,7 +10,7 @@ from grafanalib.core import Dashboard
 from obspack import conventions as c
 from obspack.config import ObspackConfig
 from obspack.dashboards import feature_queries as fq
-from obspack.dashboards import marks, variables
+from obspack.dashboards import features, marks, variables
 from obspack.dashboards import panels as p
 from obspack.dashboards import role_queries as rq
 from obspack.dashboards.defaults import dashboard, triage_from_series
@@ -107,19 +107,7 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
             ),
         ),
         p.section("KV transfers and routing"),
-        p.timeseries(
-            "KV transfer time (p50 / p99)",
-            *(
-                p.target(fq.transfer_time(cfg, quantile), f"p{round(quantile * 100)} {{{{connector}}}} {MODEL_LEGEND}")
-                for quantile in (0.5, 0.99)
-            ),
-            unit=p.SECONDS,
-            description=(
-                "How long a decode pod takes to read a request's KV from its prefill pod (NIXL or Mooncake), "
-                "per model and connector. It adds to every request's time to first token."
-            ),
-            no_data=NO_TRANSFERS,
-        ),
+        features.transfer_time(cfg, no_data=NO_TRANSFERS),
         p.timeseries(
             "KV transfers failed or expired per pod",
             p.target(fq.transfer_failures_per_pod(cfg), "{{connector}} {{kind}} " + POD_LEGEND),
