@@ -129,10 +129,12 @@ DASHBOARDS = {
     "gpu-by-workload": "GPU / by workload",
     "vllm-slos": "vLLM / SLOs",
     "vllm-cost": "vLLM / Cost",
+    "vllm-disaggregated-serving": "vLLM / Disaggregated serving",
 }
 TRIAGE_DASHBOARD = "vllm-pod-memory-planes"
 FLEET_DASHBOARD = "vllm-fleet"
 SLO_DASHBOARD = "vllm-slos"
+DISAGGREGATION_DASHBOARD = "vllm-disaggregated-serving"
 
 
 def dashboard_uid(name: str) -> str:

@@ -51,6 +51,8 @@ PLACEHOLDERS: dict[str, str] = {
     "horizontalpodautoscaler": "<hpa>",
     "scaledObject": "<scaledobject>",
     "scaledResource": "<scaledobject>",
+    "role": "<role>",
+    "short": "<short>",
 }
 CLUSTER_PLACEHOLDER = "<cluster>"
 _GO_LABEL = re.compile(r"\{\{\s*\$labels\.([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
@@ -307,10 +309,10 @@ def _dashboard(cfg: ObspackConfig, name: str) -> dict[str, str]:
     uid = c.dashboard_uid(name)
     url = with_placeholders(cfg, dashboard_url(cfg, name))
     base = cfg.grafana.url.rstrip("/")
-    on = {c.SLO_DASHBOARD: "model", c.FLEET_DASHBOARD: "namespace", c.COST_DASHBOARD: "model"}.get(name, "pod")
-    kind = {c.SLO_DASHBOARD: "SLO dashboard", c.FLEET_DASHBOARD: "Fleet dashboard", c.COST_DASHBOARD: "Cost dashboard"}.get(
-        name, "Triage dashboard"
-    )
+    on = {c.SLO_DASHBOARD: "model", c.FLEET_DASHBOARD: "namespace", c.COST_DASHBOARD: "model",
+          c.DISAGGREGATION_DASHBOARD: "model"}.get(name, "pod")
+    kind = {c.SLO_DASHBOARD: "SLO dashboard", c.FLEET_DASHBOARD: "Fleet dashboard", c.COST_DASHBOARD: "Cost dashboard",
+            c.DISAGGREGATION_DASHBOARD: "Disaggregated serving dashboard"}.get(name, "Triage dashboard")
     return {
         "kind": kind,
         "on": on,

@@ -43,6 +43,11 @@ ERRORS: dict[str, tuple[bytes | None, str]] = {
         "FILE:3: alerts.VLLMKVCacheUsageHigh.ratoi: unknown key (did you mean 'ratio'? "
         "allowed: enabled, for, labels, ratio, severity)",
     ),
+    "moved key": (
+        b"cost:\n  role_label: llm-d.ai/role\n",
+        "FILE:2: cost.role_label: moved to disaggregation.role_label: set it there (same values), it is shared by "
+        "the alerts, dashboards and cost records",
+    ),
     "text expected": (
         b"cluster_label: 1\n",
         "FILE:1: cluster_label: expected text, got the number 1 (quote it if you mean the text)",

@@ -167,8 +167,14 @@ ALERT_FIELDS: dict[str, st.SearchStrategy[Any]] = {
     "window": window, "lookback": window, "job_regex": regex, "rate": number, "waiting_to_running": number,
     "min_waiting": number, "min_query_tokens_per_second": number, "min_draft_tokens_per_second": number,
     "expired_ratio": ratio, "reversals": number, "saturation": number, "increase": number,
-    "min_tokens_per_second": number,
+    "min_tokens_per_second": number, "waiting_per_pod": number, "kv_ratio": ratio, "room_kv_ratio": ratio,
 }
+# Role patterns that keep the shipped tests' plain pods (llama-0, ...) doing both: the tests' prefill and
+# decode pods are named for their role and follow whatever the config makes of them.
+pod_regex = mix(
+    st.sampled_from(["", ".*prefill.*", ".*decode.*", ".*-prefill-[0-9]+", "(?i).*DECODE.*", "ds-.*"]),
+    st.sampled_from(["(unclosed", "a{1001}", "(?=x)", 3, None]),
+)
 price = mix(st.one_of(st.floats(0, 100), st.sampled_from([0, 2.5, 4])), st.sampled_from([-1, 1e6, "2.5", float("nan"), None]))
 currency = mix(st.sampled_from(["USD", "EUR", "GPU-hours", "€"]), st.sampled_from(["", "x" * 20, 'a"b', "{{ x }}", 5]))
 gpu_price = st.fixed_dictionaries(
@@ -205,6 +211,11 @@ SETTINGS: dict[str, st.SearchStrategy[Any]] = {
         "default_hourly": price,
         "node_pool_label": mix(st.sampled_from(["", "karpenter.sh/nodepool"]), st.sampled_from(["bad key/", 3])),
         "team_label": mix(st.sampled_from(["", "team", "app.kubernetes.io/part-of"]), st.sampled_from(["a b", None])),
+    }),
+    "disaggregation": st.fixed_dictionaries({}, optional={
+        "role_label": mix(st.sampled_from(["", "llm-d.ai/role", "app.kubernetes.io/component"]), st.sampled_from(["bad key/", 3])),
+        "prefill_pod_regex": pod_regex,
+        "decode_pod_regex": pod_regex,
     }),
     "autoscaling": st.fixed_dictionaries({}, optional={
         "targets": st.fixed_dictionaries({}, optional={"queue": number, "kv_cache": ratio}),

@@ -55,6 +55,7 @@ CONFIGS = {"default": ObspackConfig(), "custom": CUSTOM}
 KNOWN_PLACEHOLDERS = {
     "cluster", "namespace", "pod", "container", "model", "node", "uuid", "gpu", "reason", "slo", "deployment",
     "new-limit", "replicas", "port", "grafana-url", "connector", "kind", "hpa", "scaledobject", "max-replicas",
+    "role", "short",
 }  # fmt: skip
 PLACEHOLDER = re.compile(r"<([a-z][a-z0-9-]*)>")
 ALERT_NAME = re.compile(r"\b(?:VLLM|Obspack)[A-Z][A-Za-z0-9]*\b")

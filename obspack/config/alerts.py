@@ -191,6 +191,22 @@ class CostPerMillionTokensRising(AlertSettings):
     )
 
 
+class PrefillDecodeImbalance(AlertSettings):
+    for_: Duration = Field("15m", alias="for", description=FOR)
+    waiting_per_pod: Number = Field(
+        5.0, ge=1, le=100_000,
+        description="requests waiting for capacity per pod of one role above this: that side is saturated (1 to 100000)",
+    )
+    kv_ratio: Ratio = Field(
+        0.9, description=f"or its pods' average KV cache usage above this, with requests waiting: saturated too {RATIO}"
+    )
+    room_kv_ratio: Ratio = Field(
+        0.6,
+        description="the other side has room: average KV cache usage below this (keep it under kv_ratio) and under "
+        f"one request waiting for capacity per pod {RATIO}",
+    )
+
+
 class Alerts(_Model):
     """Per-alert settings. Keys are alert names."""
 
@@ -218,3 +234,4 @@ class Alerts(_Model):
     VLLMAutoscalerSignalMissing: AutoscalerSignalMissing = AutoscalerSignalMissing()
     VLLMGPUsMostlyIdle: GPUsMostlyIdle = GPUsMostlyIdle()
     VLLMCostPerMillionTokensRising: CostPerMillionTokensRising = CostPerMillionTokensRising()
+    VLLMPrefillDecodeImbalance: PrefillDecodeImbalance = PrefillDecodeImbalance()

@@ -1,5 +1,5 @@
 """Cost settings: the price of a GPU-hour per GPU model (or OpenCost's), the currency, and the labels that
-tell teams, node pools and prefill/decode roles apart. docs/cost.md.
+tell teams and node pools apart (prefill/decode roles: disaggregation.py). docs/cost.md.
 
 Until prices are set, costs are counted in GPU-hours (currency `GPU-hours`, every GPU-hour worth 1): the
 cost page, the cost per million tokens and the alerts work from the first render, and no price is made up.
@@ -76,10 +76,6 @@ class Cost(_Model):
     team_label: K8sKey | Literal[""] = Field(
         "team",
         description="pod label (else namespace label) naming the team that pays (kube-state-metrics must allowlist it; empty: none)",
-    )
-    role_label: K8sKey | Literal[""] = Field(
-        "llm-d.ai/role",
-        description="pod label naming a prefill or decode pod where serving is disaggregated (empty: none)",
     )
 
     @property

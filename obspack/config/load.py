@@ -19,6 +19,8 @@ from obspack.config.values import Duration, Refresh, RuleInterval, ScrapeInterva
 from obspack.errors import ConfigError
 
 MAX_PROBLEMS = 50  # a file of 100000 bad keys gets the first ones and a count, not 100000 lines
+# Settings that moved, and where they live now: the old key gets an error naming the new one.
+MOVED = {("cost", "role_label"): "disaggregation.role_label"}
 
 
 def _field(loc: tuple[Any, ...]) -> FieldInfo | None:
@@ -78,6 +80,8 @@ _NUMERIC = {"float_type", "finite_number", "greater_than", "greater_than_equal",
 def _describe(err: dict[str, Any]) -> str:
     """One error as `what is wrong (what is allowed)`; a number's range comes from its description."""
     loc, kind = tuple(err["loc"]), err["type"]
+    if kind == "extra_forbidden" and loc in MOVED:
+        return f"moved to {MOVED[loc]}: set it there (same values), it is shared by the alerts, dashboards and cost records"
     if kind == "extra_forbidden":
         allowed = _allowed_keys(loc)
         hint = difflib.get_close_matches(str(loc[-1]), allowed, n=1)

@@ -9,6 +9,7 @@ from pydantic import AfterValidator, Field, model_validator
 from obspack.config.alerts import Alerts
 from obspack.config.autoscaling import Autoscaling
 from obspack.config.cost import Cost
+from obspack.config.disaggregation import Disaggregation
 from obspack.config.slos import SLOs
 from obspack.config.values import (
     URL,
@@ -150,6 +151,7 @@ class ObspackConfig(_Model):
     slos: SLOs = SLOs()
     autoscaling: Autoscaling = Autoscaling()
     cost: Cost = Cost()
+    disaggregation: Disaggregation = Disaggregation()
     common_labels: LabelMap = Field(default_factory=dict, description="static labels added to every alert (as alerts.*.labels)")
     rule_interval: RuleInterval | None = Field(
         None, description="evaluation interval of the rule groups (unset: Prometheus' global one; 1s to 5m)"

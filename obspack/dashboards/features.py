@@ -76,6 +76,24 @@ def _row(feature: f.Feature, what: str, panels: list[p.Panel]) -> RowPanel:
     )
 
 
+def transfer_time(cfg: ObspackConfig, no_data: str | None = None) -> p.Panel:
+    """KV transfer time per model and connector (this page's disaggregation row, the disaggregated page)."""
+    return p.timeseries(
+        "KV transfer time (p50 / p99)",
+        *(
+            p.target(fq.transfer_time(cfg, quantile), f"p{round(quantile * 100)} {{{{connector}}}} {MODEL_LEGEND}")
+            for quantile in (0.5, 0.99)
+        ),
+        unit=p.SECONDS,
+        description=(
+            "How long a decode pod takes to read a request's KV cache from its prefill pod (NIXL or "
+            "Mooncake), per model and connector. A rising p99 shows a congested or degraded network path before "
+            "transfers fail or expire; compare with the failures graph."
+        ),
+        no_data=no_data,
+    )
+
+
 def disaggregation(cfg: ObspackConfig) -> RowPanel:
     t = cfg.alerts.VLLMKVTransferFailures
     runbook = marks.runbooks(cfg, "VLLMKVTransferFailures")
@@ -102,19 +120,7 @@ def disaggregation(cfg: ObspackConfig) -> RowPanel:
                 links=runbook,
                 data_links=[triage_from_series(cfg)],
             ),
-            p.timeseries(
-                "KV transfer time (p50 / p99)",
-                *(
-                    p.target(fq.transfer_time(cfg, quantile), f"p{round(quantile * 100)} {{{{connector}}}} {MODEL_LEGEND}")
-                    for quantile in (0.5, 0.99)
-                ),
-                unit=p.SECONDS,
-                description=(
-                    "How long a decode pod takes to read a request's KV cache from its prefill pod (NIXL or "
-                    "Mooncake), per model and connector. A rising p99 shows a congested or degraded network path before "
-                    "transfers fail or expire; compare with the failures graph."
-                ),
-            ),
+            transfer_time(cfg),
             p.timeseries(
                 "KV transferred per model",
                 p.target(fq.transferred_bytes(cfg), MODEL_LEGEND),

@@ -12,7 +12,8 @@ The whole file is a valid Alertmanager config (`amtool check-config` passes), bu
 - Inhibitions (same cluster, namespace and pod): VLLMKVCacheUsageCritical mutes VLLMKVCacheUsageHigh,
   VLLMContainerOOMKilled mutes VLLMHostMemoryNearLimit, and VLLMTargetDown mutes the pod's other obspack
   alerts, except the restart alerts that tell why the target went down. A burn page mutes the ticket of
-  the same model and SLO.
+  the same model and SLO. VLLMPrefillDecodeImbalance mutes VLLMRequestQueueBacklog on the pods of the
+  short side (same cluster, namespace and model; `short` equal to the pods' `role`).
 
 Receivers are placeholders without integrations: add `pagerduty_configs`, `slack_configs`,
 `webhook_configs` and so on to the `obspack-*` receivers.
@@ -36,6 +37,7 @@ SEVERITY_RECEIVERS: tuple[tuple[Severity, str], ...] = (
     (Severity.INFO, TICKET),
 )
 
+IMBALANCE = "VLLMPrefillDecodeImbalance"
 # Alerts that explain why a vLLM target went down: VLLMTargetDown must not hide them.
 DOWN_CAUSES = ("VLLMContainerOOMKilled", "VLLMContainerRestarted")
 
@@ -147,6 +149,16 @@ def inhibit_rules(cfg: ObspackConfig) -> list[dict[str, object]]:
         kept = [t for t in targets if t in enabled]
         if source in enabled and kept:
             rules.append(_inhibit(source, kept, equal))
+    if {IMBALANCE, "VLLMRequestQueueBacklog"} <= enabled:
+        # One imbalance alert per model says which side is short: its pods' queue alerts add nothing to it.
+        for role in ("prefill", "decode"):
+            rules.append(
+                {
+                    "source_matchers": [_eq("alertname", IMBALANCE), _eq("short", role)],
+                    "target_matchers": [_eq("alertname", "VLLMRequestQueueBacklog"), _eq("role", role)],
+                    "equal": [cfg.cluster_label, "namespace", "model_name"],
+                }
+            )
     if BURN in enabled:
         rules.append(
             {

@@ -27,8 +27,9 @@ from obspack.rightsize.assemble import groups
 from obspack.rightsize.measure import Measurements
 from obspack.rightsize.model import KVVerdict, ModelScaling, Saving, Workload, WorkloadCost
 from obspack.rightsize.queries import Plan, Query
-from obspack.rules.recording.cost import GPU_REQUEST, ksm_label
+from obspack.rules.recording.cost import GPU_REQUEST
 from obspack.rules.recording.dcgm import normalised
+from obspack.rules.roles import ksm_label
 
 HOURS_PER_MONTH = 730  # 24 x 365 / 12, as OpenCost and the clouds' calculators count a month
 NOW = "10m"  # the pods and GPUs that run at the window's end: seen within its last ten minutes

@@ -72,6 +72,7 @@ def block_meaning(context, missing=missing):
         yield ',\n'
         yield str(context.call((undefined(name='link') if l_0_link is missing else l_0_link), 'VLLMKVCacheUsageCritical', _block_vars=_block_vars))
         yield ' takes over.'
+    yield '\n\n**By role** (the alert\'s `role` label, where a pod only prefills or only decodes):\n\n- `role="prefill"`: a prefill pod keeps each prompt\'s KV cache until a decode pod has read it. A full cache\n  here means the decode pods are not pulling it (slow or failing transfers, too few decode pods): look at\n  the decode side and the transfers first, not at this pod\'s size.\n- `role="decode"`: the decode pods hold every running answer; a full cache leads to preemptions and\n  stalled answers. Add decode pods (or check the P:D ratio on the Disaggregated serving dashboard).\n'
 
 def block_impact(context, missing=missing):
     resolve = context.resolve_or_missing
@@ -178,4 +179,4 @@ def block_escalate(context, missing=missing):
     yield '- Usage stays high across all replicas and no GPUs are free to add replicas: to the owners of the model\n  deployment, for a capacity decision.\n- The cache shrank after a release (fewer `num_gpu_blocks` at the same settings): to the owners of the\n  vLLM image.\n'
 
 blocks = {'now': block_now, 'meaning': block_meaning, 'impact': block_impact, 'confirm': block_confirm, 'causes': block_causes, 'fixes': block_fixes, 'verify': block_verify, 'escalate': block_escalate}
-debug_info = '1=17&2=20&3=22&4=25&5=28&6=33&10=43&14=45&24=48&27=64&32=68&33=73&35=76&40=86&41=104&44=106&46=112&48=114&50=116&52=118&54=121&62=132&64=138&67=148&69=151&70=163&73=165&77=167&82=170'
+debug_info = '1=17&2=20&3=22&4=25&5=28&6=33&10=43&14=45&24=48&27=64&32=68&33=73&44=77&49=87&50=105&53=107&55=113&57=115&59=117&61=119&63=122&71=133&73=139&76=149&78=152&79=164&82=166&86=168&91=171'

@@ -64,7 +64,7 @@ def block_meaning(context, missing=missing):
         yield 'It is the sharp end of '
         yield str(context.call((undefined(name='link') if l_0_link is missing else l_0_link), 'VLLMKVCacheUsageHigh', _block_vars=_block_vars))
         yield '. '
-    yield 'A full cache does not crash the engine; it makes\nit slow.\n'
+    yield 'A full cache does not crash the engine; it makes\nit slow.\n\n**By role** (the alert\'s `role` label, where a pod only prefills or only decodes):\n\n- `role="prefill"`: a prefill pod keeps each prompt\'s KV cache until a decode pod has read it. A full cache\n  here means the decode pods are not pulling it (slow or failing transfers, too few decode pods): look at\n  the decode side and the transfers first, not at this pod\'s size.\n- `role="decode"`: the decode pods hold every running answer; a full cache leads to preemptions and\n  stalled answers. Add decode pods (or check the P:D ratio on the Disaggregated serving dashboard).\n'
 
 def block_impact(context, missing=missing):
     resolve = context.resolve_or_missing
@@ -185,4 +185,4 @@ def block_escalate(context, missing=missing):
     yield '.\n'
 
 blocks = {'now': block_now, 'meaning': block_meaning, 'impact': block_impact, 'confirm': block_confirm, 'causes': block_causes, 'fixes': block_fixes, 'verify': block_verify, 'escalate': block_escalate}
-debug_info = '1=17&2=20&3=22&4=25&5=28&6=33&20=43&22=58&26=62&29=69&34=79&35=100&41=102&44=106&49=108&52=113&54=121&56=123&58=126&66=136&77=146&79=149&80=161&83=163&87=165&91=167&96=170&99=181&100=184'
+debug_info = '1=17&2=20&3=22&4=25&5=28&6=33&20=43&22=58&26=62&37=69&42=79&43=100&49=102&52=106&57=108&60=113&62=121&64=123&66=126&74=136&85=146&87=149&88=161&91=163&95=165&99=167&104=170&107=181&108=184'

@@ -43,6 +43,12 @@ EMPTY_BY_DESIGN = {
     (c.COST_DASHBOARD, "Most expensive idle workloads over the range (top 20)", "A"): (
         "every engine of the healthy fleet serves; tests/rules/test_cost_accounting.py bills an idle MIG instance"
     ),
+    (c.DISAGGREGATION_DASHBOARD, "Prefill pods per decode pod", "A"): (
+        "the synthetic fleet's prefill and decode pods serve different models (no P/D pair of one model yet)"
+    ),
+    (c.DISAGGREGATION_DASHBOARD, "Endpoint picker P/D decisions per second", "A"): (
+        "the synthetic fleet has no llm-d endpoint picker yet"
+    ),
     (c.TRIAGE_DASHBOARD, "Firing obspack alerts on this pod", "A"): "no alert fires on a healthy fleet",
     (c.TRIAGE_DASHBOARD, "Firing obspack alerts on this pod", "B"): "no alert fires on a healthy fleet",
     **{

@@ -59,6 +59,7 @@ def test_rendered_unit_tests_pass(rendered: Path) -> None:
         "autoscaling_test.yaml",
         "cost-weekly_test.yaml",
         "cost_test.yaml",
+        "disaggregation_test.yaml",
         "exporter_test.yaml",
         "memory-planes_test.yaml",
         *(["slo_test.yaml"] if slos else []),

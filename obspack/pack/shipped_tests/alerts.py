@@ -20,6 +20,7 @@ from obspack import durations
 from obspack.catalogue import vllm_features as f
 from obspack.config import ObspackConfig
 from obspack.pack.shipped_tests import sampling, satisfy
+from obspack.rules import roles
 from obspack.rules.alerts import alert_groups, all_alerts, enabled
 from obspack.rules.model import AlertRule
 from obspack.rules.recording import all_recording_groups
@@ -220,6 +221,32 @@ class Builder:
                       "instance": replica, **extra}
             self.ksm(inc, metric, labels, values)
 
+    def role_label(self, inc: Incident, where: dict[str, str], value: str, n: int) -> None:
+        """llm-d's role label on a pod, as kube-state-metrics exports it (from both HA replicas); nothing
+        when the config reads no role label."""
+        if not self.cfg.disaggregation.role_label:
+            return
+        for replica in ("10.96.0.20:8080", "10.96.0.21:8080"):
+            labels = {**where, "uid": f"uid-{where['pod']}", "instance": replica,
+                      roles.ksm_label(self.cfg.disaggregation.role_label): value}
+            self.ksm(inc, "kube_pod_labels", labels, f"1x{n}")
+
+    def role(self, pod: str, label: str = "", named: bool = True) -> str:
+        """The role obspack's rules give a pod (obspack/rules/roles.py): its role label's where the config
+        reads one and the pod has it, else its name's where its vLLM gauges name it (`named`), else none."""
+        d = self.cfg.disaggregation
+        # a name the selectors do not accept is replaced in the test case: its role can no longer be told
+        named = named and satisfy.accepts(pod, self.constraints.families.get("pod", ()))
+        if d.role_label and label:
+            return next((role for role, values in roles.VALUES.items() if label in values), "")
+        hits = {role: bool(rx) and named and re.fullmatch(rx, pod) is not None
+                for role, rx in (("prefill", d.prefill_pod_regex), ("decode", d.decode_pod_regex))}
+        return next((role for role, hit in hits.items() if hit and sum(hits.values()) == 1), "")
+
+    def with_role(self, labels: dict[str, str], role: str) -> dict[str, str]:
+        """An expected alert's labels with the `role` the role-aware alerts add (none for a pod doing both)."""
+        return {**labels, "role": role} if role else labels
+
 
 # One evaluation interval (the tests' 1m): the one rule-group boundary allowed between raw series and an alert.
 HOP = 1
@@ -377,7 +404,8 @@ def gpu_memory(b: Builder) -> Incident:
 
 
 def _kv(b: Builder, alert: str, ratio: float, for_: str) -> Incident:
-    inc = Incident(f"{alert}: both metric names, data-parallel engines, one alert per pod, asleep engines quiet")
+    inc = Incident(f"{alert}: both metric names, data-parallel engines, one alert per pod, asleep engines quiet, "
+                   "prefill and decode pods named")
     n = int(minutes(for_)) + 15
     hot, cool = _above(ratio), round(ratio * 0.8, 4)
     # vLLM 0.33: kv_cache_usage_perc on two data-parallel engines; the fuller one counts
@@ -401,9 +429,22 @@ def _kv(b: Builder, alert: str, ratio: float, for_: str) -> Incident:
         spike = int(minutes(for_)) - 1
         b.vllm(inc, "vllm:kv_cache_usage_perc", b.where("prod-a", "inference", "llama-4"),
                f"{cool}x2 {hot}x{spike} {cool}x{n}", engine="0")
+    # prefill/decode: the alert names the role of a pod that only decodes (by llm-d's role label: ds-1a2b)
+    # or only prefills (by its name: llama-prefill-0), so the reader gets the runbook's section for it
+    disagg = (("ds-1a2b", "decode", False), ("llama-prefill-0", "", True))
+    b.role_label(inc, b.where("prod-b", "inference", "llama-0"), "decode", n)  # another cluster's llama-0
+    for pod, label, named in disagg:
+        where = b.where("prod-a", "inference", pod)
+        b.vllm(inc, "vllm:kv_cache_usage_perc", where, f"{hot}x{n}", engine="0")
+        if named:
+            b.vllm(inc, "vllm:num_requests_running", where, f"3x{n}", engine="0")
+        if label:
+            b.role_label(inc, where, label, n)
     model = {"model_name": MODEL}
     inc.expect(alert, on_time(0, for_), [
-        ({**b.where("prod-a", "inference", pod), **model}, hot) for pod in ("llama-0", "llama-1", "llama-2", "llama-6")
+        *(({**b.where("prod-a", "inference", pod), **model}, hot) for pod in ("llama-0", "llama-1", "llama-2", "llama-6")),
+        *((b.with_role({**b.where("prod-a", "inference", pod), **model}, b.role(pod, label, named)), hot)
+          for pod, label, named in disagg),
     ])
     return inc
 
@@ -455,9 +496,16 @@ def queue_backlog(b: Builder) -> Incident:
     b.vllm(inc, "vllm:num_requests_running", where, f"1x{n}", engine="0")
     b.vllm(inc, "vllm:num_requests_waiting", where, f"{waiting * 3}x{n}", engine="0")
     b.vllm(inc, f.WAITING_BY_REASON, where, f"{waiting * 3}x{n}", engine="0", reason="deferred")
+    # prefill/decode: a backlog on a prefill-only pod (its role label says so; its name says decode, and the
+    # label wins) is named as such: the prefill side is short of capacity, or the P:D ratio is wrong
+    prefill = b.where("prod-a", "inference", "llama-decode-7")
+    b.vllm(inc, "vllm:num_requests_running", prefill, f"1x{n}", engine="0")
+    b.vllm(inc, "vllm:num_requests_waiting", prefill, f"{waiting}x{n}", engine="0")
+    b.role_label(inc, prefill, "prefill", n)
     inc.expect("VLLMRequestQueueBacklog", on_time(0, t.for_), [
         ({**b.where("prod-a", "inference", "llama-0"), "model_name": MODEL}, waiting),
         ({**b.where("prod-a", "inference", "llama-3"), "model_name": MODEL}, waiting + 2),
+        (b.with_role({**prefill, "model_name": MODEL}, b.role("llama-decode-7", "prefill")), waiting),
     ])
     return inc
 
@@ -539,8 +587,8 @@ def preemptions(b: Builder) -> Incident:
 
 def prefix_cache(b: Builder) -> Incident:
     t = b.cfg.alerts.VLLMPrefixCacheHitRateLow
-    inc = Incident("VLLMPrefixCacheHitRateLow: low hit rate with traffic fires; high, idle, disabled and "
-                   "recently asleep do not")
+    inc = Incident("VLLMPrefixCacheHitRateLow: low hit rate with traffic fires; high, idle, disabled, recently "
+                   "asleep, decode-only (by label or name) and connector-fed pods do not")
     n = int(minutes(t.window) + minutes(t.for_)) + 20
     queries = max(6000, math.ceil(t.min_query_tokens_per_second * 60 * 10))
     low, good = round(t.ratio / 3, 4), min(0.95, round(t.ratio * 2, 4))
@@ -578,11 +626,32 @@ def prefix_cache(b: Builder) -> Incident:
     b.vllm(inc, "vllm:prefix_cache_queries_total", awake, f"0+{queries}x{n}", engine="0")
     b.vllm(inc, "vllm:prefix_cache_hits_total", awake, f"0+{hits}x{n}", engine="0")
     b.sleep_state(inc, awake, (True, n), engine="0")
+    # prefill/decode: a decode-only pod gets its prompts' KV from a prefill pod, so its local hit rate is
+    # near zero by design: quiet, whether llm-d's role label says decode (ds-7c9f: a name no pattern takes)
+    # or, without the label, its name does (llama-decode-0). llama-decode-1's label says it does both
+    # (prefill-decode): the label wins over the name, it fires. llama-nixl-0 (no role anywhere) gets most prompt tokens from a
+    # connector (external prefix-cache hits): quiet.
+    near_zero = int(queries * 0.01)
+    disagg = (("ds-7c9f", "decode", False), ("llama-decode-0", "", True), ("llama-decode-1", "prefill-decode", True))
+    for pod, label, named in disagg:
+        where = b.where("prod-a", "inference", pod)
+        b.vllm(inc, "vllm:prefix_cache_queries_total", where, f"0+{queries}x{n}", engine="0")
+        b.vllm(inc, "vllm:prefix_cache_hits_total", where, f"0+{near_zero}x{n}", engine="0")
+        if named:  # the name is read from the engine's running gauge
+            b.vllm(inc, "vllm:num_requests_running", where, f"4x{n}", engine="0")
+        if label:
+            b.role_label(inc, where, label, n)
+    nixl = b.where("prod-a", "inference", "llama-nixl-0")
+    b.vllm(inc, "vllm:prefix_cache_queries_total", nixl, f"0+{queries}x{n}", engine="0")
+    b.vllm(inc, "vllm:prefix_cache_hits_total", nixl, f"0+{near_zero}x{n}", engine="0")
+    b.vllm(inc, f.EXTERNAL_PREFIX_HITS, nixl, f"0+{int(queries * 0.95)}x{n}", engine="0")
+    b.vllm(inc, f.EXTERNAL_PREFIX_QUERIES, nixl, f"0+{queries - near_zero}x{n}", engine="0")
+    firing = [("llama-0", int(queries * low) / queries), ("llama-2", int(queries * low) / queries),
+              ("llama-5", low), ("llama-8", int(queries * low) / queries)]
+    firing += [(pod, near_zero / queries) for pod, label, named in disagg if b.role(pod, label, named) != "decode"]
     # rates need two samples: the condition holds from the first minute
     inc.expect("VLLMPrefixCacheHitRateLow", at, [
-        ({**b.where("prod-a", "inference", pod), "model_name": MODEL}, value)
-        for pod, value in (("llama-0", int(queries * low) / queries), ("llama-2", int(queries * low) / queries),
-                           ("llama-5", low), ("llama-8", int(queries * low) / queries))
+        ({**b.where("prod-a", "inference", pod), "model_name": MODEL}, value) for pod, value in firing
     ])
     return inc
 
@@ -744,6 +813,55 @@ def spec_decode(b: Builder) -> Incident:
 
 # ---------------------------------------------------------------------------------------------------------
 # Autoscaling
+
+
+def prefill_decode_imbalance(b: Builder) -> Incident:
+    t = b.cfg.alerts.VLLMPrefillDecodeImbalance
+    inc = Incident("VLLMPrefillDecodeImbalance: a saturated prefill side with idle decoders, and the reverse, fire; "
+                   "both sides busy, one role alone and deferred requests do not")
+    n = int(minutes(t.for_)) + 15
+    queue = math.ceil(t.waiting_per_pod) + 3  # requests waiting for capacity per pod of a saturated side
+    hot, roomy = _above(t.kv_ratio), round(min(t.room_kv_ratio, t.kv_ratio) / 2, 4)
+    firing: list[tuple[dict[str, str], float]] = []
+
+    def side(cluster: str, namespace: str, role: str, pods: int, waiting: int, kv: float, deferred: int = 0,
+             label: bool = True) -> list[str]:
+        """`pods` pods of one role (named for it; llm-d's role label from two KSM replicas when `label`),
+        each with `waiting` requests waiting for capacity (vLLM 0.20+ reasons when some are `deferred`)."""
+        names = [f"llama-{role}-{i}" for i in range(pods)]
+        for pod in names:
+            where = b.where(cluster, namespace, pod)
+            b.vllm(inc, "vllm:num_requests_running", where, f"4x{n}", engine="0")
+            b.vllm(inc, "vllm:kv_cache_usage_perc", where, f"{kv}x{n}", engine="0")
+            b.vllm(inc, "vllm:num_requests_waiting", where, f"{waiting + deferred}x{n}", engine="0")
+            if deferred:  # waiting on KV from a prefill pod: more decode capacity would not admit them
+                b.vllm(inc, f.WAITING_BY_REASON, where, f"{waiting}x{n}", engine="0", reason="capacity")
+                b.vllm(inc, f.WAITING_BY_REASON, where, f"{deferred}x{n}", engine="0", reason="deferred")
+            if label:
+                b.role_label(inc, where, role, n)
+        return [b.role(pod, role if label else "") for pod in names]
+
+    def expect(cluster: str, namespace: str, short: str, value: float, *found: list[str]) -> None:
+        # fires where the config tells every pod's role (the defaults: the label, else the name)
+        wanted = [short, "decode" if short == "prefill" else "prefill"]
+        if all(set(roles_) == {role} for roles_, role in zip(found, wanted, strict=True)):
+            firing.append(({b.cfg.cluster_label: cluster, "namespace": namespace, "model_name": MODEL, "short": short},
+                           value))
+
+    # prefill short: 2 prefill pods (by label) with a queue, 3 decode pods (by name only) with room, whose
+    # queues wait on KV transfers (deferred), not on capacity
+    expect("prod-a", "pd-a", "prefill", queue,
+           side("prod-a", "pd-a", "prefill", 2, queue, roomy), side("prod-a", "pd-a", "decode", 3, 0, roomy, 20, label=False))
+    # decode short: decode KV cache nearly full with a few requests waiting, prefill idle
+    expect("prod-a", "pd-b", "decode", 1,
+           side("prod-a", "pd-b", "decode", 2, 1, hot), side("prod-a", "pd-b", "prefill", 1, 0, roomy))
+    # balanced twin: both sides saturated (add capacity to both, not a ratio problem); the same namespace in
+    # another cluster with the prefill side alone, saturated (not disaggregated: nothing to compare)
+    side("prod-a", "pd-c", "prefill", 2, queue, roomy)
+    side("prod-a", "pd-c", "decode", 2, queue, roomy)
+    side("prod-b", "pd-a", "prefill", 2, queue, roomy)
+    inc.expect("VLLMPrefillDecodeImbalance", on_time(0, t.for_), firing)
+    return inc
 
 
 def _saturation_targets(cfg: ObspackConfig, model: str) -> tuple[float, float]:
@@ -1037,6 +1155,7 @@ INCIDENTS: dict[str, Callable[[Builder], Incident]] = {
     "VLLMAdmissionRejections": admission_rejections,
     "VLLMKVOffloadAllocationFailures": kv_offload_failures,
     "VLLMSpecDecodeAcceptanceLow": spec_decode,
+    "VLLMPrefillDecodeImbalance": prefill_decode_imbalance,
 }
 
 TOPIC_FILES = {
@@ -1049,6 +1168,7 @@ TOPIC_FILES = {
                       "VLLMSpecDecodeAcceptanceLow"),
     "autoscaling": ("VLLMAutoscalerThrashing", "VLLMAutoscalerMaxedOut", "VLLMAutoscalerScaleUpBlocked",
                     "VLLMAutoscalerSignalMissing"),
+    "disaggregation": ("VLLMPrefillDecodeImbalance",),
     "cost": ("VLLMGPUsMostlyIdle",),
     "cost-weekly": ("VLLMCostPerMillionTokensRising",),
 }

@@ -9,7 +9,7 @@ from obspack import conventions as c
 from obspack import slos
 from obspack.config import AlertSettings, ObspackConfig, SLOs
 from obspack.memo import per_config
-from obspack.rules.alerts import autoscaling, cost, exporter, features, memory, slo, vllm
+from obspack.rules.alerts import autoscaling, cost, disaggregation, exporter, features, memory, slo, vllm
 from obspack.rules.model import AlertRule, RuleGroup
 
 AlertFn = Callable[[ObspackConfig], AlertRule]
@@ -19,6 +19,7 @@ TOPICS: tuple[tuple[str, tuple[AlertFn, ...]], ...] = (
     ("vllm-engine", vllm.ALERTS),
     ("exporter", exporter.ALERTS),
     ("vllm-features", features.ALERTS),
+    ("disaggregation", disaggregation.ALERTS),
     ("autoscaling", autoscaling.ALERTS),
     ("cost", cost.ALERTS),
     ("slo", slo.ALERTS),
@@ -41,6 +42,7 @@ LINK_VARIABLES = {
     c.SLO_DASHBOARD: ("namespace", "model"),
     c.FLEET_DASHBOARD: ("namespace",),
     c.COST_DASHBOARD: ("namespace", "model"),
+    c.DISAGGREGATION_DASHBOARD: ("namespace", "model"),
 }
 
 

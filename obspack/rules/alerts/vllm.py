@@ -15,10 +15,13 @@ from __future__ import annotations
 import textwrap
 
 from obspack import conventions as c
+from obspack.catalogue import vllm_features as f
 from obspack.catalogue.vllm import POD_MODEL
 from obspack.config import ObspackConfig, promql_string
+from obspack.rules import roles
 from obspack.rules.model import AlertRule
 from obspack.rules.recording.vllm import (
+    counter_rate,
     prefix_hits_rate,
     prefix_queries_rate,
     unless_asleep,
@@ -27,6 +30,20 @@ from obspack.rules.recording.vllm import (
 
 WHO = "{{ $labels.namespace }}/{{ $labels.pod }} ({{ $labels.model_name }})"
 POD = "{{ $labels.pod }}"
+# Where a pod only prefills or only decodes, the alerts whose meaning changes with it say so (the runbook
+# has a section per role).
+ROLE = "{{ with $labels.role }} It is a {{ . }}-only pod: see the runbook's section for that role.{{ end }}"
+# A pod whose prompts' KV mostly arrives through a connector (from a prefill pod over NIXL or Mooncake, or
+# from an offload tier) computes few prompts itself: its local hit rate says nothing about caching.
+CONNECTOR_SHARE = 0.5
+
+
+def role_aware(cfg: ObspackConfig, rule: AlertRule, source: str) -> AlertRule:
+    """The alert with a `role` label on prefill-only and decode-only pods (obspack/rules/roles.py), and a
+    line in its description sending the reader to the runbook's section for that role. `source`: a series
+    every pod of the alert has."""
+    return AlertRule(**{**rule.__dict__, "expr": roles.with_role(cfg, rule.expr, source),
+                        "description": rule.description + ROLE})
 
 
 def _kv_log(cfg: ObspackConfig) -> str:
@@ -171,6 +188,10 @@ def prefix_cache_hit_rate_low(cfg: ObspackConfig) -> AlertRule:
     either = textwrap.indent(f"{counters}\nor\n(\n{textwrap.indent(gauge, '  ')}\n)", "  ")
     # A pod that slept within the window woke with an empty cache (sleep discards the KV cache).
     low = f"(\n{either}\n) < {t.ratio}\nunless on ({c.by(cfg, 'namespace', 'pod')})\nvllm:cache_config_info{disabled}"
+    # Decode-only pods get their prompts' KV from a prefill pod: a local hit rate near zero is by design.
+    # So do pods (whatever their labels say) whose prompt tokens mostly come through a connector.
+    supplied = f"{counter_rate(cfg, (f.EXTERNAL_PREFIX_HITS,), t.window)}\n/ on ({on})\n{queries}"
+    low = f"{roles.without(cfg, low, 'decode')}\nunless on ({on})\n(\n{textwrap.indent(supplied, '  ')}\n  > {CONNECTOR_SHARE:g}\n)"
     return AlertRule(
         alert="VLLMPrefixCacheHitRateLow",
         expr=unless_asleep(cfg, low, t.window),
@@ -184,10 +205,24 @@ def prefix_cache_hit_rate_low(cfg: ObspackConfig) -> AlertRule:
     )
 
 
+def kv_cache_usage_high_by_role(cfg: ObspackConfig) -> AlertRule:
+    """KV high on a prefill pod: decode pods are not pulling its KV; on a decode pod: preemptions ahead."""
+    return role_aware(cfg, kv_cache_usage_high(cfg), c.KV_USAGE)
+
+
+def kv_cache_usage_critical_by_role(cfg: ObspackConfig) -> AlertRule:
+    return role_aware(cfg, kv_cache_usage_critical(cfg), c.KV_USAGE)
+
+
+def request_queue_backlog_by_role(cfg: ObspackConfig) -> AlertRule:
+    """A queue on a prefill pod: the prefill side is short of capacity (or the P:D ratio is wrong)."""
+    return role_aware(cfg, request_queue_backlog(cfg), c.WAITING)
+
+
 ALERTS = (
-    kv_cache_usage_high,
-    kv_cache_usage_critical,
-    request_queue_backlog,
+    kv_cache_usage_high_by_role,
+    kv_cache_usage_critical_by_role,
+    request_queue_backlog_by_role,
     zero_throughput,
     target_down,
     request_preemptions,

@@ -26,7 +26,6 @@ the data, and a rule reading one made earlier in the group sees this evaluation'
 
 from __future__ import annotations
 
-import re
 import textwrap
 
 from obspack import conventions as c
@@ -38,6 +37,7 @@ from obspack.rules.model import RecordingRule, RuleGroup
 from obspack.rules.recording.dcgm import attribution, pod_models
 from obspack.rules.recording.kubernetes import vllm_pods
 from obspack.rules.recording.vllm import PREFIX_HITS, asleep, sel
+from obspack.rules.roles import ksm_label, role_of
 
 POD = ("namespace", "pod")
 MODEL = ("namespace", "model_name")
@@ -60,16 +60,7 @@ MIG_PROFILE = "(?:.*\\.)?([1-47])g\\..*|.*"  # 3g.40gb, 1g.10gb+me, 1c.3g.40gb: 
 MIG_PROFILE_NS = (1, 2, 3, 4, 7)
 MIG_FOUR_SLICES = ".*(A)30.*|.*(R)TX[ -]PRO[ -]6000.*|.*"  # "sA", "sR": 4 slices; "s": 7
 MIG_GPU_KEYS = {"s": 7, "sA": 4, "sR": 4}
-# llm-d's role label (llm-d.ai/role): pods that only prefill, only decode; every other value does both.
-PREFILL_ROLES = ("prefill", "encode-prefill")
-DECODE_ROLES = ("decode",)
 ROLES = ("prefill", "decode", "both")
-
-
-def ksm_label(key: str) -> str:
-    """The label kube-state-metrics gives a Kubernetes label: `label_` and the key with anything but
-    letters, digits and `_` replaced by `_` (llm-d.ai/role -> label_llm_d_ai_role)."""
-    return "label_" + re.sub(r"[^a-zA-Z0-9_]", "_", key)
 
 
 def blank_tolerant(regex: str) -> str:
@@ -253,15 +244,8 @@ def teams(cfg: ObspackConfig, pods: str) -> str:
 
 
 def roles(cfg: ObspackConfig, pods: str) -> str:
-    """The prefill/decode role of each pod: `prefill` or `decode` from `cost.role_label`, else `both`."""
-    pod = c.by(cfg, *POD)
-    found = [_label(pods, "role", "both")]
-    if cfg.cost.role_label:
-        label = ksm_label(cfg.cost.role_label)
-        for role, values in (("decode", DECODE_ROLES), ("prefill", PREFILL_ROLES)):
-            matcher = f"{label}=~{promql_string('|'.join(values))}"
-            found.insert(0, _label(f"group by ({pod}) (kube_pod_labels{_ksm(cfg, matcher)})", "role", role))
-    return f"\nor on ({pod})\n".join(found)
+    """The prefill/decode role of each pod (obspack/rules/roles.py): `prefill`, `decode`, else `both`."""
+    return role_of(cfg, pods, other="both")
 
 
 def pod_info(cfg: ObspackConfig) -> str:

@@ -36,6 +36,7 @@ from obspack import conventions as c
 from obspack import slos
 from obspack.catalogue import vllm_latency
 from obspack.config import ObspackConfig, promql_string
+from obspack.rules import roles
 from obspack.rules.model import RecordingRule, RuleGroup
 from obspack.rules.recording import vllm
 
@@ -65,9 +66,13 @@ RECORDS = Scope()
 
 def _sum(cfg: ObspackConfig, scope: Scope, expr: str, window: str) -> str:
     """Per-series rates summed by the scope's labels, leaving out the pods that slept within the window:
-    a sleeping engine answers 503 on purpose and serves nothing (its events are no one's failure)."""
+    a sleeping engine answers 503 on purpose and serves nothing (its events are no one's failure). Pods
+    that only prefill are left out too (obspack/rules/roles.py): they serve the decode pods' internal
+    one-token requests, so counting them would count each user request twice and mix a prefill step's
+    latency into the users' time to first token; the decode pod's own request stands for the user's."""
     awake = vllm.unless_asleep(cfg, f"(\n{_indent(expr)}\n)", window, scope.engine)
-    return f"sum by ({c.by(cfg, *scope.keep)}) (\n{_indent(awake)}\n)"
+    users = roles.without(cfg, awake, "prefill")
+    return f"sum by ({c.by(cfg, *scope.keep)}) (\n{_indent(users)}\n)"
 
 
 def _indent(text: str) -> str:

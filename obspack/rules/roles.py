@@ -1,0 +1,124 @@
+"""Which pods only prefill, which only decode (prefill/decode disaggregation), as raw-series PromQL.
+
+One place for the alerts, the dashboards and the cost records. Every expression here reads raw series only
+(kube-state-metrics' pod labels, one vLLM gauge for pod names), so an alert can use it inline and stay one
+rule-group hop from the data.
+
+- By label: `disaggregation.role_label` (llm-d.ai/role) from `kube_pod_labels`. llm-d's values: `prefill`
+  and `encode-prefill` only prefill, `decode` only decodes; `prefill-decode`, `both`,
+  `encode-prefill-decode`, `encode` and no label at all do both (as llm-d's decode filter, which takes pods
+  without the label).
+- By name, for pods without the label: `disaggregation.prefill_pod_regex` / `decode_pod_regex` (llm-d's
+  own alerts' `.*prefill.*` and `.*decode.*`). A name that matches both does both.
+- Everything else does both, and carries no `role` label in the alerts (their label sets stay as they were
+  on a fleet without disaggregation).
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from typing import Literal
+
+from obspack import conventions as c
+from obspack.catalogue.vllm import HAS_MODEL, NUM_REQUESTS_RUNNING
+from obspack.config import ObspackConfig, promql_string
+
+Role = Literal["prefill", "decode"]
+PREFILL_ROLES = ("prefill", "encode-prefill")  # llm-d role values of pods that only prefill
+DECODE_ROLES = ("decode",)  # ... that only decode
+VALUES: dict[Role, tuple[str, ...]] = {"prefill": PREFILL_ROLES, "decode": DECODE_ROLES}
+POD = ("namespace", "pod")
+SET = '!=""'
+
+
+def ksm_label(key: str) -> str:
+    """The label kube-state-metrics gives a Kubernetes label: `label_` and the key with anything but
+    letters, digits and `_` replaced by `_` (llm-d.ai/role -> label_llm_d_ai_role)."""
+    return "label_" + re.sub(r"[^a-zA-Z0-9_]", "_", key)
+
+
+def _key(cfg: ObspackConfig) -> str:
+    return c.by(cfg, *POD)
+
+
+def _regexes(cfg: ObspackConfig) -> dict[Role, str]:
+    d = cfg.disaggregation
+    return {"prefill": d.prefill_pod_regex, "decode": d.decode_pod_regex}
+
+
+def known(cfg: ObspackConfig) -> bool:
+    """Whether any source of roles is configured (a label or a name pattern)."""
+    d = cfg.disaggregation
+    return bool(d.role_label or d.prefill_pod_regex or d.decode_pod_regex)
+
+
+def _labelled(cfg: ObspackConfig, matcher: str) -> str:
+    label = ksm_label(cfg.disaggregation.role_label)
+    return f"group by ({_key(cfg)}) (kube_pod_labels{c.selector(cfg.selectors.kube_state_metrics, label + matcher)})"
+
+
+def by_label(cfg: ObspackConfig, role: Role) -> str:
+    """The pods whose role label says they only `role` (empty when no role label is set)."""
+    if not cfg.disaggregation.role_label:
+        return ""
+    return _labelled(cfg, f"=~{promql_string('|'.join(VALUES[role]))}")
+
+
+def by_name(cfg: ObspackConfig, role: Role) -> str:
+    """The vLLM pods without a role label whose name matches `role`'s pattern and not the other role's."""
+    regexes = _regexes(cfg)
+    own, other = regexes[role], regexes["decode" if role == "prefill" else "prefill"]
+    if not own:
+        return ""
+    matchers = [HAS_MODEL, f"pod=~{promql_string(own)}", *([f"pod!~{promql_string(other)}"] if other else [])]
+    named = f"group by ({_key(cfg)}) ({NUM_REQUESTS_RUNNING}{c.selector(cfg.selectors.vllm, *matchers)})"
+    if not cfg.disaggregation.role_label:
+        return named
+    return f"{named}\nunless on ({_key(cfg)})\n{_labelled(cfg, SET)}"
+
+
+def pods(cfg: ObspackConfig, role: Role) -> str:
+    """One series (value 1) per pod that only does `role`: by its label, else by its name. Empty when
+    nothing is configured to tell roles apart."""
+    found = [e for e in (by_label(cfg, role), by_name(cfg, role)) if e]
+    return f"\nor on ({_key(cfg)})\n".join(f"(\n{textwrap.indent(e, '  ')}\n)" if "\n" in e else e for e in found)
+
+
+def without(cfg: ObspackConfig, expr: str, role: Role) -> str:
+    """`expr` (keyed by namespace and pod) without the pods that only do `role`."""
+    only = pods(cfg, role)
+    return f"(\n{textwrap.indent(expr, '  ')}\n)\nunless on ({_key(cfg)})\n(\n{textwrap.indent(only, '  ')}\n)" if only else expr
+
+
+def only(cfg: ObspackConfig, expr: str, role: Role) -> str:
+    """`expr` (keyed by namespace and pod) of the pods that only do `role`, its labels unchanged."""
+    of_role = pods(cfg, role)
+    if not of_role:  # nothing tells roles apart: no pod has one
+        return f"(\n{textwrap.indent(expr, '  ')}\n)\nand on ()\n(vector(1) == 0)"
+    return f"(\n{textwrap.indent(expr, '  ')}\n)\n* on ({_key(cfg)}) group_left ()\n(\n{textwrap.indent(of_role, '  ')}\n)"
+
+
+def role_of(cfg: ObspackConfig, every: str, other: str = "") -> str:
+    """One series per pod of `every` (one per pod, value 1) with `role`: prefill or decode where a pod only
+    does that, else `other` (empty: no role label). Pods outside `every` that have a role come too."""
+    key = _key(cfg)
+    parts = []
+    for role in ("decode", "prefill"):
+        of_role = pods(cfg, role)  # type: ignore[arg-type]
+        if of_role:
+            parts.append(f'label_replace(\n{textwrap.indent(of_role, "  ")},\n  "role", "{role}", "", ""\n)')
+    rest = f'label_replace(\n{textwrap.indent(every, "  ")},\n  "role", "{other}", "", ""\n)' if other else every
+    return f"\nor on ({key})\n".join([*parts, rest])
+
+
+def with_role(cfg: ObspackConfig, expr: str, source: str) -> str:
+    """`expr` (keyed by namespace and pod) with a `role` label on the pods that only prefill or only decode.
+    `source` is a series every pod of `expr` has (its record, or raw metric), giving the other pods."""
+    if not known(cfg):
+        return expr
+    every = f"group by ({_key(cfg)}) ({source})"
+    return (
+        f"(\n{textwrap.indent(expr, '  ')}\n)\n"
+        f"* on ({_key(cfg)}) group_left (role)\n(\n{textwrap.indent(role_of(cfg, every), '  ')}\n)"
+    )

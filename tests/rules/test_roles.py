@@ -1,0 +1,80 @@
+"""The prefill/decode roles (obspack/rules/roles.py) where their effect is not an alert: the user-facing SLO
+events leave prefill-only pods out, by label or by name, and a pod whose label says it does both counts
+whatever its name says. Checked on a real promtool."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from obspack import slos
+from obspack.catalogue import vllm_latency
+from obspack.config import ObspackConfig
+from obspack.rules import roles
+from obspack.rules.recording import slo
+from tests.support.tools import require_tool
+
+MODEL = "m"
+FAST, SLOW = 0.1, 30.0  # seconds: under and over the default TTFT threshold
+
+
+def _pod(pod: str, seconds: float, threshold: float) -> list[dict[str, str]]:
+    """A pod's TTFT histogram: one request a second, each taking `seconds`."""
+    metric = vllm_latency.SLO_HISTOGRAMS["time_to_first_token"][0]
+    where = f'cluster="a", namespace="ns", pod="{pod}", model_name="{MODEL}", engine="0"'
+    series = [{"series": f'{metric}_count{{{where}}}', "values": "0+60x10"}]
+    series.append({"series": f'{metric}_bucket{{{where}, le="+Inf"}}', "values": "0+60x10"})
+    fast = "0+60x10" if seconds < threshold else "0x10"
+    series.append({"series": f'{metric}_bucket{{{where}, le="{threshold:g}"}}', "values": fast})
+    return series
+
+
+def _label(pod: str, role: str) -> dict[str, str]:
+    return {"series": f'kube_pod_labels{{cluster="a", namespace="ns", pod="{pod}", {roles.ksm_label("llm-d.ai/role")}="{role}"}}',
+            "values": "1x10"}
+
+
+@pytest.mark.tool
+def test_slo_events_leave_out_prefill_only_pods(tmp_path: Path) -> None:
+    cfg = ObspackConfig()
+    branch = slos.branches(cfg, "time_to_first_token")[0]
+    t = branch.threshold
+    assert t is not None and FAST < t < SLOW
+    bad, every = slo.latency_events(cfg, "time_to_first_token", branch, "5m")
+    rules = {"groups": [{"name": "t", "rules": [{"record": "t:bad", "expr": bad}, {"record": "t:all", "expr": every}]}]}
+    (tmp_path / "rules.yaml").write_text(yaml.safe_dump(rules))
+    series = [
+        *_pod("llama-decode-0", FAST, t),  # the user's request, on the decode pod: counted
+        *_pod("llama-prefill-0", SLOW, t),  # prefill by name: left out
+        *_pod("ds-9", SLOW, t), _label("ds-9", "encode-prefill"),  # prefill by label: left out
+        *_pod("llama-prefill-1", SLOW, t), _label("llama-prefill-1", "prefill-decode"),  # label says both: counted
+    ]
+    running = [{"series": f'vllm:num_requests_running{{cluster="a", namespace="ns", pod="{p}", model_name="{MODEL}", engine="0"}}',
+                "values": "1x10"} for p in ("llama-decode-0", "llama-prefill-0", "ds-9", "llama-prefill-1")]
+    keep = 'cluster="a", namespace="ns", model_name="m"'
+    test = {
+        "rule_files": ["rules.yaml"],
+        "evaluation_interval": "1m",
+        "tests": [{
+            "interval": "1m",
+            "input_series": series + running,
+            "promql_expr_test": [
+                {"expr": "t:bad", "eval_time": "8m", "exp_samples": [{"labels": f"t:bad{{{keep}}}", "value": 1}]},
+                {"expr": "t:all", "eval_time": "8m", "exp_samples": [{"labels": f"t:all{{{keep}}}", "value": 2}]},
+            ],
+        }],
+    }
+    (tmp_path / "test.yaml").write_text(yaml.safe_dump(test))
+    done = subprocess.run([require_tool("promtool"), "test", "rules", "test.yaml"], capture_output=True, text=True,
+                          cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_no_role_source_leaves_expressions_alone() -> None:
+    cfg = ObspackConfig.model_validate({"disaggregation": {"role_label": "", "prefill_pod_regex": "", "decode_pod_regex": ""}})
+    assert not roles.known(cfg)
+    assert roles.without(cfg, "x", "decode") == "x"
+    assert roles.with_role(cfg, "x", "y") == "x"
