@@ -128,7 +128,7 @@ class GrafanaOutput(_Model):
     )
     url: URL = Field("", description="Grafana base URL for links from alerts, e.g. https://grafana.example.com")
     tags: Tags = Field(
-        default_factory=lambda: ["obspack", "vllm"], description="tags on every dashboard (at most 32, 50 characters each)"
+        default_factory=lambda: ["obspack", "vllm"], description="tags on every dashboard (at most 32, 50 characters each), besides `obspack`, by which each page lists the others"
     )
     refresh: Refresh = Field("30s", description="dashboard auto-refresh (empty: off; 5s to 1d)")
     multi_cluster: bool = Field(False, description="show the cluster picker (hidden for a single-cluster fleet)")

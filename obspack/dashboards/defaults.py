@@ -61,19 +61,28 @@ def shown(cfg: ObspackConfig) -> dict[str, str]:
     return {name: title for name, title in c.DASHBOARDS.items() if name != c.SLO_DASHBOARD or slos.enabled_slis(cfg)}
 
 
-def _links(cfg: ObspackConfig, name: str) -> list[DashboardLink]:
+# Every obspack dashboard carries this tag, and one dropdown lists the others by it (as kubernetes-mixin does):
+# one link whatever the number of pages, which keeps the largest dashboards' ConfigMaps under the 256 KiB that
+# `kubectl apply` allows.
+LINK_TAG = "obspack"
+
+
+def _tags(cfg: ObspackConfig) -> list[str]:
+    return list(dict.fromkeys((*cfg.grafana.tags, LINK_TAG)))
+
+
+def _links() -> list[DashboardLink]:
     return [
         DashboardLink(
-            type="link",
-            title=title,
-            uri=dashboard_path(other),
+            type="dashboards",
+            title="obspack",
+            tags=[LINK_TAG],
+            asDropdown=True,
             icon="dashboard",
             includeVars=True,
             keepTime=True,
-            tooltip=f"Open {title} with the same variables and time range",
+            tooltip="The other obspack dashboards, with the same variables and time range",
         )
-        for other, title in shown(cfg).items()
-        if other != name
     ]
 
 
@@ -91,7 +100,7 @@ def dashboard(
         title=c.DASHBOARDS[name],
         uid=c.dashboard_uid(name),
         description=description,
-        tags=list(cfg.grafana.tags),
+        tags=_tags(cfg),
         refresh=cfg.grafana.refresh,
         timezone=TIMEZONE,
         time=TIME_RANGE,
@@ -99,7 +108,7 @@ def dashboard(
         graphTooltip=GRAPH_TOOLTIP_MODE_SHARED_CROSSHAIR,
         editable=True,
         templating=Templating(list=list(variables)),
-        links=_links(cfg, name),
+        links=_links(),
         panels=layout(panels),
     ).auto_panel_ids()
 

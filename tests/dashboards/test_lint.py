@@ -13,6 +13,7 @@ from obspack import conventions as c
 from obspack.catalogue import vllm_features
 from obspack.config import ObspackConfig
 from obspack.dashboards import all_dashboards
+from obspack.dashboards.defaults import LINK_TAG
 from tests.dashboards.lint import annotations, lint, panels, queries
 
 CUSTOM = ObspackConfig.model_validate(
@@ -55,7 +56,7 @@ def test_output_is_deterministic_plain_json() -> None:
 
 def test_config_reaches_tags_refresh_datasource_and_cluster_label() -> None:
     for name, model in all_dashboards(CUSTOM):
-        assert model["tags"] == ["llm", "gpu"], name
+        assert model["tags"] == ["llm", "gpu", LINK_TAG], name  # the dropdown of links finds the pages by it
         assert model["refresh"] == "1m", name
         variables = {v["name"]: v for v in model["templating"]["list"]}
         assert variables["datasource"]["current"]["value"] == "thanos"
@@ -221,10 +222,13 @@ def test_alert_links_open_the_triage_page_with_its_variables() -> None:
 
 @pytest.mark.parametrize("name", list(c.DASHBOARDS))
 def test_dashboards_link_to_each_other_with_variables_and_time(name: str) -> None:
-    links = _dashboards(ObspackConfig())[name]["links"]
-    targets = {link["url"] for link in links}
-    assert targets == {f"/d/{c.dashboard_uid(other)}/{other}" for other in c.DASHBOARDS if other != name}
-    assert all(link["includeVars"] and link["keepTime"] for link in links)
+    """One dropdown of the dashboards tagged obspack, which every page carries, even with tags of the user's."""
+    for cfg in (ObspackConfig(), ObspackConfig.model_validate({"grafana": {"tags": ["gpu"]}})):
+        dashboards = _dashboards(cfg)
+        [link] = dashboards[name]["links"]
+        assert (link["type"], link["tags"], link["asDropdown"]) == ("dashboards", [LINK_TAG], True)
+        assert link["includeVars"] and link["keepTime"]
+        assert all(LINK_TAG in d["tags"] for d in dashboards.values())
 
 
 def test_panels_link_to_runbooks() -> None:
