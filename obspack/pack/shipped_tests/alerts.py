@@ -377,12 +377,18 @@ def gpu_memory(b: Builder) -> Incident:
 
 
 def _kv(b: Builder, alert: str, ratio: float, for_: str) -> Incident:
-    inc = Incident(f"{alert}: both metric names, data-parallel engines, one alert per pod, asleep engines quiet")
+    inc = Incident(f"{alert}: both metric names, data-parallel engines (one full engine is named, a pod full on "
+                   "every engine pages once), asleep engines quiet")
     n = int(minutes(for_)) + 15
-    hot, cool = _above(ratio), round(ratio * 0.8, 4)
-    # vLLM 0.33: kv_cache_usage_perc on two data-parallel engines; the fuller one counts
+    hot, hotter, cool = _above(ratio), _above(_above(ratio)), round(ratio * 0.8, 4)
+    # vLLM 0.33, two data-parallel engines: llama-0's engine 0 alone is full (an alert naming it), llama-7's
+    # both are (one alert for the pod, at its fullest engine), prod-b's llama-7 neither
     b.vllm(inc, "vllm:kv_cache_usage_perc", b.where("prod-a", "inference", "llama-0"), f"{hot}x{n}", engine="0")
     b.vllm(inc, "vllm:kv_cache_usage_perc", b.where("prod-a", "inference", "llama-0"), f"{cool}x{n}", engine="1")
+    for cluster, usage in (("prod-a", (hot, hotter)), ("prod-b", (cool, cool))):
+        for engine, value in enumerate(usage):
+            b.vllm(inc, "vllm:kv_cache_usage_perc", b.where(cluster, "inference", "llama-7"), f"{value}x{n}",
+                   engine=str(engine))
     # vLLM 0.10: both names with equal values; vLLM 0.6 (V0): only the old name, no engine label
     b.vllm(inc, "vllm:kv_cache_usage_perc", b.where("prod-a", "inference", "llama-1"), f"{hot}x{n}", engine="0")
     b.vllm(inc, "vllm:gpu_cache_usage_perc", b.where("prod-a", "inference", "llama-1"), f"{hot}x{n}", engine="0")
@@ -403,7 +409,9 @@ def _kv(b: Builder, alert: str, ratio: float, for_: str) -> Incident:
                f"{cool}x2 {hot}x{spike} {cool}x{n}", engine="0")
     model = {"model_name": MODEL}
     inc.expect(alert, on_time(0, for_), [
-        ({**b.where("prod-a", "inference", pod), **model}, hot) for pod in ("llama-0", "llama-1", "llama-2", "llama-6")
+        ({**b.where("prod-a", "inference", "llama-0"), **model, "engine": "0"}, hot),
+        *(({**b.where("prod-a", "inference", pod), **model}, hot) for pod in ("llama-1", "llama-2", "llama-6")),
+        ({**b.where("prod-a", "inference", "llama-7"), **model}, hotter),
     ])
     return inc
 
@@ -420,20 +428,25 @@ def kv_critical(b: Builder) -> Incident:
 
 def queue_backlog(b: Builder) -> Incident:
     t = b.cfg.alerts.VLLMRequestQueueBacklog
-    inc = Incident("VLLMRequestQueueBacklog: backlog fires; router copies, small queues, busy, asleep engines and "
-                   "deferred requests do not")
+    inc = Incident("VLLMRequestQueueBacklog: backlog fires (once for a pod backed up on every engine, per engine "
+                   "where one engine is); router copies, small queues, busy, asleep engines and deferred requests do not")
     n = int(minutes(t.for_)) + 15
     waiting = math.ceil(max(t.min_waiting, t.waiting_to_running * 4 + 1))
+    backed_up = (4 if waiting > t.waiting_to_running * 4 else 1, waiting)
+    keeping_up = (8, int(t.waiting_to_running * 8))  # busy, not a backlog
+    # each pod runs two data-parallel engines, and each engine has its own queue: llama-0 is backed up on
+    # both (one alert for the pod, the queues added up), llama-7 on engine 1 only (an alert naming it)
     cases = (
-        ("llama-0", 4 if waiting > t.waiting_to_running * 4 else 1, waiting),  # backlog
-        ("llama-1", 0, max(0, math.ceil(t.min_waiting) - 1)),  # a small queue
-        ("llama-2", 16, int(t.waiting_to_running * 16)),  # busy, not a backlog
+        ("llama-0", (backed_up, backed_up)),
+        ("llama-1", ((0, max(0, math.ceil(t.min_waiting) - 1)),) * 2),  # a small queue on each engine
+        ("llama-2", (keeping_up, keeping_up)),
+        ("llama-7", (keeping_up, backed_up)),
     )
-    for pod, running, wait in cases:
-        for engine in ("0", "1"):  # two data-parallel engines: counts add up
+    for pod, engines in cases:
+        for engine, (running, wait) in enumerate(engines):
             where = b.where("prod-a", "inference", pod)
-            b.vllm(inc, "vllm:num_requests_running", where, f"{running / 2:g}x{n}", engine=engine)
-            b.vllm(inc, "vllm:num_requests_waiting", where, f"{wait / 2:g}x{n}", engine=engine)
+            b.vllm(inc, "vllm:num_requests_running", where, f"{running}x{n}", engine=str(engine))
+            b.vllm(inc, "vllm:num_requests_waiting", where, f"{wait}x{n}", engine=str(engine))
     # production-stack's router re-exports the gauges with a `server` label and no model_name
     router = {**b.sel["vllm"], b.cfg.cluster_label: "prod-a", "namespace": "inference",
               "pod": "vllm-router-5f9c", "server": "http://10.1.2.3:8000"}
@@ -456,15 +469,17 @@ def queue_backlog(b: Builder) -> Incident:
     b.vllm(inc, "vllm:num_requests_waiting", where, f"{waiting * 3}x{n}", engine="0")
     b.vllm(inc, f.WAITING_BY_REASON, where, f"{waiting * 3}x{n}", engine="0", reason="deferred")
     inc.expect("VLLMRequestQueueBacklog", on_time(0, t.for_), [
-        ({**b.where("prod-a", "inference", "llama-0"), "model_name": MODEL}, waiting),
+        ({**b.where("prod-a", "inference", "llama-0"), "model_name": MODEL}, 2 * waiting),
         ({**b.where("prod-a", "inference", "llama-3"), "model_name": MODEL}, waiting + 2),
+        ({**b.where("prod-a", "inference", "llama-7"), "model_name": MODEL, "engine": "1"}, waiting),
     ])
     return inc
 
 
 def zero_throughput(b: Builder) -> Incident:
     t = b.cfg.alerts.VLLMZeroThroughput
-    inc = Incident("VLLMZeroThroughput: a stuck engine fires; idle, busy and asleep engines do not")
+    inc = Incident("VLLMZeroThroughput: a stuck engine fires (named when its pod's other engine serves, once for "
+                   "the pod when all are stuck); idle, busy and asleep engines do not")
     stall = 20
     n = int(stall + minutes(t.window) + minutes(t.for_) + 15)
     # llama-0 generates until minute 20, then stalls with 6 requests running and 3 waiting
@@ -489,10 +504,41 @@ def zero_throughput(b: Builder) -> Incident:
         b.vllm(inc, "vllm:num_requests_waiting", where, f"3x{n}", engine="0")
         b.vllm(inc, "vllm:generation_tokens_total", where, f"0+3000x{stall} {3000 * stall}x{n - stall}", engine="0")
         b.sleep_state(inc, where, (True, stall), (awake, n - stall - 1), engine="0")
+    # Data-parallel pods (two engines each). llama-5: engine 1 hangs at minute 20 with 14 requests (10 running
+    # in two API-server processes' copies, 4 waiting) while engine 0 keeps serving: one alert naming engine 1.
+    # llama-6 (and prod-b's llama-5): both engines serve, or one serves and one idles. llama-7: both engines
+    # stall together, as a dense model's engines that step together do: one alert for the pod.
+    def engine(where: dict[str, str], name: str, running: int, waiting: int, tokens: str) -> None:
+        b.vllm(inc, "vllm:num_requests_running", where, f"{running}x{n}", engine=name)
+        b.vllm(inc, "vllm:num_requests_waiting", where, f"{waiting}x{n}", engine=name)
+        b.vllm(inc, "vllm:generation_tokens_total", where, tokens, engine=name)
+
+    serving, stalled = f"0+2000x{n}", f"0+3000x{stall} {3000 * stall}x{n - stall}"
+    hung = b.where("prod-a", "inference", "llama-5")
+    engine(hung, "0", 8, 0, serving)
+    for pid in ("7", "8"):  # multiprocess mode: each API-server process serves a copy of the gauges
+        b.vllm(inc, "vllm:num_requests_running", hung, f"10x{n}", engine="1", pid=pid)
+        b.vllm(inc, "vllm:num_requests_waiting", hung, f"4x{n}", engine="1", pid=pid)
+    b.vllm(inc, "vllm:generation_tokens_total", hung, stalled, engine="1")
+    engine(b.where("prod-b", "inference", "llama-5"), "0", 8, 0, serving)
+    engine(b.where("prod-b", "inference", "llama-5"), "1", 8, 2, serving)
+    engine(b.where("prod-a", "inference", "llama-6"), "0", 8, 0, serving)
+    engine(b.where("prod-a", "inference", "llama-6"), "1", 0, 0, f"7000x{n}")
+    both = b.where("prod-a", "inference", "llama-7")
+    engine(both, "0", 6, 3, stalled)
+    engine(both, "1", 6, 3, stalled)
+    # llama-8 runs vLLM before 0.8.3: no engine label, judged per pod
+    v0 = b.where("prod-a", "inference", "llama-8")
+    b.vllm(inc, "vllm:num_requests_running", v0, f"6x{n}")
+    b.vllm(inc, "vllm:num_requests_waiting", v0, f"3x{n}")
+    b.vllm(inc, "vllm:generation_tokens_total", v0, stalled)
     # the counter's last step is at minute 20: from stall + window on, the window holds no increase
     awake = b.where("prod-a", "inference", "llama-4")
-    inc.expect("VLLMZeroThroughput", on_time(stall + minutes(t.window), t.for_),
-               [({**stuck, "model_name": MODEL}, 9), ({**awake, "model_name": MODEL}, 9)])
+    inc.expect("VLLMZeroThroughput", on_time(stall + minutes(t.window), t.for_), [
+        *(({**where, "model_name": MODEL}, 9) for where in (stuck, awake, v0)),
+        ({**hung, "model_name": MODEL, "engine": "1"}, 14),
+        ({**both, "model_name": MODEL}, 18),
+    ])
     inc.expect("VLLMZeroThroughput", stall - 2, [])
     return inc
 

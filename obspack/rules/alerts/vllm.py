@@ -1,7 +1,10 @@
 """The engine plane: KV cache, queue, throughput, scrape health, preemptions, prefix cache.
 
-All of them read the recording rules of obspack/rules/recording/vllm.py, which already merge vLLM's
-renamed metrics, drop production-stack router copies and collapse per-process and per-engine series.
+The KV cache, queue and throughput alerts judge each data-parallel engine (obspack/rules/engines.py):
+one alert per pod when every engine of it holds the condition, else one per engine that does, with its
+`engine` label. The others read the recording rules of obspack/rules/recording/vllm.py, which already
+merge vLLM's renamed metrics, drop production-stack router copies and collapse per-process and
+per-engine series.
 
 Engines put to sleep (vLLM's sleep mode) serve nothing on purpose, and the gauges they stopped updating
 keep their last values: the KV cache, queue, throughput and prefix-cache alerts leave those pods out
@@ -12,20 +15,19 @@ slept or not.
 
 from __future__ import annotations
 
+import math
 import textwrap
 
 from obspack import conventions as c
 from obspack.catalogue.vllm import POD_MODEL
 from obspack.config import ObspackConfig, promql_string
+from obspack.rules import engines as e
 from obspack.rules.model import AlertRule
-from obspack.rules.recording.vllm import (
-    prefix_hits_rate,
-    prefix_queries_rate,
-    unless_asleep,
-    waiting_for_capacity,
-)
+from obspack.rules.recording.vllm import prefix_hits_rate, prefix_queries_rate, unless_asleep
 
 WHO = "{{ $labels.namespace }}/{{ $labels.pod }} ({{ $labels.model_name }})"
+# Per-engine alerts name their engine; a pod-wide one (every engine, or no engine label) does not.
+ENGINE = "{{ with $labels.engine }}, engine {{ . }},{{ end }}"
 POD = "{{ $labels.pod }}"
 
 
@@ -33,15 +35,23 @@ def _kv_log(cfg: ObspackConfig) -> str:
     return c.vllm_logs(cfg, POD, "--tail=200 | grep -iE 'preempt|KV cache|waiting'")
 
 
+def _kv_above(cfg: ObspackConfig, ratio: float) -> str:
+    """Engines whose KV cache is fuller than `ratio`: one alert per pod when all of them are (its fullest
+    engine's usage), else one per full engine. An engine that runs out alone is an imbalance the API
+    server's load balancer keeps feeding."""
+    usage = e.kv_usage(cfg)
+    return e.pod_or_engines(cfg, f"{usage} > {ratio}", f"{usage} <= {ratio}", pod_value="max")
+
+
 def kv_cache_usage_high(cfg: ObspackConfig) -> AlertRule:
     t = cfg.alerts.VLLMKVCacheUsageHigh
     return AlertRule(
         alert="VLLMKVCacheUsageHigh",
-        expr=unless_asleep(cfg, f"{c.KV_USAGE} > {t.ratio}"),
+        expr=unless_asleep(cfg, _kv_above(cfg, t.ratio)),
         for_=t.for_,
         severity=t.severity,
         summary="vLLM KV cache is nearly full; new requests queue and running ones may be preempted.",
-        description=WHO + " is using {{ $value | humanizePercentage }} of its KV cache blocks.",
+        description=WHO + ENGINE + " is using {{ $value | humanizePercentage }} of its KV cache blocks.",
         runbook="vllm-kv-cache-usage-high",
         triage=_kv_log(cfg),
     )
@@ -51,11 +61,11 @@ def kv_cache_usage_critical(cfg: ObspackConfig) -> AlertRule:
     t = cfg.alerts.VLLMKVCacheUsageCritical
     return AlertRule(
         alert="VLLMKVCacheUsageCritical",
-        expr=unless_asleep(cfg, f"{c.KV_USAGE} > {t.ratio}"),
+        expr=unless_asleep(cfg, _kv_above(cfg, t.ratio)),
         for_=t.for_,
         severity=t.severity,
         summary="vLLM KV cache is full; requests are being preempted or stuck in the queue.",
-        description=WHO + " is using {{ $value | humanizePercentage }} of its KV cache blocks.",
+        description=WHO + ENGINE + " is using {{ $value | humanizePercentage }} of its KV cache blocks.",
         runbook="vllm-kv-cache-usage-critical",
         triage=_kv_log(cfg),
     )
@@ -63,18 +73,22 @@ def kv_cache_usage_critical(cfg: ObspackConfig) -> AlertRule:
 
 def request_queue_backlog(cfg: ObspackConfig) -> AlertRule:
     t = cfg.alerts.VLLMRequestQueueBacklog
-    on = c.by(cfg, *POD_MODEL)
-    waiting = waiting_for_capacity(cfg)
-    # Only requests waiting for capacity count: a queue deferred on something else (a KV transfer from a
-    # prefill pod, a grammar, a LoRA slot) does not shrink with more replicas (docs/rules.md).
-    backlog = f"({waiting} >= {t.min_waiting})\nand on ({on})\n({waiting} > {t.waiting_to_running} * {c.RUNNING})"
+    waiting, running = e.waiting_for_capacity(cfg), e.gauge(cfg, "vllm:num_requests_running")
+    # Each engine has its own queue. Only requests waiting for capacity count: a queue deferred on
+    # something else (a KV transfer from a prefill pod, a grammar, a LoRA slot) does not shrink with more
+    # replicas (docs/rules.md). One alert per pod when every engine is backed up, else one per engine.
+    # `waiting >= min_waiting and waiting > ratio * running` in one comparison, so that each side reads
+    # the queue once: request counts are whole numbers, and `n >= m` is `n > ceil(m) - 0.5` for them.
+    floor = math.ceil(t.min_waiting) - 0.5
+    limit = f"clamp_min({t.waiting_to_running:g} * {running}, {floor:g})"
+    backlog, keeps_up = f"{waiting} > {limit}", f"{waiting} <= {limit}"
     return AlertRule(
         alert="VLLMRequestQueueBacklog",
-        expr=unless_asleep(cfg, backlog),
+        expr=unless_asleep(cfg, e.pod_or_engines(cfg, backlog, keeps_up)),
         for_=t.for_,
         severity=t.severity,
         summary="vLLM requests are piling up in the queue faster than the engine admits them.",
-        description=WHO + " has {{ $value }} requests waiting for KV cache or batch capacity, more than "
+        description=WHO + ENGINE + " has {{ $value }} requests waiting for KV cache or batch capacity, more than "
         f"{t.waiting_to_running:g}x the requests running.",
         runbook="vllm-request-queue-backlog",
         triage=_kv_log(cfg),
@@ -83,26 +97,25 @@ def request_queue_backlog(cfg: ObspackConfig) -> AlertRule:
 
 def zero_throughput(cfg: ObspackConfig) -> AlertRule:
     t = cfg.alerts.VLLMZeroThroughput
-    on = c.by(cfg, *POD_MODEL)
+    on = e.by_engine(cfg)
     gen = c.selector(cfg.selectors.vllm, 'model_name!=""')
-    # Requests in flight but the generated-token counter did not move (or vanished) over the window:
-    # the engine is stuck. An idle model (nothing running or waiting) never matches. A counter seen only
-    # once in the window (first scrape, a target back from a gap) cannot tell yet, so it does not count.
-    stuck = f"""
-        (({c.RUNNING} + on ({on}) {c.WAITING}) or {c.RUNNING} or {c.WAITING}) > 0
-        unless on ({on})
-        sum by ({on}) (increase(vllm:generation_tokens_total{gen}[{t.window}])) > 0
-        unless on ({on})
-        min by ({on}) (count_over_time(vllm:generation_tokens_total{gen}[{t.window}])) < 2
-    """
+    in_flight = e.in_flight(cfg)
+    produced = f"sum by ({on}) (increase(vllm:generation_tokens_total{gen}[{t.window}])) > 0"
+    # Per engine: requests in flight but the generated-token counter did not move (or vanished) over the
+    # window. An idle engine (nothing running or waiting) never matches. A counter seen only once in the
+    # window (first scrape, a target back from a gap) cannot tell yet, so it does not count. One alert
+    # per pod when every engine is stuck, else one per stuck engine (its siblings keep serving).
+    seen_once = f"min by ({on}) (count_over_time(vllm:generation_tokens_total{gen}[{t.window}])) < 2"
+    stuck = f"{in_flight} > 0\nunless on ({on})\n{produced}\nunless on ({on})\n{seen_once}"
+    serving = f"({produced})\nor\n{in_flight} == 0"
     return AlertRule(
         alert="VLLMZeroThroughput",
-        expr=unless_asleep(cfg, textwrap.dedent(stuck).strip()),
+        expr=unless_asleep(cfg, e.pod_or_engines(cfg, stuck, serving)),
         for_=t.for_,
         severity=t.severity,
         summary="vLLM has requests in flight but generates no tokens: the engine is stuck.",
-        description=WHO + " has {{ $value }} requests running or waiting and generated no token in the last "
-        f"{t.window}.",
+        description=WHO + ENGINE + " has {{ $value }} requests running or waiting and generated no token in the "
+        f"last {t.window}.",
         runbook="vllm-zero-throughput",
         triage=c.vllm_logs(cfg, POD, "--timestamps --tail=100"),
     )
