@@ -12,7 +12,9 @@ The whole file is a valid Alertmanager config (`amtool check-config` passes), bu
 - Inhibitions (same cluster, namespace and pod): VLLMKVCacheUsageCritical mutes VLLMKVCacheUsageHigh,
   VLLMContainerOOMKilled mutes VLLMHostMemoryNearLimit, and VLLMTargetDown mutes the pod's other obspack
   alerts, except the restart alerts that tell why the target went down. A burn page mutes the ticket of
-  the same model and SLO.
+  the same model and SLO. The `engine` label of per-engine alerts (data-parallel engines) is left out of
+  `equal` on purpose: a critical KV cache on any engine of a pod mutes every KV warning of that pod, per
+  engine or pod-wide, so one pod's KV cache pages once.
 
 Receivers are placeholders without integrations: add `pagerduty_configs`, `slack_configs`,
 `webhook_configs` and so on to the `obspack-*` receivers.
