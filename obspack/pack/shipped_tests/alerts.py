@@ -187,6 +187,20 @@ class Builder:
             values = " ".join(f"{int(awake == when)}x{k}" for awake, k in spans)
             self.vllm(inc, f.SLEEP_STATE, where, values, sleep_state=state, **extra)
 
+    def lws_group(self, inc: Incident, cluster: str, namespace: str, leader: str, duration: int, workers: int = 1) -> list[
+            dict[str, str]]:
+        """A LeaderWorkerSet group as kube-state-metrics (two HA replicas) shows it: the leader owned by the
+        set's StatefulSet, each worker by the StatefulSet named after the leader. The leader's vLLM series
+        are the caller's; returns where each worker is."""
+        group = leader.rsplit("-", 1)[0]
+        owners = [(leader, group), *((f"{leader}-{i}", leader) for i in range(1, workers + 1))]
+        for pod, owner in owners:
+            for replica in ("10.0.0.1:8080", "10.0.0.2:8080"):
+                self.ksm(inc, "kube_pod_owner", {**self.where(cluster, namespace, pod), "instance": replica,
+                         "owner_kind": "StatefulSet", "owner_name": owner, "owner_is_controller": "true",
+                         "uid": f"uid-{pod}"}, f"1x{duration}")
+        return [self.where(cluster, namespace, pod) for pod, _ in owners[1:]]
+
     def vllm_container(self, inc: Incident, where: dict[str, str], container: str, duration: int) -> None:
         """Mark a container as vLLM: by its image when the config's regex takes it, else by its metrics."""
         if self.image_ok:
@@ -243,7 +257,7 @@ def _above(threshold: float) -> float:
 
 def host_memory(b: Builder) -> Incident:
     t = b.cfg.alerts.VLLMHostMemoryNearLimit
-    inc = Incident("VLLMHostMemoryNearLimit: working set near the limit, vLLM containers only")
+    inc = Incident("VLLMHostMemoryNearLimit: working set near the limit, vLLM containers (LWS workers too) only")
     n = int(minutes(t.for_)) + 15
     limit = 64 * GIB
     hot, cool = _above(t.ratio), round(t.ratio * 0.8, 4)
@@ -258,14 +272,29 @@ def host_memory(b: Builder) -> Incident:
         # the pod-level cgroup (container="", image="") is bigger than the container: it must not count
         b.cadvisor(inc, "container_memory_working_set_bytes", {**where, "container": "", "image": "",
                    "id": f"/kubepods/{pod}"}, f"{int(limit * 1.01)}x{n}")
+    # LeaderWorkerSet: the workers serve no vLLM metrics and run an image the regex does not know; they are
+    # vLLM by their leader. llama-lws-0's worker nears its limit, llama-lws-1's stays below it, and cache-0-1
+    # (a StatefulSet named after a pod that serves no vLLM) is not ours
+    worker_image = "registry.example.com/ml/multinode-runtime:v3"
+    for leader, ratio in (("llama-lws-0", hot), ("llama-lws-1", cool), ("cache-0", hot)):
+        if leader != "cache-0":
+            b.vllm(inc, "vllm:num_requests_running", b.where("prod-a", "inference", leader), f"1x{n}", engine="0")
+        for where in b.lws_group(inc, "prod-a", "inference", leader, n):
+            b.ksm(inc, "kube_pod_container_info", {**where, "container": "worker", "image": worker_image}, f"1x{n}")
+            b.ksm(inc, "kube_pod_container_resource_limits", {**where, "container": "worker", "resource": "memory",
+                  "unit": "byte"}, f"{limit}x{n}")
+            b.cadvisor(inc, "container_memory_working_set_bytes", {**where, "container": "worker", "image": worker_image},
+                       f"{int(limit * ratio)}x{n}")
     # a non-vLLM container at its limit is kubernetes-mixin's business, not ours
     other = b.where("prod-a", "inference", "proxy-0")
     b.ksm(inc, "kube_pod_container_resource_limits", {**other, "container": "envoy", "resource": "memory",
           "unit": "byte"}, f"{GIB}x{n}")
     b.cadvisor(inc, "container_memory_working_set_bytes", {**other, "container": "envoy", "image": "envoyproxy/envoy:v1.30"},
                f"{int(GIB * 0.99)}x{n}")
-    inc.expect("VLLMHostMemoryNearLimit", on_time(0, t.for_),
-               [(b.where("prod-a", "inference", "llama-0", container="server"), hot)])
+    inc.expect("VLLMHostMemoryNearLimit", on_time(0, t.for_), [
+        (b.where("prod-a", "inference", "llama-0", container="server"), hot),
+        (b.where("prod-a", "inference", "llama-lws-0-1", container="worker"), hot),
+    ])
     return inc
 
 
@@ -341,6 +370,11 @@ def gpu_memory(b: Builder) -> Incident:
          "pod": "nvidia-dcgm-exporter-x7k2p", "container": "nvidia-dcgm-exporter"}, hot)
     gpu({cl: "prod-a", "gpu": "4", "UUID": "GPU-4e", "Hostname": "gpu-node-4", "namespace": "training",
          "pod": "trainer-0", "container": "torch"}, hot)
+    # a LeaderWorkerSet worker's GPU: the worker serves no vLLM metrics and runs an image the regex does not
+    # know; it is attributed with its leader's model, and fires
+    worker = b.lws_group(inc, "prod-a", "inference", "llama-lws-0", n)[0]
+    b.vllm(inc, "vllm:num_requests_running", b.where("prod-a", "inference", "llama-lws-0"), f"1x{n}", engine="0")
+    gpu({cl: "prod-a", "gpu": "0", "UUID": "GPU-7a", "Hostname": "gpu-node-7", **worker, "container": "worker"}, hot)
     # one GPU time-sliced between two vLLM pods: attributed to one of them, and the rules do not break
     for pod in ("llama-4", "llama-5"):
         gpu({cl: "prod-a", "gpu": "0", "UUID": "GPU-6a", "Hostname": "gpu-node-6", "namespace": "inference",
@@ -350,6 +384,7 @@ def gpu_memory(b: Builder) -> Incident:
         ("llama-0", "0", "GPU-0a", "gpu-node-1"),
         ("llama-1", "1", "GPU-1b", "gpu-node-2"),
         ("llama-3", "5", "GPU-5f", "gpu-node-5"),
+        ("llama-lws-0-1", "0", "GPU-7a", "gpu-node-7"),
     ]
     hot_ratio = round(total * hot) / total
     inc.expect("VLLMGPUMemoryNearFull", on_time(0, t.for_), [
@@ -545,7 +580,8 @@ def zero_throughput(b: Builder) -> Incident:
 
 def target_down(b: Builder) -> Incident:
     t = b.cfg.alerts.VLLMTargetDown
-    inc = Incident("VLLMTargetDown: a vLLM endpoint that served metrics goes down; other targets do not count")
+    inc = Incident("VLLMTargetDown: a vLLM endpoint that served metrics goes down; other targets and LWS workers do "
+                   "not count")
     down = 20
     n = int(down + minutes(t.for_) + 10)
     vllm_target = {**b.where("prod-a", "inference", "llama-0"), "job": "inference/vllm", "instance": "10.4.0.7:8000",
@@ -559,6 +595,15 @@ def target_down(b: Builder) -> Incident:
     b.vllm(inc, "vllm:num_requests_running", healthy, f"2x{n}", engine="0")
     inc.add("up", {**b.sel["vllm"], **b.where("prod-a", "web", "shop-0"), "job": "web/shop",
                    "instance": "10.4.0.9:8080"}, f"0x{n}")
+    # a LeaderWorkerSet worker scraped in the vLLM job (a pod monitor over the whole group) serves no engine
+    # metrics; its scrape fails after it was up (a restart): its leader is the vLLM target, not it
+    leader = {**b.where("prod-a", "inference", "llama-lws-0"), "job": "inference/vllm", "instance": "10.4.0.10:8000",
+              **b.sel["vllm"]}
+    inc.add("up", leader, f"1x{n}")
+    b.vllm(inc, "vllm:num_requests_running", leader, f"2x{n}", engine="0")
+    for where in b.lws_group(inc, "prod-a", "inference", "llama-lws-0", n):
+        inc.add("up", {**b.sel["vllm"], **where, "job": "inference/vllm", "instance": "10.4.0.11:8000"},
+                f"1x{down - 1} 0x{n - down}")
     inc.expect("VLLMTargetDown", down + math.ceil(minutes(t.for_)), [(b.where("prod-a", "inference", "llama-0"), 0)])  # raw series only
     inc.expect("VLLMTargetDown", down - 2, [])
     return inc

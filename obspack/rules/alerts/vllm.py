@@ -22,6 +22,7 @@ from obspack import conventions as c
 from obspack.catalogue.vllm import POD_MODEL
 from obspack.config import ObspackConfig, promql_string
 from obspack.rules import engines as e
+from obspack.rules import lws
 from obspack.rules.model import AlertRule
 from obspack.rules.recording.vllm import prefix_hits_rate, prefix_queries_rate, unless_asleep
 
@@ -129,6 +130,9 @@ def target_down(cfg: ObspackConfig) -> AlertRule:
     by_job = c.selector(cfg.selectors.vllm, f"job=~{promql_string(t.job_regex)}")
     # A target counts when it served vLLM engine metrics within the lookback, or when its job names vLLM
     # and it was up within the lookback. A scaled-down pod's target disappears instead of reporting 0.
+    # LeaderWorkerSet workers serve no engine metrics (only their leader does): a scrape of one that
+    # fails is not a vLLM target down, whatever its job (obspack/rules/lws.py).
+    workers = lws.any_workers(cfg).replace("\n", "\n            ")
     return AlertRule(
         alert="VLLMTargetDown",
         expr=f"""
@@ -141,6 +145,8 @@ def target_down(cfg: ObspackConfig) -> AlertRule:
                 group by ({target}) (max_over_time(up{by_job}[{t.lookback}]) == 1)
               )
             )
+            unless on ({c.by(cfg, 'namespace', 'pod')})
+            {workers}
         """,
         for_=t.for_,
         severity=t.severity,
