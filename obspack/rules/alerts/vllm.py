@@ -15,7 +15,6 @@ slept or not.
 
 from __future__ import annotations
 
-import math
 import textwrap
 
 from obspack import conventions as c
@@ -78,11 +77,10 @@ def request_queue_backlog(cfg: ObspackConfig) -> AlertRule:
     # Each engine has its own queue. Only requests waiting for capacity count: a queue deferred on
     # something else (a KV transfer from a prefill pod, a grammar, a LoRA slot) does not shrink with more
     # replicas (docs/rules.md). One alert per pod when every engine is backed up, else one per engine.
-    # `waiting >= min_waiting and waiting > ratio * running` in one comparison, so that each side reads
-    # the queue once: request counts are whole numbers, and `n >= m` is `n > ceil(m) - 0.5` for them.
-    floor = math.ceil(t.min_waiting) - 0.5
-    limit = f"clamp_min({t.waiting_to_running:g} * {running}, {floor:g})"
-    backlog, keeps_up = f"{waiting} > {limit}", f"{waiting} <= {limit}"
+    # Two filters in a row (at least min_waiting, then more than ratio x running) read the queue once.
+    ratio = f"{t.waiting_to_running} * {running}"
+    backlog = f"({waiting} >= {t.min_waiting})\n> {ratio}"
+    keeps_up = f"({waiting} < {t.min_waiting})\nor\n({waiting} <= {ratio})"
     return AlertRule(
         alert="VLLMRequestQueueBacklog",
         expr=unless_asleep(cfg, e.pod_or_engines(cfg, backlog, keeps_up)),
