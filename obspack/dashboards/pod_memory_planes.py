@@ -179,6 +179,25 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
     host_ratio = a.VLLMHostMemoryNearLimit.ratio
     gpu_ratio = a.VLLMGPUMemoryNearFull.ratio
     kv_high, kv_critical = a.VLLMKVCacheUsageHigh.ratio, a.VLLMKVCacheUsageCritical.ratio
+    # the alert lines, scale and runbook links of a ratio panel, shared by the pod's and its engines' or
+    # workers' panels of the same plane
+    kv_lines = {
+        **marks.dashed(
+            cfg, "green", ("VLLMKVCacheUsageHigh", kv_high, "orange"), ("VLLMKVCacheUsageCritical", kv_critical, "red")
+        ),
+        "soft_max": 1,
+        "links": marks.runbooks(cfg, "VLLMKVCacheUsageHigh", "VLLMKVCacheUsageCritical"),
+    }
+    host_lines = {
+        **marks.dashed(cfg, "green", ("VLLMHostMemoryNearLimit", host_ratio, "red")),
+        "soft_max": 1,
+        "links": marks.runbooks(cfg, "VLLMHostMemoryNearLimit"),
+    }
+    gpu_lines = {
+        **marks.dashed(cfg, "green", ("VLLMGPUMemoryNearFull", gpu_ratio, "red")),
+        "soft_max": 1,
+        "links": marks.runbooks(cfg, "VLLMGPUMemoryNearFull"),
+    }
     panels = [
         *_stats(cfg),
         p.table(
@@ -221,9 +240,7 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
                 + marks.lines_note(cfg, ("VLLMHostMemoryNearLimit", f"{percent(host_ratio)}"))
                 + " At 100% the container is OOM-killed. Empty when the container has no memory limit."
             ),
-            **marks.dashed(cfg, "green", ("VLLMHostMemoryNearLimit", host_ratio, "red")),
-            soft_max=1,
-            links=marks.runbooks(cfg, "VLLMHostMemoryNearLimit"),
+            **host_lines,
         ),
         p.timeseries(
             "Container restarts",
@@ -286,9 +303,7 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
                 + " Around the configured --gpu-memory-utilization is normal; above "
                 f"{percent(gpu_ratio)}, CUDA out-of-memory errors follow."
             ),
-            **marks.dashed(cfg, "green", ("VLLMGPUMemoryNearFull", gpu_ratio, "red")),
-            soft_max=1,
-            links=marks.runbooks(cfg, "VLLMGPUMemoryNearFull"),
+            **gpu_lines,
         ),
         p.timeseries(
             "CUDA allocator: reserved, allocated, inactive split",
@@ -362,12 +377,8 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
                 + " When full, requests wait and running ones are preempted: lower max_num_seqs or "
                 "max_model_len, or scale out."
             ),
-            **marks.dashed(
-                cfg, "green", ("VLLMKVCacheUsageHigh", kv_high, "orange"), ("VLLMKVCacheUsageCritical", kv_critical, "red")
-            ),
-            soft_max=1,
+            **kv_lines,
             w=8,
-            links=marks.runbooks(cfg, "VLLMKVCacheUsageHigh", "VLLMKVCacheUsageCritical"),
         ),
         p.timeseries(
             "Requests running and waiting",
@@ -404,12 +415,8 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
                 "the others is uneven placement inside the pod; the KV alerts then name that engine. One line "
                 "for a single-engine pod."
             ),
-            **marks.dashed(
-                cfg, "green", ("VLLMKVCacheUsageHigh", kv_high, "orange"), ("VLLMKVCacheUsageCritical", kv_critical, "red")
-            ),
-            soft_max=1,
+            **kv_lines,
             w=8,
-            links=marks.runbooks(cfg, "VLLMKVCacheUsageHigh", "VLLMKVCacheUsageCritical"),
         ),
         p.timeseries(
             "Requests running and waiting per engine",
@@ -446,9 +453,7 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
                 + marks.lines_note(cfg, ("VLLMHostMemoryNearLimit", f"{percent(host_ratio)}"))
                 + " Empty when this pod leads no workers."
             ),
-            **marks.dashed(cfg, "green", ("VLLMHostMemoryNearLimit", host_ratio, "red")),
-            soft_max=1,
-            links=marks.runbooks(cfg, "VLLMHostMemoryNearLimit"),
+            **host_lines,
         ),
         p.timeseries(
             "Workers: fullest GPU framebuffer used / total",
@@ -460,9 +465,7 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
                 + " A worker far above the leader's GPUs allocates outside the KV cache (NCCL, a leak). Empty "
                 "when this pod leads no workers."
             ),
-            **marks.dashed(cfg, "green", ("VLLMGPUMemoryNearFull", gpu_ratio, "red")),
-            soft_max=1,
-            links=marks.runbooks(cfg, "VLLMGPUMemoryNearFull"),
+            **gpu_lines,
         ),
         p.section("Latency and throughput (this pod)"),
         p.timeseries(
