@@ -43,6 +43,7 @@ PLACEHOLDERS: dict[str, str] = {
     "pod": "<pod>",
     "container": "<container>",
     "model_name": "<model>",
+    "engine": "<engine>",
     "gpu": "<gpu>",
     "UUID": "<uuid>",
     "Hostname": "<node>",

@@ -55,7 +55,7 @@ CONFIGS = {"default": ObspackConfig(), "custom": CUSTOM}
 KNOWN_PLACEHOLDERS = {
     "cluster", "namespace", "pod", "container", "model", "node", "uuid", "gpu", "reason", "slo", "deployment",
     "new-limit", "replicas", "port", "grafana-url", "connector", "kind", "hpa", "scaledobject", "max-replicas",
-    "role", "short",
+    "role", "short", "engine",
 }  # fmt: skip
 PLACEHOLDER = re.compile(r"<([a-z][a-z0-9-]*)>")
 ALERT_NAME = re.compile(r"\b(?:VLLM|Obspack)[A-Z][A-Za-z0-9]*\b")
@@ -558,8 +558,8 @@ def test_queries_use_the_configured_cluster_label_and_selectors(custom_pages: di
         ("vllm-host-memory-near-limit", ["above 85% of its memory limit", "ratio_limit > 0.85"]),
         ("vllm-container-oom-killed", ["within the last 30m", "[30m]", "below 85% of the limit"]),
         ("vllm-gpu-memory-near-full", ["more than 95% of a GPU's framebuffer", "for 10m", ") > 0.95"]),
-        ("vllm-kv-cache-usage-high", ["above 80% for 10m", "usage:max > 0.8", "Above 98%"]),
-        ("vllm-kv-cache-usage-critical", ["above 98%", "usage:max > 0.98"]),
+        ("vllm-kv-cache-usage-high", ["above 80% for 10m", ") > 0.8", "<= 0.8", "Above 98%"]),
+        ("vllm-kv-cache-usage-critical", ["above 98%", ") > 0.98", "<= 0.98"]),
         (
             "vllm-request-queue-backlog",
             ["at least 10 requests wait", "more than 2 times", "below 10 at peak"],

@@ -179,6 +179,25 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
     host_ratio = a.VLLMHostMemoryNearLimit.ratio
     gpu_ratio = a.VLLMGPUMemoryNearFull.ratio
     kv_high, kv_critical = a.VLLMKVCacheUsageHigh.ratio, a.VLLMKVCacheUsageCritical.ratio
+    # the alert lines, scale and runbook links of a ratio panel, shared by the pod's and its engines' or
+    # workers' panels of the same plane
+    kv_lines = {
+        **marks.dashed(
+            cfg, "green", ("VLLMKVCacheUsageHigh", kv_high, "orange"), ("VLLMKVCacheUsageCritical", kv_critical, "red")
+        ),
+        "soft_max": 1,
+        "links": marks.runbooks(cfg, "VLLMKVCacheUsageHigh", "VLLMKVCacheUsageCritical"),
+    }
+    host_lines = {
+        **marks.dashed(cfg, "green", ("VLLMHostMemoryNearLimit", host_ratio, "red")),
+        "soft_max": 1,
+        "links": marks.runbooks(cfg, "VLLMHostMemoryNearLimit"),
+    }
+    gpu_lines = {
+        **marks.dashed(cfg, "green", ("VLLMGPUMemoryNearFull", gpu_ratio, "red")),
+        "soft_max": 1,
+        "links": marks.runbooks(cfg, "VLLMGPUMemoryNearFull"),
+    }
     panels = [
         *_stats(cfg),
         p.table(
@@ -221,9 +240,7 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
                 + marks.lines_note(cfg, ("VLLMHostMemoryNearLimit", f"{percent(host_ratio)}"))
                 + " At 100% the container is OOM-killed. Empty when the container has no memory limit."
             ),
-            **marks.dashed(cfg, "green", ("VLLMHostMemoryNearLimit", host_ratio, "red")),
-            soft_max=1,
-            links=marks.runbooks(cfg, "VLLMHostMemoryNearLimit"),
+            **host_lines,
         ),
         p.timeseries(
             "Container restarts",
@@ -286,9 +303,7 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
                 + " Around the configured --gpu-memory-utilization is normal; above "
                 f"{percent(gpu_ratio)}, CUDA out-of-memory errors follow."
             ),
-            **marks.dashed(cfg, "green", ("VLLMGPUMemoryNearFull", gpu_ratio, "red")),
-            soft_max=1,
-            links=marks.runbooks(cfg, "VLLMGPUMemoryNearFull"),
+            **gpu_lines,
         ),
         p.timeseries(
             "CUDA allocator: reserved, allocated, inactive split",
@@ -362,12 +377,8 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
                 + " When full, requests wait and running ones are preempted: lower max_num_seqs or "
                 "max_model_len, or scale out."
             ),
-            **marks.dashed(
-                cfg, "green", ("VLLMKVCacheUsageHigh", kv_high, "orange"), ("VLLMKVCacheUsageCritical", kv_critical, "red")
-            ),
-            soft_max=1,
+            **kv_lines,
             w=8,
-            links=marks.runbooks(cfg, "VLLMKVCacheUsageHigh", "VLLMKVCacheUsageCritical"),
         ),
         p.timeseries(
             "Requests running and waiting",
@@ -393,6 +404,68 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
             thresholds=p.above(None, max(a.VLLMRequestPreemptions.rate, 1e-9)),
             w=8,
             links=marks.runbooks(cfg, "VLLMRequestPreemptions"),
+        ),
+        p.section("Data-parallel engines (this pod)"),
+        p.timeseries(
+            "KV cache usage per engine",
+            p.target(q.per_engine(cfg, "vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"), "engine {{engine}}"),
+            unit=p.PERCENT_UNIT,
+            description=(
+                "Each data-parallel engine (--data-parallel-size) has its own KV cache. One engine far above "
+                "the others is uneven placement inside the pod; the KV alerts then name that engine. One line "
+                "for a single-engine pod."
+            ),
+            **kv_lines,
+            w=8,
+        ),
+        p.timeseries(
+            "Requests running and waiting per engine",
+            p.target(q.per_engine(cfg, "vllm:num_requests_running"), "running engine {{engine}}"),
+            p.target(q.per_engine(cfg, "vllm:num_requests_waiting"), "waiting engine {{engine}}"),
+            unit=p.SHORT,
+            description=(
+                "Each engine's batch and queue. Requests stay on the engine the API server placed them on: a "
+                "queue that grows on one engine while its siblings keep up is that engine's problem."
+            ),
+            w=8,
+            links=marks.runbooks(cfg, "VLLMRequestQueueBacklog"),
+        ),
+        p.timeseries(
+            "Generated tokens per second per engine",
+            p.target(q.engine_tokens_rate(cfg), "engine {{engine}}"),
+            unit=p.TOKENS_PER_SECOND,
+            description=(
+                "An engine at zero while it has requests running or waiting is hung, even when its siblings "
+                "keep the pod's total up" + marks.say(cfg, "VLLMZeroThroughput", " (VLLMZeroThroughput names it)")
+                + ". vLLM cannot restart one engine: restart the pod."
+            ),
+            w=8,
+            links=marks.runbooks(cfg, "VLLMZeroThroughput"),
+        ),
+        p.section("LeaderWorkerSet workers of this pod"),
+        p.timeseries(
+            "Workers: container memory working set / limit",
+            p.target(q.lws_workers_of_pod(cfg, c.MEMORY_LIMIT_RATIO, "pod", "container"), "{{pod}} {{container}}"),
+            unit=p.PERCENT_UNIT,
+            description=(
+                "Host RAM of the LeaderWorkerSet workers led by this pod (a multi-node engine: the workers hold "
+                "GPUs and memory, only this leader serves vLLM's metrics)."
+                + marks.lines_note(cfg, ("VLLMHostMemoryNearLimit", f"{percent(host_ratio)}"))
+                + " Empty when this pod leads no workers."
+            ),
+            **host_lines,
+        ),
+        p.timeseries(
+            "Workers: fullest GPU framebuffer used / total",
+            p.target(q.lws_workers_of_pod(cfg, c.POD_GPU_FB_RATIO_MAX, "pod"), "{{pod}}"),
+            unit=p.PERCENT_UNIT,
+            description=(
+                "The fullest GPU of each LeaderWorkerSet worker led by this pod."
+                + marks.lines_note(cfg, ("VLLMGPUMemoryNearFull", f"{percent(gpu_ratio)}"))
+                + " A worker far above the leader's GPUs allocates outside the KV cache (NCCL, a leak). Empty "
+                "when this pod leads no workers."
+            ),
+            **gpu_lines,
         ),
         p.section("Latency and throughput (this pod)"),
         p.timeseries(

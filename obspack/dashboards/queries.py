@@ -323,3 +323,31 @@ def pod_alerts_since(cfg: ObspackConfig) -> str:
 def firing_alert_count(cfg: ObspackConfig) -> str:
     """Zero, not "No data", when nothing fires."""
     return f"count({firing_alerts(cfg)}) or vector(0)"
+
+
+# ---------------------------------------------------------------------------------------------------
+# Data-parallel engines and LeaderWorkerSet workers of the selected pod (raw series: one pod's worth)
+
+
+def per_engine(cfg: ObspackConfig, *metrics: str, agg: str = "max") -> str:
+    """A vLLM gauge of the selected pod per engine (any of `metrics`, old names after new), after the
+    per-process (`pid`) copies."""
+    reads = " or ".join(vllm(cfg, m, POD) for m in metrics)
+    return f"{agg} by (engine) (max without (pid) ({reads}))"
+
+
+def engine_tokens_rate(cfg: ObspackConfig) -> str:
+    """Generated tokens per second of the selected pod, per engine."""
+    return f"sum by (engine) (rate({vllm(cfg, 'vllm:generation_tokens_total', POD)}[$__rate_interval]))"
+
+
+def lws_workers_of_pod(cfg: ObspackConfig, record: str, *labels: str) -> str:
+    """A per-pod record of the LeaderWorkerSet workers of the selected pod (pods owned by the StatefulSet
+    named after it: obspack/rules/lws.py), by `labels`."""
+    owner = ('owner_kind="StatefulSet"', 'owner_name=~"$pod"')
+    owned = raw(cfg, "kube_pod_owner", cfg.selectors.kube_state_metrics, POD[:2], *owner)
+    pod = c.by(cfg, "namespace", "pod")
+    return (
+        f"max by ({', '.join(labels)}) (\n  {rec(cfg, record, POD[:2])}\n"
+        f"  and on ({pod})\n  group by ({pod}) ({owned})\n)"
+    )

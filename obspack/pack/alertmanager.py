@@ -14,6 +14,9 @@ The whole file is a valid Alertmanager config (`amtool check-config` passes), bu
   alerts, except the restart alerts that tell why the target went down. A burn page mutes the ticket of
   the same model and SLO. VLLMPrefillDecodeImbalance mutes VLLMRequestQueueBacklog on the pods of the
   short side (same cluster, namespace and model; `short` equal to the pods' `role`).
+  The `engine` label of per-engine alerts (data-parallel engines) is left out of
+  `equal` on purpose: a critical KV cache on any engine of a pod mutes every KV warning of that pod, per
+  engine or pod-wide, so one pod's KV cache pages once.
 
 Receivers are placeholders without integrations: add `pagerduty_configs`, `slack_configs`,
 `webhook_configs` and so on to the `obspack-*` receivers.

@@ -37,7 +37,7 @@ def block_now(context, missing=missing):
     if 0: yield None
     _block_vars = {}
     pass
-    yield 'The engine has work but generates nothing: every request on this replica hangs. Restart it, after saving\nwhat explains the hang:\n\n1. Save the log (one minute):\n\n   ```sh\n   kubectl -n <namespace> logs <pod> -c <container> --timestamps > <pod>-stuck.log\n   ```\n\n2. Delete the pod; its controller creates a new one and the model loads again in a few minutes:\n\n   ```sh\n   kubectl -n <namespace> delete pod <pod>\n   ```\n\nIf it hangs again on the same node, keep the node out of scheduling (`kubectl cordon <node>`) before the\nnext restart.\n'
+    yield 'The engine has work but generates nothing: every request on this replica hangs. Restart it, after saving\nwhat explains the hang:\n\n1. Save the log (one minute):\n\n   ```sh\n   kubectl -n <namespace> logs <pod> -c <container> --timestamps > <pod>-stuck.log\n   ```\n\n2. Delete the pod; its controller creates a new one and the model loads again in a few minutes:\n\n   ```sh\n   kubectl -n <namespace> delete pod <pod>\n   ```\n\nIf it hangs again on the same node, keep the node out of scheduling (`kubectl cordon <node>`) before the\nnext restart.\n\n**The alert names an `engine`:** one data-parallel engine of the pod hangs while its other engines serve.\nIts requests never finish, and the API server may keep sending it new ones. vLLM cannot restart one\nengine alone: restart the pod the same way. The requests in flight on the healthy engines are cut too, so\nwhere the other replicas of the model cannot take the traffic, scale them up first.\n'
 
 def block_meaning(context, missing=missing):
     resolve = context.resolve_or_missing
@@ -50,7 +50,7 @@ def block_meaning(context, missing=missing):
     pass
     yield 'The engine has work, but its counter of generated tokens has not moved for '
     yield str(environment.getattr((undefined(name='t') if l_0_t is missing else l_0_t), 'window'))
-    yield ": it is stuck. An\nidle model never fires this alert, because it needs requests running or waiting, and neither does an\nengine put to sleep (vLLM's sleep mode, 0.11.1 and later): it serves nothing on purpose.\n\nA stuck engine often still answers its HTTP port, so Kubernetes keeps the pod `Ready` and the load\nbalancer keeps sending it requests.\n"
+    yield ": it is stuck. An\nidle model never fires this alert, because it needs requests running or waiting, and neither does an\nengine put to sleep (vLLM's sleep mode, 0.11.1 and later): it serves nothing on purpose.\n\nA pod started with `--data-parallel-size` runs several engines, each judged on its own (the `engine`\nlabel, vLLM 0.8.3 and later). When every engine of the pod is stuck, as the engines of a model that step\ntogether are, the alert fires once for the pod, without an `engine` label; when only some are, it fires\nonce per stuck engine and names it. A hung engine does not stop its siblings: they keep serving, the pod's\ntotal throughput stays above zero, and only the requests placed on that engine hang.\n\nA stuck engine often still answers its HTTP port, so Kubernetes keeps the pod `Ready` and the load\nbalancer keeps sending it requests.\n"
 
 def block_impact(context, missing=missing):
     resolve = context.resolve_or_missing
@@ -60,7 +60,7 @@ def block_impact(context, missing=missing):
     if 0: yield None
     _block_vars = {}
     pass
-    yield "Every request sent to this replica hangs until the client or the gateway gives up. With several replicas,\na share of all users equal to this replica's share of traffic sees timeouts. This lasts until the pod is\nrestarted; it rarely recovers by itself.\n"
+    yield "Every request sent to this replica (or, with an `engine` label, placed on that engine: about one in N on\na pod of N engines) hangs until the client or the gateway gives up. With several replicas,\na share of all users equal to this replica's share of traffic sees timeouts. This lasts until the pod is\nrestarted; it rarely recovers by itself.\n"
 
 def block_confirm(context, missing=missing):
     resolve = context.resolve_or_missing
@@ -88,11 +88,13 @@ def block_confirm(context, missing=missing):
     yield '\n   ```\n\n   ```promql\n   '
     yield str(environment.getattr((undefined(name='c') if l_0_c is missing else l_0_c), 'PROMPT_RATE'))
     yield str(environment.getattr((undefined(name='kv') if l_0_kv is missing else l_0_kv), 'pm'))
-    yield '\n   ```\n\n   The gauges frozen at the same values for minutes mean that the process that updates them is gone or\n   hung.\n\n2. The last lines of the log, with timestamps. vLLM logs its throughput every few seconds while it works;\n   look for the last such line and for `NCCL`, `timeout`, `watchdog`, `EngineCore`, `RuntimeError`:\n\n   ```sh\n   kubectl -n <namespace> logs <pod> -c <container> --timestamps --tail=200\n   ```\n\n3. What the GPUs are doing. Utilisation stuck near 100% with no tokens: a GPU kernel or a collective\n   operation between GPUs is hung. Near 0: nothing is sent to the GPU (a dead worker or a deadlock in the\n   host process).\n\n   ```promql\n   '
+    yield '\n   ```\n\n   The gauges frozen at the same values for minutes mean that the process that updates them is gone or\n   hung.\n\n2. '
+    yield str(t_1(context.call(environment.getattr((undefined(name='kv') if l_0_kv is missing else l_0_kv), 'engines'), 'are stuck', _block_vars=_block_vars), 3))
+    yield '\n\n3. The last lines of the log, with timestamps. vLLM logs its throughput every few seconds while it works;\n   look for the last such line and for `NCCL`, `timeout`, `watchdog`, `EngineCore`, `RuntimeError`:\n\n   ```sh\n   kubectl -n <namespace> logs <pod> -c <container> --timestamps --tail=200\n   ```\n\n4. What the GPUs are doing. Utilisation stuck near 100% with no tokens: a GPU kernel or a collective\n   operation between GPUs is hung. Near 0: nothing is sent to the GPU (a dead worker or a deadlock in the\n   host process).\n\n   ```promql\n   '
     yield str(t_1(context.call((undefined(name='gpu_field') if l_0_gpu_field is missing else l_0_gpu_field), 'DCGM_FI_DEV_GPU_UTIL', _block_vars=_block_vars), 3))
     yield '\n   ```\n\n   Xid errors of the same GPUs (above 0 is the code of the last Xid):\n\n   ```promql\n   '
     yield str(t_1(context.call((undefined(name='gpu_field') if l_0_gpu_field is missing else l_0_gpu_field), 'DCGM_FI_DEV_XID_ERRORS', _block_vars=_block_vars), 3))
-    yield '\n   ```\n\n4. Does the driver still answer? If this hangs or prints `ERR!`, the GPU has failed:\n\n   ```sh\n   kubectl -n <namespace> exec <pod> -c <container> -- timeout 20 nvidia-smi\n   ```\n\n5. Did the engine just wake from sleep mode? The alert leaves sleeping engines out (`awake` reads 0), so a\n   stall right after a wake-up is a failed wake-up:\n\n   ```promql\n   vllm:engine_sleep_state'
+    yield '\n   ```\n\n5. Does the driver still answer? If this hangs or prints `ERR!`, the GPU has failed:\n\n   ```sh\n   kubectl -n <namespace> exec <pod> -c <container> -- timeout 20 nvidia-smi\n   ```\n\n6. Did the engine just wake from sleep mode? The alert leaves sleeping engines out (`awake` reads 0), so a\n   stall right after a wake-up is a failed wake-up:\n\n   ```promql\n   vllm:engine_sleep_state'
     yield str(context.call((undefined(name='match') if l_0_match is missing else l_0_match), 'namespace', 'pod', 'model_name', source='vllm', extra=('sleep_state="awake"',), _block_vars=_block_vars))
     yield '\n   ```\n'
 
@@ -114,7 +116,7 @@ def block_fixes(context, missing=missing):
     if 0: yield None
     _block_vars = {}
     pass
-    yield '1. **Save evidence first** (one minute): the log, and the `nvidia-smi` output from step 4 of Confirm.\n\n   ```sh\n   kubectl -n <namespace> logs <pod> -c <container> --timestamps > <pod>-stuck.log\n   ```\n\n   If the image has `py-spy`, a stack dump of the stuck processes is the best evidence there is:\n   `kubectl -n <namespace> exec <pod> -c <container> -- py-spy dump --pid 1 --subprocesses`.\n2. **Restart the pod.** Its controller creates a new one; the model loads again in a few minutes:\n\n   ```sh\n   kubectl -n <namespace> delete pod <pod>\n   ```\n\n3. **An Xid, a failed `nvidia-smi`, or stuck again on the same node:** keep the node out of scheduling,\n   then delete the pod so that it starts elsewhere:\n\n   ```sh\n   kubectl cordon <node>\n   ```\n\n4. **After a wake-up:** restart the pod; tell whoever manages sleep mode for it.\n5. **Missing counter:** fix the scrape or relabeling so that `vllm:generation_tokens_total` arrives again.\n'
+    yield '1. **Save evidence first** (one minute): the log, and the `nvidia-smi` output from step 5 of Confirm.\n\n   ```sh\n   kubectl -n <namespace> logs <pod> -c <container> --timestamps > <pod>-stuck.log\n   ```\n\n   If the image has `py-spy`, a stack dump of the stuck processes is the best evidence there is:\n   `kubectl -n <namespace> exec <pod> -c <container> -- py-spy dump --pid 1 --subprocesses`.\n2. **Restart the pod.** Its controller creates a new one; the model loads again in a few minutes:\n\n   ```sh\n   kubectl -n <namespace> delete pod <pod>\n   ```\n\n3. **An Xid, a failed `nvidia-smi`, or stuck again on the same node:** keep the node out of scheduling,\n   then delete the pod so that it starts elsewhere:\n\n   ```sh\n   kubectl cordon <node>\n   ```\n\n4. **After a wake-up:** restart the pod; tell whoever manages sleep mode for it.\n5. **Missing counter:** fix the scrape or relabeling so that `vllm:generation_tokens_total` arrives again.\n'
 
 def block_verify(context, missing=missing):
     resolve = context.resolve_or_missing
@@ -144,4 +146,4 @@ def block_escalate(context, missing=missing):
     yield '- Xid errors or a failed `nvidia-smi`: to the GPU node owners, with the node name; the node stays cordoned.\n- The engine hangs again on healthy GPUs: to the owners of the vLLM image, with the saved log, the stack\n  dump if you have one, the vLLM version and the engine flags.\n'
 
 blocks = {'now': block_now, 'meaning': block_meaning, 'impact': block_impact, 'confirm': block_confirm, 'causes': block_causes, 'fixes': block_fixes, 'verify': block_verify, 'escalate': block_escalate}
-debug_info = '1=16&2=19&3=21&4=24&5=27&6=32&25=42&26=52&33=55&38=65&39=84&44=86&48=89&66=92&72=94&85=96&88=99&99=109&124=119&128=130&132=133&137=136'
+debug_info = '1=16&2=19&3=21&4=24&5=27&6=32&30=42&31=52&44=55&50=65&51=84&56=86&60=89&66=92&80=94&86=96&99=98&102=101&113=111&138=121&142=132&146=135&151=138'

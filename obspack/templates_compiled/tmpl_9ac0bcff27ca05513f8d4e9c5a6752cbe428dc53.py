@@ -43,7 +43,7 @@ def block_now(context, missing=missing):
     yield str(environment.getattr((undefined(name='kv') if l_0_kv is missing else l_0_kv), 'waiting'))
     yield '\n```\n\n```promql\n'
     yield str(environment.getattr((undefined(name='kv') if l_0_kv is missing else l_0_kv), 'preemptions'))
-    yield '\n```\n\nBoth about 0: no action now; plan capacity (Fix). Either rising: add replicas, or move traffic to replicas\nwith room:\n\n```sh\nkubectl -n <namespace> scale deployment/<deployment> --replicas=<replicas>\n```\n'
+    yield '\n```\n\nWith an `engine` label, only that engine of the pod is this full; its sibling engines have\nroom (Confirm step 2). Both about 0: no action now; plan capacity (Fix). Either rising: add replicas, or move traffic to replicas\nwith room:\n\n```sh\nkubectl -n <namespace> scale deployment/<deployment> --replicas=<replicas>\n```\n'
 
 def block_meaning(context, missing=missing):
     resolve = context.resolve_or_missing
@@ -72,7 +72,7 @@ def block_meaning(context, missing=missing):
         yield ',\n'
         yield str(context.call((undefined(name='link') if l_0_link is missing else l_0_link), 'VLLMKVCacheUsageCritical', _block_vars=_block_vars))
         yield ' takes over.'
-    yield '\n\n**By role** (the alert\'s `role` label, where a pod only prefills or only decodes):\n\n- `role="prefill"`: a prefill pod keeps each prompt\'s KV cache until a decode pod has read it. A full cache\n  here means the decode pods are not pulling it (slow or failing transfers, too few decode pods): look at\n  the decode side and the transfers first, not at this pod\'s size.\n- `role="decode"`: the decode pods hold every running answer; a full cache leads to preemptions and\n  stalled answers. Add decode pods (or check the P:D ratio on the Disaggregated serving dashboard).\n'
+    yield '\nEach data-parallel engine of a pod (`--data-parallel-size`, the `engine` label) has its own KV cache and\nis judged alone. The alert fires once for the pod, without an `engine` label, at its fullest engine\'s\nusage, when every engine is past the threshold; otherwise once per full engine, named. One full engine\nbeside engines with room means uneven placement inside the pod, not a model short of capacity.\n\n**By role** (the alert\'s `role` label, where a pod only prefills or only decodes):\n\n- `role="prefill"`: a prefill pod keeps each prompt\'s KV cache until a decode pod has read it. A full cache\n  here means the decode pods are not pulling it (slow or failing transfers, too few decode pods): look at\n  the decode side and the transfers first, not at this pod\'s size.\n- `role="decode"`: the decode pods hold every running answer; a full cache leads to preemptions and\n  stalled answers. Add decode pods (or check the P:D ratio on the Disaggregated serving dashboard).\n'
 
 def block_impact(context, missing=missing):
     resolve = context.resolve_or_missing
@@ -110,12 +110,14 @@ def block_confirm(context, missing=missing):
         yield str(context.call((undefined(name='link') if l_0_link is missing else l_0_link), 'VLLMKVCacheUsageCritical', _block_vars=_block_vars))
         yield ' says)'
     yield '.\n\n2. '
-    yield str(t_1(context.call(environment.getattr((undefined(name='kv') if l_0_kv is missing else l_0_kv), 'queue_time'), _block_vars=_block_vars), 3))
+    yield str(t_1(context.call(environment.getattr((undefined(name='kv') if l_0_kv is missing else l_0_kv), 'engines'), 'are above the threshold', _block_vars=_block_vars), 3))
     yield '\n\n3. '
-    yield str(t_1(context.call(environment.getattr((undefined(name='kv') if l_0_kv is missing else l_0_kv), 'replicas'), _block_vars=_block_vars), 3))
+    yield str(t_1(context.call(environment.getattr((undefined(name='kv') if l_0_kv is missing else l_0_kv), 'queue_time'), _block_vars=_block_vars), 3))
     yield '\n\n4. '
-    yield str(t_1(context.call(environment.getattr((undefined(name='kv') if l_0_kv is missing else l_0_kv), 'request_size'), _block_vars=_block_vars), 3))
+    yield str(t_1(context.call(environment.getattr((undefined(name='kv') if l_0_kv is missing else l_0_kv), 'replicas'), _block_vars=_block_vars), 3))
     yield '\n\n5. '
+    yield str(t_1(context.call(environment.getattr((undefined(name='kv') if l_0_kv is missing else l_0_kv), 'request_size'), _block_vars=_block_vars), 3))
+    yield '\n\n6. '
     yield str(t_1(context.call(environment.getattr((undefined(name='kv') if l_0_kv is missing else l_0_kv), 'capacity'), _block_vars=_block_vars), 3))
     yield '\n'
 
@@ -166,7 +168,7 @@ def block_verify(context, missing=missing):
     yield str(environment.getattr((undefined(name='kv') if l_0_kv is missing else l_0_kv), 'usage'))
     yield '[1d])\n   ```\n\n   ```promql\n   max_over_time('
     yield str(environment.getattr((undefined(name='kv') if l_0_kv is missing else l_0_kv), 'preemptions'))
-    yield "[1d])\n   ```\n\n2. The model's queue time (step 2 of Confirm) stays where it was before the alert.\n"
+    yield "[1d])\n   ```\n\n2. The model's queue time (step 3 of Confirm) stays where it was before the alert.\n"
 
 def block_escalate(context, missing=missing):
     resolve = context.resolve_or_missing
@@ -179,4 +181,4 @@ def block_escalate(context, missing=missing):
     yield '- Usage stays high across all replicas and no GPUs are free to add replicas: to the owners of the model\n  deployment, for a capacity decision.\n- The cache shrank after a release (fewer `num_gpu_blocks` at the same settings): to the owners of the\n  vLLM image.\n'
 
 blocks = {'now': block_now, 'meaning': block_meaning, 'impact': block_impact, 'confirm': block_confirm, 'causes': block_causes, 'fixes': block_fixes, 'verify': block_verify, 'escalate': block_escalate}
-debug_info = '1=17&2=20&3=22&4=25&5=28&6=33&10=43&14=45&24=48&27=64&32=68&33=73&44=77&49=87&50=105&53=107&55=113&57=115&59=117&61=119&63=122&71=133&73=139&76=149&78=152&79=164&82=166&86=168&91=171'
+debug_info = '1=17&2=20&3=22&4=25&5=28&6=33&10=43&14=45&25=48&28=64&33=68&34=73&49=77&54=87&55=105&58=107&60=113&62=115&64=117&66=119&68=121&70=124&78=135&80=141&83=151&85=154&86=166&89=168&93=170&98=173'

@@ -38,7 +38,7 @@ def block_now(context, missing=missing):
     if 0: yield None
     _block_vars = {}
     pass
-    yield 'Users wait now. Restarting the pod does not help: the cache fills again and the requests in flight are\nlost. Relieve the pressure:\n\n1. Add replicas, or move traffic to another deployment of the model (new replicas need free GPUs and a few\n   minutes to load):\n\n   ```sh\n   kubectl -n <namespace> scale deployment/<deployment> --replicas=<replicas>\n   ```\n\n2. If no capacity can be added, shed load at the edge: rate-limit the heaviest clients at the gateway and\n   cap `max_tokens` there.\n'
+    yield 'Users wait now. Restarting the pod does not help: the cache fills again and the requests in flight are\nlost. Relieve the pressure:\n\n1. Add replicas, or move traffic to another deployment of the model (new replicas need free GPUs and a few\n   minutes to load):\n\n   ```sh\n   kubectl -n <namespace> scale deployment/<deployment> --replicas=<replicas>\n   ```\n\n2. If no capacity can be added, shed load at the edge: rate-limit the heaviest clients at the gateway and\n   cap `max_tokens` there.\n\nWith an `engine` label, one engine of the pod is full while its siblings have room (Confirm step 2):\nadding replicas helps less than it seems. If that engine stays full, and its queue grows, while the\nothers idle, restart the pod after the other replicas have room.\n'
 
 def block_meaning(context, missing=missing):
     resolve = context.resolve_or_missing
@@ -64,7 +64,7 @@ def block_meaning(context, missing=missing):
         yield 'It is the sharp end of '
         yield str(context.call((undefined(name='link') if l_0_link is missing else l_0_link), 'VLLMKVCacheUsageHigh', _block_vars=_block_vars))
         yield '. '
-    yield 'A full cache does not crash the engine; it makes\nit slow.\n\n**By role** (the alert\'s `role` label, where a pod only prefills or only decodes):\n\n- `role="prefill"`: a prefill pod keeps each prompt\'s KV cache until a decode pod has read it. A full cache\n  here means the decode pods are not pulling it (slow or failing transfers, too few decode pods): look at\n  the decode side and the transfers first, not at this pod\'s size.\n- `role="decode"`: the decode pods hold every running answer; a full cache leads to preemptions and\n  stalled answers. Add decode pods (or check the P:D ratio on the Disaggregated serving dashboard).\n'
+    yield 'A full cache does not crash the engine; it makes\nit slow.\n\nEach data-parallel engine of a pod (`--data-parallel-size`, the `engine` label) has its own KV cache and\nis judged alone. The alert fires once for the pod, without an `engine` label, at its fullest engine\'s\nusage, when every engine is past the threshold; otherwise once per full engine, named. One full engine\nbeside engines with room means uneven placement inside the pod, not a model short of capacity.\n\n**By role** (the alert\'s `role` label, where a pod only prefills or only decodes):\n\n- `role="prefill"`: a prefill pod keeps each prompt\'s KV cache until a decode pod has read it. A full cache\n  here means the decode pods are not pulling it (slow or failing transfers, too few decode pods): look at\n  the decode side and the transfers first, not at this pod\'s size.\n- `role="decode"`: the decode pods hold every running answer; a full cache leads to preemptions and\n  stalled answers. Add decode pods (or check the P:D ratio on the Disaggregated serving dashboard).\n'
 
 def block_impact(context, missing=missing):
     resolve = context.resolve_or_missing
@@ -103,8 +103,10 @@ def block_confirm(context, missing=missing):
     yield ') (vllm:num_requests_waiting_by_reason'
     yield str(context.call((undefined(name='match') if l_0_match is missing else l_0_match), 'namespace', 'pod', 'model_name', source='vllm', _block_vars=_block_vars))
     yield ')\n   ```\n\n2. '
+    yield str(t_1(context.call(environment.getattr((undefined(name='kv') if l_0_kv is missing else l_0_kv), 'engines'), 'are full', _block_vars=_block_vars), 3))
+    yield '\n\n3. '
     yield str(t_1(context.call(environment.getattr((undefined(name='kv') if l_0_kv is missing else l_0_kv), 'queue_time'), _block_vars=_block_vars), 3))
-    yield '\n\n3. Did a replica go away and push its traffic here? Replicas of the model reporting over the last hours:\n\n   ```promql\n   count by ('
+    yield '\n\n4. Did a replica go away and push its traffic here? Replicas of the model reporting over the last hours:\n\n   ```promql\n   count by ('
     yield str(context.call((undefined(name='on') if l_0_on is missing else l_0_on), 'namespace', 'model_name', _block_vars=_block_vars))
     yield ') ('
     yield str(environment.getattr((undefined(name='c') if l_0_c is missing else l_0_c), 'KV_USAGE'))
@@ -117,9 +119,9 @@ def block_confirm(context, missing=missing):
         yield ' ('
         yield str((undefined(name='down') if l_0_down is missing else l_0_down))
         yield ')'
-    yield '.\n\n4. '
+    yield '.\n\n5. '
     yield str(t_1(context.call(environment.getattr((undefined(name='kv') if l_0_kv is missing else l_0_kv), 'replicas'), _block_vars=_block_vars), 3))
-    yield '\n\n5. '
+    yield '\n\n6. '
     yield str(t_1(context.call(environment.getattr((undefined(name='kv') if l_0_kv is missing else l_0_kv), 'request_size'), _block_vars=_block_vars), 3))
     yield '\n'
 
@@ -165,7 +167,7 @@ def block_verify(context, missing=missing):
     yield str(environment.getattr((undefined(name='kv') if l_0_kv is missing else l_0_kv), 'waiting'))
     yield '\n   ```\n\n   ```promql\n   '
     yield str(environment.getattr((undefined(name='kv') if l_0_kv is missing else l_0_kv), 'preemptions'))
-    yield "\n   ```\n\n2. The model's queue time (step 2 of Confirm) returns to its level before the alert.\n"
+    yield "\n   ```\n\n2. The model's queue time (step 3 of Confirm) returns to its level before the alert.\n"
 
 def block_escalate(context, missing=missing):
     resolve = context.resolve_or_missing
@@ -185,4 +187,4 @@ def block_escalate(context, missing=missing):
     yield '.\n'
 
 blocks = {'now': block_now, 'meaning': block_meaning, 'impact': block_impact, 'confirm': block_confirm, 'causes': block_causes, 'fixes': block_fixes, 'verify': block_verify, 'escalate': block_escalate}
-debug_info = '1=17&2=20&3=22&4=25&5=28&6=33&20=43&22=58&26=62&37=69&42=79&43=100&49=102&52=106&57=108&60=113&62=121&64=123&66=126&74=136&85=146&87=149&88=161&91=163&95=165&99=167&104=170&107=181&108=184'
+debug_info = '1=17&2=20&3=22&4=25&5=28&6=33&24=43&26=58&30=62&46=69&51=79&52=100&58=102&61=106&63=108&68=110&71=115&73=123&75=125&77=128&85=138&96=148&98=151&99=163&102=165&106=167&110=169&115=172&118=183&119=186'

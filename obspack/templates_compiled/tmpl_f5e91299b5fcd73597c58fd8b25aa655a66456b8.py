@@ -46,7 +46,7 @@ def block_now(context, missing=missing):
     pass
     yield 'Requests wait for capacity now, so time to first token grows. Give the model room:\n\n1. Add replicas, or move traffic to replicas with room (new ones need free GPUs and a few minutes to load):\n\n   ```sh\n   kubectl -n <namespace> scale deployment/<deployment> --replicas=<replicas>\n   ```\n\n2. If this pod runs nothing while requests wait (`'
     yield str(environment.getattr((undefined(name='c') if l_0_c is missing else l_0_c), 'RUNNING'))
-    yield '` at 0 in Confirm step 1), the engine is\n   stuck, not busy: save its log and delete the pod so that its controller replaces it.\n'
+    yield '` at 0 in Confirm step 1), the engine is\n   stuck, not busy: save its log and delete the pod so that its controller replaces it.\n\nWith an `engine` label, only that data-parallel engine of the pod is backed up while its siblings keep\nup (Confirm step 2): the requests already queued on it cannot move to another engine. If it also runs\nnothing, it is stuck: restart the pod as in step 2.\n'
 
 def block_meaning(context, missing=missing):
     resolve = context.resolve_or_missing
@@ -56,7 +56,7 @@ def block_meaning(context, missing=missing):
     if 0: yield None
     _block_vars = {}
     pass
-    yield 'Requests arrive faster than vLLM starts them. The scheduler starts a waiting request only when there is\nroom on three counts: free blocks in the KV cache, a free slot under `--max-num-seqs`, and token budget\nin the next step under `--max-num-batched-tokens` (with LoRA, also a free adapter slot under\n`--max-loras`). One of them has run out, or the engine has slowed down.\n\nFrom vLLM 0.20 the engine tells why each request waits: for capacity, or deferred (set aside until\nsomething else is ready: its KV cache from a prefill pod, a structured-output grammar, a LoRA slot). The\nalert counts only the requests waiting for capacity where the engine says so, because more replicas would\nnot admit deferred ones; older engines cannot tell, and all their waiting requests count. Engines put to\nsleep are left out.\n\n**By role** (the alert\'s `role` label, where a pod only prefills or only decodes):\n\n- `role="prefill"`: prompts wait for a prefill pod, so every request\'s time to first token grows while the\n  decode pods may idle. The prefill side is short of capacity, or the prefill:decode ratio is wrong: scale\n  the prefill workload (see the Disaggregated serving dashboard).\n- `role="decode"`: only requests waiting for capacity count; those waiting for their KV from a prefill pod\n  are deferred and do not. The decode side is short: add decode pods.\n'
+    yield 'Requests arrive faster than vLLM starts them. The scheduler starts a waiting request only when there is\nroom on three counts: free blocks in the KV cache, a free slot under `--max-num-seqs`, and token budget\nin the next step under `--max-num-batched-tokens` (with LoRA, also a free adapter slot under\n`--max-loras`). One of them has run out, or the engine has slowed down.\n\nFrom vLLM 0.20 the engine tells why each request waits: for capacity, or deferred (set aside until\nsomething else is ready: its KV cache from a prefill pod, a structured-output grammar, a LoRA slot). The\nalert counts only the requests waiting for capacity where the engine says so, because more replicas would\nnot admit deferred ones; older engines cannot tell, and all their waiting requests count. Engines put to\nsleep are left out.\n\nEach data-parallel engine of a pod (`--data-parallel-size`, the `engine` label) has its own queue, and the\nthresholds apply to each engine\'s queue. When every engine of the pod is backed up, the alert fires once\nfor the pod, without an `engine` label, with the queues added up; otherwise once per backed-up engine,\nnamed.\n\n**By role** (the alert\'s `role` label, where a pod only prefills or only decodes):\n\n- `role="prefill"`: prompts wait for a prefill pod, so every request\'s time to first token grows while the\n  decode pods may idle. The prefill side is short of capacity, or the prefill:decode ratio is wrong: scale\n  the prefill workload (see the Disaggregated serving dashboard).\n- `role="decode"`: only requests waiting for capacity count; those waiting for their KV from a prefill pod\n  are deferred and do not. The decode side is short: add decode pods.\n'
 
 def block_impact(context, missing=missing):
     resolve = context.resolve_or_missing
@@ -103,19 +103,21 @@ def block_confirm(context, missing=missing):
     else:
         pass
         yield ': save its log and delete the pod so that it is replaced'
-    yield ".\n\n2. The engine flags that cap admission (`--max-num-seqs`, `--max-num-batched-tokens`, `--max-loras`):\n\n   ```sh\n   kubectl -n <namespace> get pod <pod> -o jsonpath='{.spec.containers[*].args}'\n   ```\n\n3. Since vLLM 0.20 the waiting requests are split by reason. `capacity` means no room in the KV cache;\n   `deferred` means the scheduler set them aside for another reason, such as a LoRA slot or a KV\n   transfer that has not finished:\n\n   ```promql\n   sum by ("
+    yield '.\n\n2. '
+    yield str(t_2(context.call(environment.getattr((undefined(name='kv') if l_0_kv is missing else l_0_kv), 'engines'), 'are backed up', _block_vars=_block_vars), 3))
+    yield "\n\n3. The engine flags that cap admission (`--max-num-seqs`, `--max-num-batched-tokens`, `--max-loras`):\n\n   ```sh\n   kubectl -n <namespace> get pod <pod> -o jsonpath='{.spec.containers[*].args}'\n   ```\n\n4. Since vLLM 0.20 the waiting requests are split by reason. `capacity` means no room in the KV cache;\n   `deferred` means the scheduler set them aside for another reason, such as a LoRA slot or a KV\n   transfer that has not finished:\n\n   ```promql\n   sum by ("
     yield str(context.call((undefined(name='on') if l_0_on is missing else l_0_on), 'namespace', 'pod', 'model_name', 'reason', _block_vars=_block_vars))
     yield ') (vllm:num_requests_waiting_by_reason'
     yield str(context.call((undefined(name='match') if l_0_match is missing else l_0_match), 'namespace', 'pod', 'model_name', source='vllm', _block_vars=_block_vars))
-    yield ')\n   ```\n\n4. '
+    yield ')\n   ```\n\n5. '
     yield str(t_2(context.call(environment.getattr((undefined(name='kv') if l_0_kv is missing else l_0_kv), 'queue_time'), _block_vars=_block_vars), 3))
-    yield '\n\n5. Is the engine slower than before? Generated and prompt tokens per second on this pod:\n\n   ```promql\n   '
+    yield '\n\n6. Is the engine slower than before? Generated and prompt tokens per second on this pod:\n\n   ```promql\n   '
     yield str(environment.getattr((undefined(name='c') if l_0_c is missing else l_0_c), 'GENERATION_RATE'))
     yield str(environment.getattr((undefined(name='kv') if l_0_kv is missing else l_0_kv), 'pm'))
     yield '\n   ```\n\n   ```promql\n   '
     yield str(environment.getattr((undefined(name='c') if l_0_c is missing else l_0_c), 'PROMPT_RATE'))
     yield str(environment.getattr((undefined(name='kv') if l_0_kv is missing else l_0_kv), 'pm'))
-    yield '\n   ```\n\n6. '
+    yield '\n   ```\n\n7. '
     yield str(t_2(context.call(environment.getattr((undefined(name='kv') if l_0_kv is missing else l_0_kv), 'replicas'), _block_vars=_block_vars), 3))
     yield '\n'
 
@@ -173,7 +175,7 @@ def block_verify(context, missing=missing):
     yield str(t_1('%g', environment.getattr((undefined(name='t') if l_0_t is missing else l_0_t), 'min_waiting')))
     yield ' at peak:\n\n   ```promql\n   max_over_time('
     yield str(environment.getattr((undefined(name='kv') if l_0_kv is missing else l_0_kv), 'waiting'))
-    yield "[1d])\n   ```\n\n2. The model's queue time (step 4 of Confirm) is back to its usual level.\n"
+    yield "[1d])\n   ```\n\n2. The model's queue time (step 5 of Confirm) is back to its usual level.\n"
 
 def block_escalate(context, missing=missing):
     resolve = context.resolve_or_missing
@@ -194,4 +196,4 @@ def block_escalate(context, missing=missing):
     yield '.\n'
 
 blocks = {'now': block_now, 'meaning': block_meaning, 'impact': block_impact, 'confirm': block_confirm, 'causes': block_causes, 'fixes': block_fixes, 'verify': block_verify, 'escalate': block_escalate}
-debug_info = '1=22&2=25&3=27&4=30&5=33&6=38&15=48&18=51&38=61&42=71&43=92&46=94&48=99&61=107&64=111&69=113&73=116&76=119&78=122&86=132&93=143&95=149&102=156&103=173&106=175&111=178&115=189'
+debug_info = '1=22&2=25&3=27&4=30&5=33&6=38&15=48&22=51&47=61&51=71&52=92&55=94&57=99&59=107&72=109&75=113&80=115&84=118&87=121&89=124&97=134&104=145&106=151&113=158&114=175&117=177&122=180&126=191'

@@ -50,6 +50,12 @@ EMPTY_BY_DESIGN = {
         "the synthetic fleet has no llm-d endpoint picker yet"
     ),
     (c.TRIAGE_DASHBOARD, "Firing obspack alerts on this pod", "A"): "no alert fires on a healthy fleet",
+    **{
+        (c.TRIAGE_DASHBOARD, title, "A"): "only the leader of a LeaderWorkerSet group has workers; the synthetic "
+        "fleet has none (the promtool incidents of VLLMHostMemoryNearLimit and VLLMGPUMemoryNearFull hold LWS "
+        "workers)"
+        for title in ("Workers: container memory working set / limit", "Workers: fullest GPU framebuffer used / total")
+    },
     (c.TRIAGE_DASHBOARD, "Firing obspack alerts on this pod", "B"): "no alert fires on a healthy fleet",
     **{
         (c.TRIAGE_DASHBOARD, "Last termination: reason, exit code, time", ref): (

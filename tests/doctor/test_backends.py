@@ -103,3 +103,31 @@ def test_targets_of_the_sources_jobs_that_are_down_are_noted() -> None:
         "mimir", "", Capability(True), Capability(False, "targets not served"), Capability(False)
     )
     assert scrape_targets(unlisted, {"vllm": ["vllm"]}) == ("not checked: targets not served", [])
+
+
+def test_leaderworkerset_workers_are_no_vllm_targets_down() -> None:
+    from obspack.doctor.backends import Backend, Capability
+    from obspack.doctor.targets import scrape_targets
+
+    def target(pod: str, health: str, namespace: str = "llm") -> dict:
+        return {"labels": {"job": "vllm", "namespace": namespace, "pod": pod}, "health": health,
+                "lastError": "" if health == "up" else "connection refused"}
+
+    active = (
+        target("llama-0", "up"),  # an LWS leader: serves vLLM's metrics
+        target("llama-0-1", "down"),  # its workers: no /metrics
+        target("llama-0-2", "down"),
+        target("qwen-1", "down"),  # a StatefulSet's pod: no pod "qwen" -> a vLLM target down
+        target("mistral-0-1", "down", namespace="other"),  # "mistral-0" runs in another namespace only
+        target("mistral-0", "up", namespace="llm"),
+    )
+    backend = Backend("prometheus", "2.53.0", Capability(True), Capability(True), Capability(True),
+                      active_targets=active)
+    summary, findings = scrape_targets(backend, {"vllm": ["vllm"]})
+    assert summary == (
+        "4 targets in 1 jobs of the sources, 2 down (2 LeaderWorkerSet workers left out: only their leaders "
+        "serve vLLM metrics)"
+    )
+    assert [(f.subject, f.message) for f in findings] == [
+        ("job vllm", "2 of 4 targets down; last error: connection refused")
+    ]

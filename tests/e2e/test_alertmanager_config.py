@@ -160,6 +160,18 @@ INHIBITION_CASES = [
     ("kv high on another pod", alert("VLLMKVCacheUsageHigh", "warning", "kv-1", model_name="m"), None),
     ("kv high in another cluster", alert("VLLMKVCacheUsageHigh", "warning", "kv-0", "staging", model_name="m"),
      None),
+    # per-engine KV alerts (data-parallel engines): a critical engine mutes the pod's warnings, its own
+    # engine's, another engine's and the pod-wide one alike: one page for one pod's KV cache
+    ("kv high of the critical engine", alert("VLLMKVCacheUsageHigh", "warning", "kv-2", model_name="m", engine="1"),
+     "VLLMKVCacheUsageCritical"),
+    ("kv high of another engine", alert("VLLMKVCacheUsageHigh", "warning", "kv-2", model_name="m", engine="0"),
+     "VLLMKVCacheUsageCritical"),
+    ("kv high of the whole pod", alert("VLLMKVCacheUsageHigh", "warning", "kv-2", model_name="m"),
+     "VLLMKVCacheUsageCritical"),
+    ("kv high of an engine under a pod-wide critical",
+     alert("VLLMKVCacheUsageHigh", "warning", "kv-0", model_name="m", engine="1"), "VLLMKVCacheUsageCritical"),
+    ("kv high of an engine on another pod",
+     alert("VLLMKVCacheUsageHigh", "warning", "kv-1", model_name="m", engine="1"), None),
     ("host memory under oom kill", alert("VLLMHostMemoryNearLimit", "warning", "mem-0", container="vllm"),
      "VLLMContainerOOMKilled"),
     ("host memory of another container", alert("VLLMHostMemoryNearLimit", "warning", "mem-0", container="proxy"),
@@ -173,6 +185,7 @@ INHIBITION_CASES = [
 
 SOURCES = [
     alert("VLLMKVCacheUsageCritical", "critical", "kv-0", model_name="m"),
+    alert("VLLMKVCacheUsageCritical", "critical", "kv-2", model_name="m", engine="1"),
     alert("VLLMContainerOOMKilled", "critical", "mem-0", container="vllm"),
     alert("VLLMTargetDown", "critical", "down-0"),
 ]
@@ -194,14 +207,16 @@ def test_alertmanager_inhibits_warnings_under_their_critical(alertmanager: Alert
         return seen if all(key(a) in seen for a in SOURCES) else None
 
     sources = wait_until(sources_listed, 10, "the source alerts to be listed")
-    fingerprint = {a["labels"]["alertname"]: sources[key(a)]["fingerprint"] for a in SOURCES}
+    # an inhibitor is on the same pod as what it mutes
+    fingerprint = {(a["labels"]["alertname"], a["labels"]["pod"]): sources[key(a)]["fingerprint"] for a in SOURCES}
     alertmanager.post_alerts([case[1] for case in INHIBITION_CASES])
 
     def problems() -> list[str]:
         seen, found = listed(), []
         for case, sent, inhibitor in INHIBITION_CASES:
             status = seen.get(key(sent), {}).get("status", {})
-            expected = ("suppressed", [fingerprint[inhibitor]]) if inhibitor else ("active", [])
+            by = fingerprint[(inhibitor, sent["labels"]["pod"])] if inhibitor else None
+            expected = ("suppressed", [by]) if by else ("active", [])
             if (status.get("state"), status.get("inhibitedBy")) != expected:
                 found.append(f"{case}: expected {expected}, got {status}")
         return found

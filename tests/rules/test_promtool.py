@@ -115,7 +115,7 @@ def test_unit_tests_fail_when_a_threshold_is_wrong(tmp_path: Path) -> None:
     """The rendered tests can fail: loosen one alert's threshold and promtool must report it."""
     rendered = dict(files("defaults"))
     rendered[ALERTS_FILE] = rendered[ALERTS_FILE].replace(
-        "namespace_pod_model:vllm_kv_cache_usage:max > 0.9\n", "namespace_pod_model:vllm_kv_cache_usage:max > 0.5\n"
+        'vllm:gpu_cache_usage_perc{model_name!=""}) > 0.9\n', 'vllm:gpu_cache_usage_perc{model_name!=""}) > 0.5\n'
     )
     assert "> 0.5" in rendered[ALERTS_FILE]
     write_files(rendered, tmp_path)

@@ -188,6 +188,20 @@ class Builder:
             values = " ".join(f"{int(awake == when)}x{k}" for awake, k in spans)
             self.vllm(inc, f.SLEEP_STATE, where, values, sleep_state=state, **extra)
 
+    def lws_group(self, inc: Incident, cluster: str, namespace: str, leader: str, duration: int, workers: int = 1) -> list[
+            dict[str, str]]:
+        """A LeaderWorkerSet group as kube-state-metrics (two HA replicas) shows it: the leader owned by the
+        set's StatefulSet, each worker by the StatefulSet named after the leader. The leader's vLLM series
+        are the caller's; returns where each worker is."""
+        group = leader.rsplit("-", 1)[0]
+        owners = [(leader, group), *((f"{leader}-{i}", leader) for i in range(1, workers + 1))]
+        for pod, owner in owners:
+            for replica in ("10.0.0.1:8080", "10.0.0.2:8080"):
+                self.ksm(inc, "kube_pod_owner", {**self.where(cluster, namespace, pod), "instance": replica,
+                         "owner_kind": "StatefulSet", "owner_name": owner, "owner_is_controller": "true",
+                         "uid": f"uid-{pod}"}, f"1x{duration}")
+        return [self.where(cluster, namespace, pod) for pod, _ in owners[1:]]
+
     def vllm_container(self, inc: Incident, where: dict[str, str], container: str, duration: int) -> None:
         """Mark a container as vLLM: by its image when the config's regex takes it, else by its metrics."""
         if self.image_ok:
@@ -270,7 +284,7 @@ def _above(threshold: float) -> float:
 
 def host_memory(b: Builder) -> Incident:
     t = b.cfg.alerts.VLLMHostMemoryNearLimit
-    inc = Incident("VLLMHostMemoryNearLimit: working set near the limit, vLLM containers only")
+    inc = Incident("VLLMHostMemoryNearLimit: working set near the limit, vLLM containers (LWS workers too) only")
     n = int(minutes(t.for_)) + 15
     limit = 64 * GIB
     hot, cool = _above(t.ratio), round(t.ratio * 0.8, 4)
@@ -285,14 +299,29 @@ def host_memory(b: Builder) -> Incident:
         # the pod-level cgroup (container="", image="") is bigger than the container: it must not count
         b.cadvisor(inc, "container_memory_working_set_bytes", {**where, "container": "", "image": "",
                    "id": f"/kubepods/{pod}"}, f"{int(limit * 1.01)}x{n}")
+    # LeaderWorkerSet: the workers serve no vLLM metrics and run an image the regex does not know; they are
+    # vLLM by their leader. llama-lws-0's worker nears its limit, llama-lws-1's stays below it, and cache-0-1
+    # (a StatefulSet named after a pod that serves no vLLM) is not ours
+    worker_image = "registry.example.com/ml/multinode-runtime:v3"
+    for leader, ratio in (("llama-lws-0", hot), ("llama-lws-1", cool), ("cache-0", hot)):
+        if leader != "cache-0":
+            b.vllm(inc, "vllm:num_requests_running", b.where("prod-a", "inference", leader), f"1x{n}", engine="0")
+        for where in b.lws_group(inc, "prod-a", "inference", leader, n):
+            b.ksm(inc, "kube_pod_container_info", {**where, "container": "worker", "image": worker_image}, f"1x{n}")
+            b.ksm(inc, "kube_pod_container_resource_limits", {**where, "container": "worker", "resource": "memory",
+                  "unit": "byte"}, f"{limit}x{n}")
+            b.cadvisor(inc, "container_memory_working_set_bytes", {**where, "container": "worker", "image": worker_image},
+                       f"{int(limit * ratio)}x{n}")
     # a non-vLLM container at its limit is kubernetes-mixin's business, not ours
     other = b.where("prod-a", "inference", "proxy-0")
     b.ksm(inc, "kube_pod_container_resource_limits", {**other, "container": "envoy", "resource": "memory",
           "unit": "byte"}, f"{GIB}x{n}")
     b.cadvisor(inc, "container_memory_working_set_bytes", {**other, "container": "envoy", "image": "envoyproxy/envoy:v1.30"},
                f"{int(GIB * 0.99)}x{n}")
-    inc.expect("VLLMHostMemoryNearLimit", on_time(0, t.for_),
-               [(b.where("prod-a", "inference", "llama-0", container="server"), hot)])
+    inc.expect("VLLMHostMemoryNearLimit", on_time(0, t.for_), [
+        (b.where("prod-a", "inference", "llama-0", container="server"), hot),
+        (b.where("prod-a", "inference", "llama-lws-0-1", container="worker"), hot),
+    ])
     return inc
 
 
@@ -368,6 +397,11 @@ def gpu_memory(b: Builder) -> Incident:
          "pod": "nvidia-dcgm-exporter-x7k2p", "container": "nvidia-dcgm-exporter"}, hot)
     gpu({cl: "prod-a", "gpu": "4", "UUID": "GPU-4e", "Hostname": "gpu-node-4", "namespace": "training",
          "pod": "trainer-0", "container": "torch"}, hot)
+    # a LeaderWorkerSet worker's GPU: the worker serves no vLLM metrics and runs an image the regex does not
+    # know; it is attributed with its leader's model, and fires
+    worker = b.lws_group(inc, "prod-a", "inference", "llama-lws-0", n)[0]
+    b.vllm(inc, "vllm:num_requests_running", b.where("prod-a", "inference", "llama-lws-0"), f"1x{n}", engine="0")
+    gpu({cl: "prod-a", "gpu": "0", "UUID": "GPU-7a", "Hostname": "gpu-node-7", **worker, "container": "worker"}, hot)
     # one GPU time-sliced between two vLLM pods: attributed to one of them, and the rules do not break
     for pod in ("llama-4", "llama-5"):
         gpu({cl: "prod-a", "gpu": "0", "UUID": "GPU-6a", "Hostname": "gpu-node-6", "namespace": "inference",
@@ -377,6 +411,7 @@ def gpu_memory(b: Builder) -> Incident:
         ("llama-0", "0", "GPU-0a", "gpu-node-1"),
         ("llama-1", "1", "GPU-1b", "gpu-node-2"),
         ("llama-3", "5", "GPU-5f", "gpu-node-5"),
+        ("llama-lws-0-1", "0", "GPU-7a", "gpu-node-7"),
     ]
     hot_ratio = round(total * hot) / total
     inc.expect("VLLMGPUMemoryNearFull", on_time(0, t.for_), [
@@ -404,13 +439,18 @@ def gpu_memory(b: Builder) -> Incident:
 
 
 def _kv(b: Builder, alert: str, ratio: float, for_: str) -> Incident:
-    inc = Incident(f"{alert}: both metric names, data-parallel engines, one alert per pod, asleep engines quiet, "
-                   "prefill and decode pods named")
+    inc = Incident(f"{alert}: both metric names, data-parallel engines (one full engine is named, a pod full on "
+                   "every engine pages once), asleep engines quiet, prefill and decode pods named")
     n = int(minutes(for_)) + 15
-    hot, cool = _above(ratio), round(ratio * 0.8, 4)
-    # vLLM 0.33: kv_cache_usage_perc on two data-parallel engines; the fuller one counts
+    hot, hotter, cool = _above(ratio), _above(_above(ratio)), round(ratio * 0.8, 4)
+    # vLLM 0.33, two data-parallel engines: llama-0's engine 0 alone is full (an alert naming it), llama-7's
+    # both are (one alert for the pod, at its fullest engine), prod-b's llama-7 neither
     b.vllm(inc, "vllm:kv_cache_usage_perc", b.where("prod-a", "inference", "llama-0"), f"{hot}x{n}", engine="0")
     b.vllm(inc, "vllm:kv_cache_usage_perc", b.where("prod-a", "inference", "llama-0"), f"{cool}x{n}", engine="1")
+    for cluster, usage in (("prod-a", (hot, hotter)), ("prod-b", (cool, cool))):
+        for engine, value in enumerate(usage):
+            b.vllm(inc, "vllm:kv_cache_usage_perc", b.where(cluster, "inference", "llama-7"), f"{value}x{n}",
+                   engine=str(engine))
     # vLLM 0.10: both names with equal values; vLLM 0.6 (V0): only the old name, no engine label
     b.vllm(inc, "vllm:kv_cache_usage_perc", b.where("prod-a", "inference", "llama-1"), f"{hot}x{n}", engine="0")
     b.vllm(inc, "vllm:gpu_cache_usage_perc", b.where("prod-a", "inference", "llama-1"), f"{hot}x{n}", engine="0")
@@ -442,7 +482,9 @@ def _kv(b: Builder, alert: str, ratio: float, for_: str) -> Incident:
             b.role_label(inc, where, label, n)
     model = {"model_name": MODEL}
     inc.expect(alert, on_time(0, for_), [
-        *(({**b.where("prod-a", "inference", pod), **model}, hot) for pod in ("llama-0", "llama-1", "llama-2", "llama-6")),
+        ({**b.where("prod-a", "inference", "llama-0"), **model, "engine": "0"}, hot),
+        *(({**b.where("prod-a", "inference", pod), **model}, hot) for pod in ("llama-1", "llama-2", "llama-6")),
+        ({**b.where("prod-a", "inference", "llama-7"), **model}, hotter),
         *((b.with_role({**b.where("prod-a", "inference", pod), **model}, b.role(pod, label, named)), hot)
           for pod, label, named in disagg),
     ])
@@ -461,20 +503,25 @@ def kv_critical(b: Builder) -> Incident:
 
 def queue_backlog(b: Builder) -> Incident:
     t = b.cfg.alerts.VLLMRequestQueueBacklog
-    inc = Incident("VLLMRequestQueueBacklog: backlog fires; router copies, small queues, busy, asleep engines and "
-                   "deferred requests do not")
+    inc = Incident("VLLMRequestQueueBacklog: backlog fires (once for a pod backed up on every engine, per engine "
+                   "where one engine is); router copies, small queues, busy, asleep engines and deferred requests do not")
     n = int(minutes(t.for_)) + 15
     waiting = math.ceil(max(t.min_waiting, t.waiting_to_running * 4 + 1))
+    backed_up = (4 if waiting > t.waiting_to_running * 4 else 1, waiting)
+    keeping_up = (8, int(t.waiting_to_running * 8))  # busy, not a backlog
+    # each pod runs two data-parallel engines, and each engine has its own queue: llama-0 is backed up on
+    # both (one alert for the pod, the queues added up), llama-7 on engine 1 only (an alert naming it)
     cases = (
-        ("llama-0", 4 if waiting > t.waiting_to_running * 4 else 1, waiting),  # backlog
-        ("llama-1", 0, max(0, math.ceil(t.min_waiting) - 1)),  # a small queue
-        ("llama-2", 16, int(t.waiting_to_running * 16)),  # busy, not a backlog
+        ("llama-0", (backed_up, backed_up)),
+        ("llama-1", ((0, max(0, math.ceil(t.min_waiting) - 1)),) * 2),  # a small queue on each engine
+        ("llama-2", (keeping_up, keeping_up)),
+        ("llama-7", (keeping_up, backed_up)),
     )
-    for pod, running, wait in cases:
-        for engine in ("0", "1"):  # two data-parallel engines: counts add up
+    for pod, engines in cases:
+        for engine, (running, wait) in enumerate(engines):
             where = b.where("prod-a", "inference", pod)
-            b.vllm(inc, "vllm:num_requests_running", where, f"{running / 2:g}x{n}", engine=engine)
-            b.vllm(inc, "vllm:num_requests_waiting", where, f"{wait / 2:g}x{n}", engine=engine)
+            b.vllm(inc, "vllm:num_requests_running", where, f"{running}x{n}", engine=str(engine))
+            b.vllm(inc, "vllm:num_requests_waiting", where, f"{wait}x{n}", engine=str(engine))
     # production-stack's router re-exports the gauges with a `server` label and no model_name
     router = {**b.sel["vllm"], b.cfg.cluster_label: "prod-a", "namespace": "inference",
               "pod": "vllm-router-5f9c", "server": "http://10.1.2.3:8000"}
@@ -503,16 +550,18 @@ def queue_backlog(b: Builder) -> Incident:
     b.vllm(inc, "vllm:num_requests_waiting", prefill, f"{waiting}x{n}", engine="0")
     b.role_label(inc, prefill, "prefill", n)
     inc.expect("VLLMRequestQueueBacklog", on_time(0, t.for_), [
-        ({**b.where("prod-a", "inference", "llama-0"), "model_name": MODEL}, waiting),
+        ({**b.where("prod-a", "inference", "llama-0"), "model_name": MODEL}, 2 * waiting),
         ({**b.where("prod-a", "inference", "llama-3"), "model_name": MODEL}, waiting + 2),
         (b.with_role({**prefill, "model_name": MODEL}, b.role("llama-decode-7", "prefill")), waiting),
+        ({**b.where("prod-a", "inference", "llama-7"), "model_name": MODEL, "engine": "1"}, waiting),
     ])
     return inc
 
 
 def zero_throughput(b: Builder) -> Incident:
     t = b.cfg.alerts.VLLMZeroThroughput
-    inc = Incident("VLLMZeroThroughput: a stuck engine fires; idle, busy and asleep engines do not")
+    inc = Incident("VLLMZeroThroughput: a stuck engine fires (named when its pod's other engine serves, once for "
+                   "the pod when all are stuck); idle, busy and asleep engines do not")
     stall = 20
     n = int(stall + minutes(t.window) + minutes(t.for_) + 15)
     # llama-0 generates until minute 20, then stalls with 6 requests running and 3 waiting
@@ -537,17 +586,49 @@ def zero_throughput(b: Builder) -> Incident:
         b.vllm(inc, "vllm:num_requests_waiting", where, f"3x{n}", engine="0")
         b.vllm(inc, "vllm:generation_tokens_total", where, f"0+3000x{stall} {3000 * stall}x{n - stall}", engine="0")
         b.sleep_state(inc, where, (True, stall), (awake, n - stall - 1), engine="0")
+    # Data-parallel pods (two engines each). llama-5: engine 1 hangs at minute 20 with 14 requests (10 running
+    # in two API-server processes' copies, 4 waiting) while engine 0 keeps serving: one alert naming engine 1.
+    # llama-6 (and prod-b's llama-5): both engines serve, or one serves and one idles. llama-7: both engines
+    # stall together, as a dense model's engines that step together do: one alert for the pod.
+    def engine(where: dict[str, str], name: str, running: int, waiting: int, tokens: str) -> None:
+        b.vllm(inc, "vllm:num_requests_running", where, f"{running}x{n}", engine=name)
+        b.vllm(inc, "vllm:num_requests_waiting", where, f"{waiting}x{n}", engine=name)
+        b.vllm(inc, "vllm:generation_tokens_total", where, tokens, engine=name)
+
+    serving, stalled = f"0+2000x{n}", f"0+3000x{stall} {3000 * stall}x{n - stall}"
+    hung = b.where("prod-a", "inference", "llama-5")
+    engine(hung, "0", 8, 0, serving)
+    for pid in ("7", "8"):  # multiprocess mode: each API-server process serves a copy of the gauges
+        b.vllm(inc, "vllm:num_requests_running", hung, f"10x{n}", engine="1", pid=pid)
+        b.vllm(inc, "vllm:num_requests_waiting", hung, f"4x{n}", engine="1", pid=pid)
+    b.vllm(inc, "vllm:generation_tokens_total", hung, stalled, engine="1")
+    engine(b.where("prod-b", "inference", "llama-5"), "0", 8, 0, serving)
+    engine(b.where("prod-b", "inference", "llama-5"), "1", 8, 2, serving)
+    engine(b.where("prod-a", "inference", "llama-6"), "0", 8, 0, serving)
+    engine(b.where("prod-a", "inference", "llama-6"), "1", 0, 0, f"7000x{n}")
+    both = b.where("prod-a", "inference", "llama-7")
+    engine(both, "0", 6, 3, stalled)
+    engine(both, "1", 6, 3, stalled)
+    # llama-8 runs vLLM before 0.8.3: no engine label, judged per pod
+    v0 = b.where("prod-a", "inference", "llama-8")
+    b.vllm(inc, "vllm:num_requests_running", v0, f"6x{n}")
+    b.vllm(inc, "vllm:num_requests_waiting", v0, f"3x{n}")
+    b.vllm(inc, "vllm:generation_tokens_total", v0, stalled)
     # the counter's last step is at minute 20: from stall + window on, the window holds no increase
     awake = b.where("prod-a", "inference", "llama-4")
-    inc.expect("VLLMZeroThroughput", on_time(stall + minutes(t.window), t.for_),
-               [({**stuck, "model_name": MODEL}, 9), ({**awake, "model_name": MODEL}, 9)])
+    inc.expect("VLLMZeroThroughput", on_time(stall + minutes(t.window), t.for_), [
+        *(({**where, "model_name": MODEL}, 9) for where in (stuck, awake, v0)),
+        ({**hung, "model_name": MODEL, "engine": "1"}, 14),
+        ({**both, "model_name": MODEL}, 18),
+    ])
     inc.expect("VLLMZeroThroughput", stall - 2, [])
     return inc
 
 
 def target_down(b: Builder) -> Incident:
     t = b.cfg.alerts.VLLMTargetDown
-    inc = Incident("VLLMTargetDown: a vLLM endpoint that served metrics goes down; other targets do not count")
+    inc = Incident("VLLMTargetDown: a vLLM endpoint that served metrics goes down; other targets and LWS workers do "
+                   "not count")
     down = 20
     n = int(down + minutes(t.for_) + 10)
     vllm_target = {**b.where("prod-a", "inference", "llama-0"), "job": "inference/vllm", "instance": "10.4.0.7:8000",
@@ -561,6 +642,15 @@ def target_down(b: Builder) -> Incident:
     b.vllm(inc, "vllm:num_requests_running", healthy, f"2x{n}", engine="0")
     inc.add("up", {**b.sel["vllm"], **b.where("prod-a", "web", "shop-0"), "job": "web/shop",
                    "instance": "10.4.0.9:8080"}, f"0x{n}")
+    # a LeaderWorkerSet worker scraped in the vLLM job (a pod monitor over the whole group) serves no engine
+    # metrics; its scrape fails after it was up (a restart): its leader is the vLLM target, not it
+    leader = {**b.where("prod-a", "inference", "llama-lws-0"), "job": "inference/vllm", "instance": "10.4.0.10:8000",
+              **b.sel["vllm"]}
+    inc.add("up", leader, f"1x{n}")
+    b.vllm(inc, "vllm:num_requests_running", leader, f"2x{n}", engine="0")
+    for where in b.lws_group(inc, "prod-a", "inference", "llama-lws-0", n):
+        inc.add("up", {**b.sel["vllm"], **where, "job": "inference/vllm", "instance": "10.4.0.11:8000"},
+                f"1x{down - 1} 0x{n - down}")
     inc.expect("VLLMTargetDown", down + math.ceil(minutes(t.for_)), [(b.where("prod-a", "inference", "llama-0"), 0)])  # raw series only
     inc.expect("VLLMTargetDown", down - 2, [])
     return inc

@@ -13,10 +13,10 @@ from __future__ import annotations
 import textwrap
 
 from obspack import conventions as c
+from obspack.catalogue.vllm import POD_MODEL
 from obspack.config import ObspackConfig
-from obspack.rules import roles
+from obspack.rules import engines, roles
 from obspack.rules.model import AlertRule
-from obspack.rules.recording.vllm import waiting_for_capacity
 
 MODEL = ("namespace", "model_name")
 OTHER: dict[roles.Role, roles.Role] = {"prefill": "decode", "decode": "prefill"}
@@ -29,6 +29,11 @@ def _indent(text: str) -> str:
 def per_pod_of(cfg: ObspackConfig, series: str, role: roles.Role) -> str:
     """The average of a per-pod series over the pods of a model that only do `role`."""
     return f"avg by ({c.by(cfg, *MODEL)}) (\n{_indent(roles.only(cfg, series, role))}\n)"
+
+
+def waiting_for_capacity(cfg: ObspackConfig) -> str:
+    """Requests waiting for capacity per pod and model: its engines' queues added up."""
+    return f"sum by ({c.by(cfg, *POD_MODEL)}) {engines.waiting_for_capacity(cfg)}"
 
 
 def short_side(cfg: ObspackConfig, role: roles.Role) -> str:

@@ -1,7 +1,10 @@
 """The engine plane: KV cache, queue, throughput, scrape health, preemptions, prefix cache.
 
-All of them read the recording rules of obspack/rules/recording/vllm.py, which already merge vLLM's
-renamed metrics, drop production-stack router copies and collapse per-process and per-engine series.
+The KV cache, queue and throughput alerts judge each data-parallel engine (obspack/rules/engines.py):
+one alert per pod when every engine of it holds the condition, else one per engine that does, with its
+`engine` label. The others read the recording rules of obspack/rules/recording/vllm.py, which already
+merge vLLM's renamed metrics, drop production-stack router copies and collapse per-process and
+per-engine series.
 
 Engines put to sleep (vLLM's sleep mode) serve nothing on purpose, and the gauges they stopped updating
 keep their last values: the KV cache, queue, throughput and prefix-cache alerts leave those pods out
@@ -18,17 +21,21 @@ from obspack import conventions as c
 from obspack.catalogue import vllm_features as f
 from obspack.catalogue.vllm import POD_MODEL
 from obspack.config import ObspackConfig, promql_string
-from obspack.rules import roles
+from obspack.rules import engines as e
+from obspack.rules import lws, roles
 from obspack.rules.model import AlertRule
 from obspack.rules.recording.vllm import (
+    KV_USAGE,
     counter_rate,
     prefix_hits_rate,
     prefix_queries_rate,
+    sel,
     unless_asleep,
-    waiting_for_capacity,
 )
 
 WHO = "{{ $labels.namespace }}/{{ $labels.pod }} ({{ $labels.model_name }})"
+# Per-engine alerts name their engine; a pod-wide one (every engine, or no engine label) does not.
+ENGINE = "{{ with $labels.engine }}, engine {{ . }},{{ end }}"
 POD = "{{ $labels.pod }}"
 # Where a pod only prefills or only decodes, the alerts whose meaning changes with it say so (the runbook
 # has a section per role).
@@ -36,6 +43,11 @@ ROLE = "{{ with $labels.role }} It is a {{ . }}-only pod: see the runbook's sect
 # A pod whose prompts' KV mostly arrives through a connector (from a prefill pod over NIXL or Mooncake, or
 # from an offload tier) computes few prompts itself: its local hit rate says nothing about caching.
 CONNECTOR_SHARE = 0.5
+
+
+def _raw(cfg: ObspackConfig, *metrics: str) -> str:
+    """The raw series an alert reads, for `role_aware`: every pod it can name is among them (no hop)."""
+    return " or ".join(f"{m}{sel(cfg)}" for m in metrics)
 
 
 def role_aware(cfg: ObspackConfig, rule: AlertRule, source: str) -> AlertRule:
@@ -50,15 +62,23 @@ def _kv_log(cfg: ObspackConfig) -> str:
     return c.vllm_logs(cfg, POD, "--tail=200 | grep -iE 'preempt|KV cache|waiting'")
 
 
+def _kv_above(cfg: ObspackConfig, ratio: float) -> str:
+    """Engines whose KV cache is fuller than `ratio`: one alert per pod when all of them are (its fullest
+    engine's usage), else one per full engine. An engine that runs out alone is an imbalance the API
+    server's load balancer keeps feeding."""
+    usage = e.kv_usage(cfg)
+    return e.pod_or_engines(cfg, f"{usage} > {ratio}", f"{usage} <= {ratio}", pod_value="max")
+
+
 def kv_cache_usage_high(cfg: ObspackConfig) -> AlertRule:
     t = cfg.alerts.VLLMKVCacheUsageHigh
     return AlertRule(
         alert="VLLMKVCacheUsageHigh",
-        expr=unless_asleep(cfg, f"{c.KV_USAGE} > {t.ratio}"),
+        expr=unless_asleep(cfg, _kv_above(cfg, t.ratio)),
         for_=t.for_,
         severity=t.severity,
         summary="vLLM KV cache is nearly full; new requests queue and running ones may be preempted.",
-        description=WHO + " is using {{ $value | humanizePercentage }} of its KV cache blocks.",
+        description=WHO + ENGINE + " is using {{ $value | humanizePercentage }} of its KV cache blocks.",
         runbook="vllm-kv-cache-usage-high",
         triage=_kv_log(cfg),
     )
@@ -68,11 +88,11 @@ def kv_cache_usage_critical(cfg: ObspackConfig) -> AlertRule:
     t = cfg.alerts.VLLMKVCacheUsageCritical
     return AlertRule(
         alert="VLLMKVCacheUsageCritical",
-        expr=unless_asleep(cfg, f"{c.KV_USAGE} > {t.ratio}"),
+        expr=unless_asleep(cfg, _kv_above(cfg, t.ratio)),
         for_=t.for_,
         severity=t.severity,
         summary="vLLM KV cache is full; requests are being preempted or stuck in the queue.",
-        description=WHO + " is using {{ $value | humanizePercentage }} of its KV cache blocks.",
+        description=WHO + ENGINE + " is using {{ $value | humanizePercentage }} of its KV cache blocks.",
         runbook="vllm-kv-cache-usage-critical",
         triage=_kv_log(cfg),
     )
@@ -80,18 +100,21 @@ def kv_cache_usage_critical(cfg: ObspackConfig) -> AlertRule:
 
 def request_queue_backlog(cfg: ObspackConfig) -> AlertRule:
     t = cfg.alerts.VLLMRequestQueueBacklog
-    on = c.by(cfg, *POD_MODEL)
-    waiting = waiting_for_capacity(cfg)
-    # Only requests waiting for capacity count: a queue deferred on something else (a KV transfer from a
-    # prefill pod, a grammar, a LoRA slot) does not shrink with more replicas (docs/rules.md).
-    backlog = f"({waiting} >= {t.min_waiting})\nand on ({on})\n({waiting} > {t.waiting_to_running} * {c.RUNNING})"
+    waiting, running = e.waiting_for_capacity(cfg), e.gauge(cfg, "vllm:num_requests_running")
+    # Each engine has its own queue. Only requests waiting for capacity count: a queue deferred on
+    # something else (a KV transfer from a prefill pod, a grammar, a LoRA slot) does not shrink with more
+    # replicas (docs/rules.md). One alert per pod when every engine is backed up, else one per engine.
+    # Two filters in a row (at least min_waiting, then more than ratio x running) read the queue once.
+    ratio = f"{t.waiting_to_running} * {running}"
+    backlog = f"({waiting} >= {t.min_waiting})\n> {ratio}"
+    keeps_up = f"({waiting} < {t.min_waiting})\nor\n({waiting} <= {ratio})"
     return AlertRule(
         alert="VLLMRequestQueueBacklog",
-        expr=unless_asleep(cfg, backlog),
+        expr=unless_asleep(cfg, e.pod_or_engines(cfg, backlog, keeps_up)),
         for_=t.for_,
         severity=t.severity,
         summary="vLLM requests are piling up in the queue faster than the engine admits them.",
-        description=WHO + " has {{ $value }} requests waiting for KV cache or batch capacity, more than "
+        description=WHO + ENGINE + " has {{ $value }} requests waiting for KV cache or batch capacity, more than "
         f"{t.waiting_to_running:g}x the requests running.",
         runbook="vllm-request-queue-backlog",
         triage=_kv_log(cfg),
@@ -100,26 +123,25 @@ def request_queue_backlog(cfg: ObspackConfig) -> AlertRule:
 
 def zero_throughput(cfg: ObspackConfig) -> AlertRule:
     t = cfg.alerts.VLLMZeroThroughput
-    on = c.by(cfg, *POD_MODEL)
+    on = e.by_engine(cfg)
     gen = c.selector(cfg.selectors.vllm, 'model_name!=""')
-    # Requests in flight but the generated-token counter did not move (or vanished) over the window:
-    # the engine is stuck. An idle model (nothing running or waiting) never matches. A counter seen only
-    # once in the window (first scrape, a target back from a gap) cannot tell yet, so it does not count.
-    stuck = f"""
-        (({c.RUNNING} + on ({on}) {c.WAITING}) or {c.RUNNING} or {c.WAITING}) > 0
-        unless on ({on})
-        sum by ({on}) (increase(vllm:generation_tokens_total{gen}[{t.window}])) > 0
-        unless on ({on})
-        min by ({on}) (count_over_time(vllm:generation_tokens_total{gen}[{t.window}])) < 2
-    """
+    in_flight = e.in_flight(cfg)
+    produced = f"sum by ({on}) (increase(vllm:generation_tokens_total{gen}[{t.window}])) > 0"
+    # Per engine: requests in flight but the generated-token counter did not move (or vanished) over the
+    # window. An idle engine (nothing running or waiting) never matches. A counter seen only once in the
+    # window (first scrape, a target back from a gap) cannot tell yet, so it does not count. One alert
+    # per pod when every engine is stuck, else one per stuck engine (its siblings keep serving).
+    seen_once = f"min by ({on}) (count_over_time(vllm:generation_tokens_total{gen}[{t.window}])) < 2"
+    stuck = f"{in_flight} > 0\nunless on ({on})\n{produced}\nunless on ({on})\n{seen_once}"
+    serving = f"({produced})\nor\n{in_flight} == 0"
     return AlertRule(
         alert="VLLMZeroThroughput",
-        expr=unless_asleep(cfg, textwrap.dedent(stuck).strip()),
+        expr=unless_asleep(cfg, e.pod_or_engines(cfg, stuck, serving)),
         for_=t.for_,
         severity=t.severity,
         summary="vLLM has requests in flight but generates no tokens: the engine is stuck.",
-        description=WHO + " has {{ $value }} requests running or waiting and generated no token in the last "
-        f"{t.window}.",
+        description=WHO + ENGINE + " has {{ $value }} requests running or waiting and generated no token in the "
+        f"last {t.window}.",
         runbook="vllm-zero-throughput",
         triage=c.vllm_logs(cfg, POD, "--timestamps --tail=100"),
     )
@@ -133,6 +155,9 @@ def target_down(cfg: ObspackConfig) -> AlertRule:
     by_job = c.selector(cfg.selectors.vllm, f"job=~{promql_string(t.job_regex)}")
     # A target counts when it served vLLM engine metrics within the lookback, or when its job names vLLM
     # and it was up within the lookback. A scaled-down pod's target disappears instead of reporting 0.
+    # LeaderWorkerSet workers serve no engine metrics (only their leader does): a scrape of one that
+    # fails is not a vLLM target down, whatever its job (obspack/rules/lws.py).
+    workers = lws.any_workers(cfg).replace("\n", "\n            ")
     return AlertRule(
         alert="VLLMTargetDown",
         expr=f"""
@@ -145,6 +170,8 @@ def target_down(cfg: ObspackConfig) -> AlertRule:
                 group by ({target}) (max_over_time(up{by_job}[{t.lookback}]) == 1)
               )
             )
+            unless on ({c.by(cfg, 'namespace', 'pod')})
+            {workers}
         """,
         for_=t.for_,
         severity=t.severity,
@@ -207,16 +234,16 @@ def prefix_cache_hit_rate_low(cfg: ObspackConfig) -> AlertRule:
 
 def kv_cache_usage_high_by_role(cfg: ObspackConfig) -> AlertRule:
     """KV high on a prefill pod: decode pods are not pulling its KV; on a decode pod: preemptions ahead."""
-    return role_aware(cfg, kv_cache_usage_high(cfg), c.KV_USAGE)
+    return role_aware(cfg, kv_cache_usage_high(cfg), _raw(cfg, *KV_USAGE))
 
 
 def kv_cache_usage_critical_by_role(cfg: ObspackConfig) -> AlertRule:
-    return role_aware(cfg, kv_cache_usage_critical(cfg), c.KV_USAGE)
+    return role_aware(cfg, kv_cache_usage_critical(cfg), _raw(cfg, *KV_USAGE))
 
 
 def request_queue_backlog_by_role(cfg: ObspackConfig) -> AlertRule:
     """A queue on a prefill pod: the prefill side is short of capacity (or the P:D ratio is wrong)."""
-    return role_aware(cfg, request_queue_backlog(cfg), c.WAITING)
+    return role_aware(cfg, request_queue_backlog(cfg), _raw(cfg, "vllm:num_requests_waiting"))
 
 
 ALERTS = (

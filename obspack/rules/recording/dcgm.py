@@ -25,10 +25,11 @@ from dataclasses import dataclass
 import promql_parser
 
 from obspack import conventions as c
-from obspack.catalogue.vllm import HAS_MODEL, POD_MODEL
+from obspack.catalogue.vllm import POD_MODEL
 from obspack.config import ObspackConfig, scope_matcher
+from obspack.rules import lws
 from obspack.rules.model import RecordingRule, RuleGroup
-from obspack.rules.recording.kubernetes import vllm_pods
+from obspack.rules.recording.kubernetes import vllm_leaders, vllm_pods
 
 MIB = 1024 * 1024
 EXPORTED_POD = 'exported_pod!=""'
@@ -69,14 +70,13 @@ def normalised(cfg: ObspackConfig, metric: str, read: Callable[[str], str] = lam
 def pod_models(cfg: ObspackConfig) -> str:
     """One series per vLLM pod, with its served model where the engine metrics say it, from raw series.
 
-    vLLM pods whose engine metrics are missing (crash-looping, not scraped yet) stay, without model_name,
-    so their GPUs are still attributed. topk keeps one model per pod for the join."""
+    LeaderWorkerSet workers serve no engine metrics: they take their leader's model. vLLM pods whose
+    engine metrics are missing (crash-looping, not scraped yet) stay, without model_name, so their GPUs
+    are still attributed. topk keeps one model per pod for the join."""
     pod = c.by(cfg, "namespace", "pod")
-    running = "vllm:num_requests_running" + c.selector(cfg.selectors.vllm, HAS_MODEL)
-    return (
-        f"topk by ({pod}) (1, group by ({pod}, model_name) ({running}))\n"
-        f"or on ({pod})\n{vllm_pods(cfg)}"
-    )
+    leaders = vllm_leaders(cfg)
+    workers = f"group by ({pod}, model_name) (\n{textwrap.indent(lws.workers(cfg, leaders, ('model_name',)), '  ')}\n)"
+    return f"{leaders}\nor on ({pod})\n{workers}\nor on ({pod})\n{vllm_pods(cfg)}"
 
 
 def attribution(cfg: ObspackConfig) -> str:

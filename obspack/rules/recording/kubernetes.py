@@ -1,10 +1,16 @@
-"""Which containers and pods run vLLM, and their host-memory plane (cAdvisor + kube-state-metrics)."""
+"""Which containers and pods run vLLM, and their host-memory plane (cAdvisor + kube-state-metrics).
+
+A container is vLLM by its image, its name, the engine metrics it serves, or as a LeaderWorkerSet worker
+of a pod that serves them (multi-node engines: obspack/rules/lws.py)."""
 
 from __future__ import annotations
+
+import textwrap
 
 from obspack import conventions as c
 from obspack.catalogue.vllm import HAS_MODEL
 from obspack.config import ObspackConfig, promql_string
+from obspack.rules import lws
 from obspack.rules.model import RecordingRule, RuleGroup
 
 HAS_CONTAINER = 'container!=""'
@@ -30,9 +36,27 @@ def vllm_source_selectors(cfg: ObspackConfig, with_container: bool) -> list[str]
     return sources
 
 
+def vllm_leaders(cfg: ObspackConfig) -> str:
+    """One series per pod serving vLLM engine metrics, with its model: the leaders of LWS groups."""
+    pod = c.by(cfg, "namespace", "pod")
+    running = "vllm:num_requests_running" + c.selector(cfg.selectors.vllm, HAS_MODEL)
+    return f"topk by ({pod}) (1, group by ({pod}, model_name) ({running}))"
+
+
+def vllm_workers(cfg: ObspackConfig, keep: str = "") -> str:
+    """The LeaderWorkerSet workers of vLLM leaders (obspack/rules/lws.py): they run vLLM's engine workers
+    and serve no engine series, whatever their image. Per container with `keep="container"`."""
+    found = lws.workers(cfg, vllm_leaders(cfg))
+    if not keep:
+        return found
+    info = f"kube_pod_container_info{c.selector(cfg.selectors.kube_state_metrics, HAS_CONTAINER)}"
+    return f"(\n  {info}\n  and on ({c.by(cfg, 'namespace', 'pod')})\n{textwrap.indent(found, '  ')}\n)"
+
+
 def _vllm_sources(cfg: ObspackConfig, keep: str) -> str:
     """One series per vLLM container (`keep="container"`) or pod (`keep=""`); `group by` removes duplicates."""
-    joined = "\n  or\n  ".join(vllm_source_selectors(cfg, with_container=bool(keep)))
+    legs = [*vllm_source_selectors(cfg, with_container=bool(keep)), vllm_workers(cfg, keep).replace("\n", "\n  ")]
+    joined = "\n  or\n  ".join(legs)
     return f"group by ({c.by(cfg, 'namespace', 'pod', *([keep] if keep else []))}) (\n  {joined}\n)"
 
 

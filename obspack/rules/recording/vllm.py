@@ -4,7 +4,8 @@
   new series where both exist (0.9.2-0.10.2 emit both with equal values).
 - Prefix cache: `vllm:prefix_cache_*` (0.9.2+) or `vllm:gpu_prefix_cache_*` (0.7.3-0.11).
 - Gauges may carry a `pid` label per API-server process (multiprocess mode, 0.9.2-0.11.0): max over pid.
-- Data-parallel engines (`engine` label, 0.8.3+) are summed (counts) or maxed (usage) per pod and model.
+- Data-parallel engines (`engine` label, 0.8.3+) are summed (counts) or maxed (usage) per pod and model;
+  the alerts that judge each engine read raw series instead (obspack/rules/engines.py).
 - production-stack's router re-exports some gauges under the same names with a `server` label and no
   `model_name`: `model_name!=""` keeps engine series only.
 """
@@ -59,18 +60,6 @@ def asleep(cfg: ObspackConfig, window: str = "", *extra: str) -> str:
 def unless_asleep(cfg: ObspackConfig, expr: str, window: str = "", *extra: str) -> str:
     """`expr` without the pods that sleep now (or slept within `window`)."""
     return f"{expr}\nunless on ({c.by(cfg, 'namespace', 'pod')})\n{asleep(cfg, window, *extra)}"
-
-
-def waiting_for_capacity(cfg: ObspackConfig) -> str:
-    """Requests waiting for KV blocks or a batch slot, per pod and model: the `capacity` reason where the
-    engine reports reasons (0.20+), else every waiting request (older engines cannot tell). Requests
-    deferred on something else (a KV transfer from a prefill pod, a grammar, a LoRA slot) are left out:
-    more capacity would not admit them. A pod that reports some reason but no `capacity` series counts
-    nothing, not its whole queue. For alerts (the `unless` would make a record unsafe on partial data)."""
-    pm = c.by(cfg, *POD_MODEL)
-    capacity = gauge_sum(cfg, f.WAITING_BY_REASON, f.CAPACITY)
-    reporting = f"group by ({pm}) ({f.WAITING_BY_REASON}{sel(cfg)})"
-    return f"(\n  {capacity}\n  or\n  ({c.WAITING} unless on ({pm}) {reporting})\n)"
 
 
 NOT_REPORTED = "not reported (vLLM before 0.20)"
