@@ -26,6 +26,7 @@ from obspack.rules.model import AlertRule
 from obspack.rules.recording import all_recording_groups
 
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"
+OTHER_MODEL = "Qwen/Qwen2.5-7B-Instruct"  # a quiet neighbour of an alert about models
 IMAGE = "docker.io/vllm/vllm-openai:v0.33.0"
 GPU_MODEL = "NVIDIA H100 80GB HBM3"
 GIB = 1024**3
@@ -915,18 +916,18 @@ def prefill_decode_imbalance(b: Builder) -> Incident:
     firing: list[tuple[dict[str, str], float]] = []
 
     def side(cluster: str, namespace: str, role: str, pods: int, waiting: int, kv: float, deferred: int = 0,
-             label: bool = True) -> list[str]:
+             label: bool = True, model: str = MODEL) -> list[str]:
         """`pods` pods of one role (named for it; llm-d's role label from two KSM replicas when `label`),
         each with `waiting` requests waiting for capacity (vLLM 0.20+ reasons when some are `deferred`)."""
         names = [f"llama-{role}-{i}" for i in range(pods)]
         for pod in names:
-            where = b.where(cluster, namespace, pod)
-            b.vllm(inc, "vllm:num_requests_running", where, f"4x{n}", engine="0")
-            b.vllm(inc, "vllm:kv_cache_usage_perc", where, f"{kv}x{n}", engine="0")
-            b.vllm(inc, "vllm:num_requests_waiting", where, f"{waiting + deferred}x{n}", engine="0")
+            where, engine = b.where(cluster, namespace, pod), {"engine": "0", "model_name": model}
+            b.vllm(inc, "vllm:num_requests_running", where, f"4x{n}", **engine)
+            b.vllm(inc, "vllm:kv_cache_usage_perc", where, f"{kv}x{n}", **engine)
+            b.vllm(inc, "vllm:num_requests_waiting", where, f"{waiting + deferred}x{n}", **engine)
             if deferred:  # waiting on KV from a prefill pod: more decode capacity would not admit them
-                b.vllm(inc, f.WAITING_BY_REASON, where, f"{waiting}x{n}", engine="0", reason="capacity")
-                b.vllm(inc, f.WAITING_BY_REASON, where, f"{deferred}x{n}", engine="0", reason="deferred")
+                b.vllm(inc, f.WAITING_BY_REASON, where, f"{waiting}x{n}", **engine, reason="capacity")
+                b.vllm(inc, f.WAITING_BY_REASON, where, f"{deferred}x{n}", **engine, reason="deferred")
             if label:
                 b.role_label(inc, where, role, n)
         return [b.role(pod, role if label else "") for pod in names]
@@ -947,8 +948,8 @@ def prefill_decode_imbalance(b: Builder) -> Incident:
            side("prod-a", "pd-b", "decode", 2, 1, hot), side("prod-a", "pd-b", "prefill", 1, 0, roomy))
     # balanced twin: both sides saturated (add capacity to both, not a ratio problem); the same namespace in
     # another cluster with the prefill side alone, saturated (not disaggregated: nothing to compare)
-    side("prod-a", "pd-c", "prefill", 2, queue, roomy)
-    side("prod-a", "pd-c", "decode", 2, queue, roomy)
+    side("prod-a", "pd-c", "prefill", 2, queue, roomy, model=OTHER_MODEL)
+    side("prod-a", "pd-c", "decode", 2, queue, roomy, model=OTHER_MODEL)
     side("prod-b", "pd-a", "prefill", 2, queue, roomy)
     inc.expect("VLLMPrefillDecodeImbalance", on_time(0, t.for_), firing)
     return inc
