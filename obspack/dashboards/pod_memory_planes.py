@@ -442,28 +442,27 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
             w=8,
             links=marks.runbooks(cfg, "VLLMZeroThroughput"),
         ),
-        p.section("LeaderWorkerSet workers of this pod"),
+        p.section("This pod and the LeaderWorkerSet workers it leads"),
         p.timeseries(
-            "Workers: container memory working set / limit",
-            p.target(q.lws_workers_of_pod(cfg, c.MEMORY_LIMIT_RATIO, "pod", "container"), "{{pod}} {{container}}"),
+            "Leader and workers: container memory working set / limit",
+            p.target(q.lws_group_of_pod(cfg, c.MEMORY_LIMIT_RATIO, "pod", "container"), "{{pod}} {{container}}"),
             unit=p.PERCENT_UNIT,
             description=(
-                "Host RAM of the LeaderWorkerSet workers led by this pod (a multi-node engine: the workers hold "
-                "GPUs and memory, only this leader serves vLLM's metrics)."
+                "Host RAM of this pod and of the LeaderWorkerSet workers it leads (a multi-node engine: the "
+                "workers hold GPUs and memory, only the leader serves vLLM's metrics). A pod that leads no "
+                "workers shows only itself."
                 + marks.lines_note(cfg, ("VLLMHostMemoryNearLimit", f"{percent(host_ratio)}"))
-                + " Empty when this pod leads no workers."
             ),
             **host_lines,
         ),
         p.timeseries(
-            "Workers: fullest GPU framebuffer used / total",
-            p.target(q.lws_workers_of_pod(cfg, c.POD_GPU_FB_RATIO_MAX, "pod"), "{{pod}}"),
+            "Leader and workers: fullest GPU framebuffer used / total",
+            p.target(q.lws_group_of_pod(cfg, c.POD_GPU_FB_RATIO_MAX, "pod"), "{{pod}}"),
             unit=p.PERCENT_UNIT,
             description=(
-                "The fullest GPU of each LeaderWorkerSet worker led by this pod."
+                "The fullest GPU of this pod and of each LeaderWorkerSet worker it leads."
                 + marks.lines_note(cfg, ("VLLMGPUMemoryNearFull", f"{percent(gpu_ratio)}"))
-                + " A worker far above the leader's GPUs allocates outside the KV cache (NCCL, a leak). Empty "
-                "when this pod leads no workers."
+                + " A worker far above the leader's GPUs allocates outside the KV cache (NCCL, a leak)."
             ),
             **gpu_lines,
         ),

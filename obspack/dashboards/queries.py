@@ -341,13 +341,13 @@ def engine_tokens_rate(cfg: ObspackConfig) -> str:
     return f"sum by (engine) (rate({vllm(cfg, 'vllm:generation_tokens_total', POD)}[$__rate_interval]))"
 
 
-def lws_workers_of_pod(cfg: ObspackConfig, record: str, *labels: str) -> str:
-    """A per-pod record of the LeaderWorkerSet workers of the selected pod (pods owned by the StatefulSet
-    named after it: obspack/rules/lws.py), by `labels`."""
+def lws_group_of_pod(cfg: ObspackConfig, record: str, *labels: str) -> str:
+    """A per-pod record of the selected pod and the LeaderWorkerSet workers it leads (pods owned by the
+    StatefulSet named after it: obspack/rules/lws.py), by `labels`: a pod that leads none shows itself."""
     owner = ('owner_kind="StatefulSet"', 'owner_name=~"$pod"')
     owned = raw(cfg, "kube_pod_owner", cfg.selectors.kube_state_metrics, POD[:2], *owner)
     pod = c.by(cfg, "namespace", "pod")
     return (
-        f"max by ({', '.join(labels)}) (\n  {rec(cfg, record, POD[:2])}\n"
-        f"  and on ({pod})\n  group by ({pod}) ({owned})\n)"
+        f"max by ({', '.join(labels)}) (\n  {rec(cfg, record, POD)}\n  or\n  (\n    {rec(cfg, record, POD[:2])}\n"
+        f"    and on ({pod})\n    group by ({pod}) ({owned})\n  )\n)"
     )

@@ -256,12 +256,14 @@ def _service_pods(spec: FleetSpec, ci: int, cluster: str, node_index: int) -> li
             dcgm_mode="pod" if (node + ci) % 2 == 0 else "exported",
             ip=f"10.{ci}.{index // 250}.{index % 250 + 2}",
             uid=f"{_hash('uid', ci, index):08x}-0000-4000-8000-{_hash('uid2', ci, index):012x}"[:36],
-            rps=1.2, phase=(_hash("phase", ci, index) % 628) / 100, **more,  # type: ignore[arg-type]
+            rps=6.0 if "role" in more else 1.2, phase=(_hash("phase", ci, index) % 628) / 100,
+            **more,  # type: ignore[arg-type]
         )
 
     slug = PD_MODEL.split("/")[1].lower().replace("-instruct", "").replace(".", "-")
     return [
-        # both halves of the pair share one node (one GPU each): the KV moves over NVLink
+        # both halves of the pair share one node (one GPU each): the KV moves over NVLink. The pair is busy
+        # enough that its prefill pod always has a prompt in flight (each takes a quarter of a second).
         pod(0, f"ms-{slug}-prefill-{_suffix('pd-rs', 0)}-{_suffix('pd', 0)}", PD_MODEL, node_index, 1,
             features=("nixl-prefill",), role="prefill"),
         pod(1, f"ms-{slug}-decode-{_suffix('pd-rs', 1)}-{_suffix('pd', 1)}", PD_MODEL, node_index, 1,

@@ -43,19 +43,7 @@ EMPTY_BY_DESIGN = {
     (c.COST_DASHBOARD, "Most expensive idle workloads over the range (top 20)", "A"): (
         "every engine of the healthy fleet serves; tests/rules/test_cost_accounting.py bills an idle MIG instance"
     ),
-    (c.DISAGGREGATION_DASHBOARD, "Prefill pods per decode pod", "A"): (
-        "the synthetic fleet's prefill and decode pods serve different models (no P/D pair of one model yet)"
-    ),
-    (c.DISAGGREGATION_DASHBOARD, "Endpoint picker P/D decisions per second", "A"): (
-        "the synthetic fleet has no llm-d endpoint picker yet"
-    ),
     (c.TRIAGE_DASHBOARD, "Firing obspack alerts on this pod", "A"): "no alert fires on a healthy fleet",
-    **{
-        (c.TRIAGE_DASHBOARD, title, "A"): "only the leader of a LeaderWorkerSet group has workers; the synthetic "
-        "fleet has none (the promtool incidents of VLLMHostMemoryNearLimit and VLLMGPUMemoryNearFull hold LWS "
-        "workers)"
-        for title in ("Workers: container memory working set / limit", "Workers: fullest GPU framebuffer used / total")
-    },
     (c.TRIAGE_DASHBOARD, "Firing obspack alerts on this pod", "B"): "no alert fires on a healthy fleet",
     **{
         (c.TRIAGE_DASHBOARD, "Last termination: reason, exit code, time", ref): (
@@ -320,7 +308,9 @@ def test_fleet_pod_table_has_one_row_per_vllm_pod(fleet: Fleet) -> None:
         keys = sorted(
             (r["metric"][CFG.cluster_label], r["metric"]["namespace"], r["metric"]["pod"]) for r in rows
         )
-        expected = sorted((p.cluster, p.namespace, p.name) for p in fleet.summary.pods)
+        # LeaderWorkerSet workers serve no engine series; they hold GPUs, under their leader's model
+        pods = fleet.summary.all_pods if ref == "G" else fleet.summary.pods
+        expected = sorted((p.cluster, p.namespace, p.name) for p in pods)
         assert keys == expected, f"column {ref}: router copies, HA duplicates or missing pods"
 
 
@@ -330,9 +320,10 @@ def test_gpu_page_attributes_every_held_gpu_to_its_pod_and_model(fleet: Fleet) -
     got = sorted(
         (r["metric"][CFG.cluster_label], r["metric"]["pod"], r["metric"]["model_name"], r["value"][1]) for r in rows
     )
-    expected = sorted((p.cluster, p.name, p.model, str(len(p.gpus))) for p in fleet.summary.pods)
+    pods = fleet.summary.all_pods  # a LeaderWorkerSet worker's GPUs are its leader's model's
+    expected = sorted((p.cluster, p.name, p.model, str(len(p.gpus))) for p in pods)
     assert got == expected, "one row per vLLM pod with its GPU count: idle GPUs and the exporter's pod left out"
-    for pod in fleet.summary.pods:
+    for pod in pods:
         one = {"cluster": _escape(pod.cluster), "namespace": ".*", "model": ".*", "pod": _escape(pod.name)}
         gpus = _series(fleet, "gpu-by-workload", "Temperature", one)
         assert sorted(int(s["metric"]["gpu"]) for s in gpus) == list(pod.gpus), pod.name

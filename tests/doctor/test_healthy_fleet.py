@@ -39,6 +39,7 @@ VLLM_ALERTS = {  # every alert that reads vLLM engine series and nothing else th
     "VLLMTargetDown",
     "VLLMRequestPreemptions",
     "VLLMPrefixCacheHitRateLow",
+    "VLLMPrefillDecodeImbalance",  # each side's queue and KV cache
     "VLLMErrorBudgetBurn",  # its SLO records read the engines' histograms and HTTP counters
     "VLLMAutoscalerMaxedOut",  # the saturation record reads the engines' queues and KV caches
     "VLLMGPUsMostlyIdle",  # GPUs serve or sit idle by the engines' running requests and tokens

@@ -163,6 +163,7 @@ def test_alert_catalogue_contract() -> None:
         "VLLMPrefixCacheHitRateLow": "info", "VLLMKVCacheFragmentationHigh": "warning",
         "VLLMCUDAAllocatorFragmentationHigh": "warning", "ObspackExporterTargetDown": "warning",
         "VLLMContainerRestarted": "warning", "VLLMKVTransferFailures": "warning", "VLLMAdmissionRejections": "warning",
+        "VLLMPrefillDecodeImbalance": "warning",
         "VLLMKVOffloadAllocationFailures": "warning", "VLLMSpecDecodeAcceptanceLow": "info",
         "VLLMAutoscalerThrashing": "warning", "VLLMAutoscalerMaxedOut": "warning",
         "VLLMAutoscalerScaleUpBlocked": "warning", "VLLMAutoscalerSignalMissing": "warning",
@@ -175,7 +176,7 @@ def test_alert_catalogue_contract() -> None:
         assert alert.summary.endswith(".") and (alert.summary[0].isupper() or alert.summary.startswith("vLLM"))
         assert "{{" not in alert.summary
         who = {SLO_ALERT: "model_name", "VLLMAutoscalerSignalMissing": "namespace", "VLLMGPUsMostlyIdle": "model_name",
-               "VLLMCostPerMillionTokensRising": "model_name"}.get(alert.alert, "pod")
+               "VLLMCostPerMillionTokensRising": "model_name", "VLLMPrefillDecodeImbalance": "model_name"}.get(alert.alert, "pod")
         if alert.alert in ("VLLMAutoscalerThrashing", "VLLMAutoscalerMaxedOut"):
             who = "horizontalpodautoscaler"
         assert f"{{{{ $labels.{who} }}}}" in alert.description

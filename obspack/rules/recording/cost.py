@@ -33,6 +33,7 @@ from obspack import slos
 from obspack.catalogue.vllm import DECODE, PREFILL
 from obspack.config import ObspackConfig, promql_string, scope_matcher
 from obspack.config.cost import GPU_HOURS
+from obspack.rules import lws
 from obspack.rules.model import RecordingRule, RuleGroup
 from obspack.rules.recording.dcgm import attribution, pod_models
 from obspack.rules.recording.kubernetes import vllm_pods
@@ -195,10 +196,13 @@ def states(cfg: ObspackConfig) -> str:
         f"  or\n  rate(vllm:prompt_tokens_total{sel(cfg)}[{w}]) > 0\n)"  # embedding models generate nothing
     )
     universe = vllm_pods(cfg)  # every pod holding GPUs here is a vLLM pod
-    return (
+    own = (
         f"{_label(asleep(cfg), 'state', 'asleep')}\nor on ({pod})\n{_label(serving, 'state', 'serving')}\n"
         f"or on ({pod})\n{_label(universe, 'state', 'idle')}"
     )
+    # A LeaderWorkerSet worker serves no engine series: its GPUs are in its leader's state.
+    led = f"group by ({c.by(cfg, *POD, 'state')}) (\n{_indent(lws.workers(cfg, f'({own})', copy=('state',)))}\n)"
+    return f"{led}\nor on ({pod})\n(\n{_indent(own)}\n)"
 
 
 def pod_gpus(cfg: ObspackConfig) -> str:
