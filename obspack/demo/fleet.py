@@ -21,6 +21,12 @@ What it holds, per cluster (every cluster has the same namespace and pod names):
   speculative decoding, LoRA adapters, admission rejections, and one engine put to sleep for the last
   third of the span (its counters stop, its gauges freeze). One V1 pod in twelve is a 0.11 engine (both
   inter-token latency names, no sleep state or queue reasons).
+- the service around the pods, once per cluster (`_service_pods`): a prefill/decode pair of one model over
+  NIXL (llm-d's role label and pod names; the decode pod's prompts arrive through the connector), and a
+  LeaderWorkerSet group of two pods (the leader serves the metrics; the worker holds GPUs and host RAM,
+  owned by a StatefulSet named after its leader). An endpoint picker per InferencePool (one per namespace
+  and model) reports what it sees of the pods: llm-d router v0.10 names with their deprecated twins in
+  even clusters, the scheduler v0.8's older names in odd ones, two replicas for each cluster's first pool.
 
 `write_openmetrics(spec, path)` streams the file family by family (all samples of one family
 together, each series in time order), which is what `promtool tsdb create-blocks-from openmetrics`
@@ -1262,8 +1268,9 @@ class _Fleet:
     def epps(self) -> Iterator[tuple[dict[str, str], str, list[Pod], float, bool]]:
         """(scrape labels, pool, its pods, this replica's share of the requests, whether the canonical llm_d_epp_*
         names are emitted) per EPP replica. Even clusters run llm-d router v0.10 (both names: the canonical ones
-        and their deprecated twins), odd ones GAIE v1.5 (the older names only); each cluster's first pool has
-        two EPP replicas, which split the requests and both report the pool."""
+        and their deprecated twins), odd ones the llm-d inference scheduler v0.8 (GAIE v1.5's names only, and its
+        own P/D counter); each cluster's first pool has two EPP replicas, which split the requests and both
+        report the pool."""
         for k, (anchor, pool, pods) in enumerate(self.pools()):
             first = k == 0 or self.pools()[k - 1][0].cluster != anchor.cluster
             replicas = 2 if first else 1
@@ -1366,15 +1373,18 @@ class _Fleet:
             if new:
                 w.series("llm_d_epp_flow_control_pool_saturation", _labels(**labels, inference_pool=pool),
                          mean(pods, lambda p: [0.1 + kv * 0.6 for kv in p.kv]))
-        w.family("llm_d_epp_disagg_decision", "counter", "Disaggregation decisions of the endpoint picker.")
-        for labels, _, pods, share, new in epps:
-            if new and any(pod.role == "prefill" for pod in pods):
-                routed = requests(pods, share)
-                for decision, part in (("prefill-decode", 0.8), ("decode-only", 0.2)):
-                    w.series("llm_d_epp_disagg_decision_total",
-                             _labels(**labels, plugin_name="pd-profile-handler", plugin_type="disagg-profile-handler",
-                                     model_name=pods[0].model, decision_type=decision),
-                             [float(int(x * part)) for x in routed])
+        # The P/D decisions of the pools with a prefill pod: the router's counter, and in the other clusters the
+        # llm-d inference scheduler v0.8's own (it runs on GAIE v1.5's library, hence the older names above).
+        for name, canonical in (("llm_d_epp_disagg_decision_total", True),
+                                ("llm_d_inference_scheduler_pd_decision_total", False)):
+            w.family(name.removesuffix("_total"), "counter", "Disaggregation decisions of the endpoint picker.")
+            for labels, _, pods, share, new in epps:
+                if new == canonical and any(pod.role == "prefill" for pod in pods):
+                    plugin = {"plugin_name": "pd-profile-handler", "plugin_type": "disagg-profile-handler"}
+                    for decision, part in (("prefill-decode", 0.8), ("decode-only", 0.2)):
+                        w.series(name, _labels(**labels, **(plugin if canonical else {}), model_name=pods[0].model,
+                                               decision_type=decision),
+                                 [float(int(x * part)) for x in requests(pods, share)])
 
 
 # The families by source, in file order. `write_openmetrics_by_source` writes one file per entry.
