@@ -129,10 +129,12 @@ DASHBOARDS = {
     "gpu-by-workload": "GPU / by workload",
     "vllm-slos": "vLLM / SLOs",
     "vllm-cost": "vLLM / Cost",
+    "vllm-gateway": "vLLM / Gateway",
 }
 TRIAGE_DASHBOARD = "vllm-pod-memory-planes"
 FLEET_DASHBOARD = "vllm-fleet"
 SLO_DASHBOARD = "vllm-slos"
+GATEWAY_DASHBOARD = "vllm-gateway"
 
 
 def dashboard_uid(name: str) -> str:

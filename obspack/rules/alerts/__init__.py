@@ -9,7 +9,7 @@ from obspack import conventions as c
 from obspack import slos
 from obspack.config import AlertSettings, ObspackConfig, SLOs
 from obspack.memo import per_config
-from obspack.rules.alerts import autoscaling, cost, exporter, features, memory, slo, vllm
+from obspack.rules.alerts import autoscaling, cost, exporter, features, gateway, memory, slo, vllm
 from obspack.rules.model import AlertRule, RuleGroup
 
 AlertFn = Callable[[ObspackConfig], AlertRule]
@@ -22,6 +22,7 @@ TOPICS: tuple[tuple[str, tuple[AlertFn, ...]], ...] = (
     ("autoscaling", autoscaling.ALERTS),
     ("cost", cost.ALERTS),
     ("slo", slo.ALERTS),
+    ("gateway", gateway.ALERTS),
 )
 
 
@@ -41,6 +42,7 @@ LINK_VARIABLES = {
     c.SLO_DASHBOARD: ("namespace", "model"),
     c.FLEET_DASHBOARD: ("namespace",),
     c.COST_DASHBOARD: ("namespace", "model"),
+    c.GATEWAY_DASHBOARD: ("namespace",),
 }
 
 
@@ -93,6 +95,11 @@ def alert_groups(cfg: ObspackConfig) -> tuple[RuleGroup, ...]:
         if kept:
             groups.append(RuleGroup(name=f"{c.GROUP_PREFIX}-{topic}.alerts", rules=kept, interval=cfg.rule_interval))
     return tuple(groups)
+
+
+def topic_alerts(cfg: ObspackConfig, topic: str) -> tuple[str, ...]:
+    """The names of one topic's alerts, enabled or not."""
+    return tuple(rule.alert for name, rules in _catalogue(cfg) if name == topic for rule in rules)
 
 
 def all_alerts(cfg: ObspackConfig) -> tuple[AlertRule, ...]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import textwrap
 
 from obspack import conventions as c
+from obspack.catalogue import gateway
 from obspack.catalogue.vllm import POD_MODEL
 from obspack.config import ObspackConfig, promql_string
 from obspack.rules.model import AlertRule
@@ -116,6 +117,8 @@ def target_down(cfg: ObspackConfig) -> AlertRule:
     by_job = c.selector(cfg.selectors.vllm, f"job=~{promql_string(t.job_regex)}")
     # A target counts when it served vLLM engine metrics within the lookback, or when its job names vLLM
     # and it was up within the lookback. A scaled-down pod's target disappears instead of reporting 0.
+    # An inference pool's endpoint picker is not vLLM, whatever its job is called (InferenceGatewayPickerDown).
+    epp = textwrap.indent(gateway.served(c.selector(cfg.selectors.epp), target, t.lookback), " " * 16)
     return AlertRule(
         alert="VLLMTargetDown",
         expr=f"""
@@ -126,6 +129,10 @@ def target_down(cfg: ObspackConfig) -> AlertRule:
                 group by ({target}) (present_over_time(vllm:num_requests_running{vllm}[{t.lookback}]))
                 or
                 group by ({target}) (max_over_time(up{by_job}[{t.lookback}]) == 1)
+              )
+              unless on ({target})
+              (
+{epp}
               )
             )
         """,
