@@ -12,7 +12,7 @@ from grafanalib.core import Dashboard
 
 from obspack import conventions as c
 from obspack.config import ObspackConfig
-from obspack.dashboards import cost, fleet, gpu_by_workload, kv_prefix_cache, pod_memory_planes, slos
+from obspack.dashboards import cost, fleet, gateway, gpu_by_workload, kv_prefix_cache, pod_memory_planes, slos
 from obspack.dashboards.defaults import shown, to_model
 
 BUILDERS: dict[str, Callable[[ObspackConfig], Dashboard]] = {
@@ -22,6 +22,7 @@ BUILDERS: dict[str, Callable[[ObspackConfig], Dashboard]] = {
     gpu_by_workload.NAME: gpu_by_workload.dashboard_for,
     slos.NAME: slos.dashboard_for,
     cost.NAME: cost.dashboard_for,
+    gateway.NAME: gateway.dashboard_for,
 }
 
 

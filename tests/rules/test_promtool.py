@@ -60,6 +60,7 @@ def test_rendered_unit_tests_pass(rendered: Path) -> None:
         "cost-weekly_test.yaml",
         "cost_test.yaml",
         "exporter_test.yaml",
+        "gateway_test.yaml",
         "memory-planes_test.yaml",
         *(["slo_test.yaml"] if slos else []),
         "vllm-engine_test.yaml",
