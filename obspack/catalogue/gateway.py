@@ -59,6 +59,9 @@ FLOW_QUEUE_DURATION_COUNT = "inference_extension_flow_control_request_queue_dura
 REJECTED = 'outcome=~"Rejected.*"'  # RejectedCapacity (429), RejectedNoEndpoints (503), RejectedOther
 FLOW_SATURATION = Twins("llm_d_epp_flow_control_pool_saturation", "inference_extension_flow_control_pool_saturation")
 
+# A job that names the EPP as a word (llm-d-router-epp, gaie_epp, epp): the fallback that tells an EPP
+# target that never served a series (scraped without its token), and the alert's default job_regex.
+JOB_HINT = "(.*[^a-z])?epp([^a-z].*)?"
 # What only an EPP exports and it always does once it runs: its build info and its pool's ready gauge.
 IDENTITY = (INFO.canonical, INFO.legacy, READY.canonical, READY.legacy)
 

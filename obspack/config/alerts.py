@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
+from obspack.catalogue.gateway import JOB_HINT
 from obspack.config.values import (
     EVENT_WINDOW,
     FOR,
@@ -201,7 +202,7 @@ class PickerDown(AlertSettings):
         "1h", description=f"only EPP targets that served EPP series (or were up, see job_regex) within this window {EVENT_WINDOW}"
     )
     job_regex: Regex = Field(
-        "(.*[^a-z])?epp([^a-z].*)?",
+        JOB_HINT,
         description="also targets of jobs matching this (epp as a word by default) that were up in the window (empty: off)",
     )
 

@@ -42,7 +42,7 @@ from itertools import chain, repeat
 from pathlib import Path
 from typing import IO
 
-from obspack.catalogue import vllm
+from obspack.catalogue import gateway, vllm
 
 MIB = 1024 * 1024
 GIB = 1024 * MIB
@@ -938,6 +938,59 @@ class _Fleet:
                         w.series("kube_horizontalpodautoscaler_status_condition",
                                  hpa(cluster, namespace, model, r, condition=condition, status=status), float(on))
 
+    # -- the inference pool's endpoint picker -----------------------------------------------------
+
+    def gateway(self, w: _Writer) -> None:
+        """One InferencePool per cluster and namespace, routed by an EPP with two HA replicas: the first
+        cluster's is an llm-d router v0.10 (canonical llm_d_epp_* and every legacy twin), the others' a
+        GAIE v1.5 EPP (legacy names only). The pool's endpoints are its namespace's vLLM pods (`-rank-0`)."""
+        pools: dict[tuple[str, str], list[Pod]] = {}
+        for pod in self.pods:
+            pools.setdefault((pod.cluster, pod.namespace), []).append(pod)
+        per_step = [float(30 * k) for k in range(self.spec.steps)]  # 1 request/s per replica and model
+
+        def each(router_only: bool) -> Iterator[tuple[dict[str, str], str, list[Pod]]]:
+            """Every EPP replica (its labels), its pool and the pool's pods; the router's only if asked."""
+            for (cluster, namespace), pods in sorted(pools.items()):
+                if router_only and cluster != self.spec.clusters[0]:
+                    continue
+                for replica in (0, 1):
+                    yield ({self.cl: cluster, "namespace": namespace, "pod": f"{namespace}-epp-6c9d-{replica}",
+                            "container": "epp", "instance": f"10.9.{replica}.{len(namespace)}:9090",
+                            "job": f"{namespace}-epp", "endpoint": "http-metrics"}, f"{namespace}-pool", pods)
+
+        def twins(pair: gateway.Twins) -> tuple[tuple[str, bool], ...]:
+            return ((pair.canonical, True), (pair.legacy, False))
+
+        for metric, router_only in twins(gateway.INFO):
+            w.family(metric, "gauge", "Build info.")
+            for base, _, _ in each(router_only):
+                build = "v0.10.0" if base[self.cl] == self.spec.clusters[0] else "v1.5.0"
+                w.series(metric, _labels(**base, commit="71f4f099", build_ref=build), 1.0)
+        for pair, value in ((gateway.READY, None), (gateway.AVG_KV, 0.42), (gateway.AVG_QUEUE, 0.5)):
+            for metric, router_only in twins(pair):
+                w.family(metric, "gauge", "Pool gauge.")
+                for base, pool, pods in each(router_only):
+                    w.series(metric, _labels(**base, name=pool), float(len(pods)) if value is None else value)
+        for (metric, router_only), label in zip(twins(gateway.ENDPOINT_QUEUE), gateway.ENDPOINT_LABEL.__dict__.values()):
+            w.family(metric, "gauge", "Queue per endpoint.")
+            for base, pool, pods in each(router_only):
+                for pod in pods:
+                    w.series(metric, _labels(**base, name=pool, **{label: f"{pod.name}-rank-0"}), 0.5)
+        for metric, router_only in ((gateway.REQUESTS, True), (gateway.OBJECTIVE_REQUESTS, False)):
+            w.family(metric.removesuffix("_total"), "counter", "Requests.")
+            for base, _, pods in each(router_only):
+                for model in sorted({pod.model for pod in pods}):
+                    w.series(metric, _labels(**base, model_name=model, target_model_name=model, priority="0"), per_step)
+        fast = {"0.0001": 0.0, "0.0002": 0.0, "0.0005": 0.0, "0.001": 0.9}  # the rest: every decision
+        for family, router_only in twins(gateway.SCHEDULER_E2E):
+            w.family(family, "histogram", "Scheduling time.")
+            for base, _, _ in each(router_only):
+                for le in (*fast, "0.002", "0.005", "0.01", "0.02", "0.05", "0.1", "+Inf"):
+                    w.series(f"{family}_bucket", _labels(**base, le=le), [v * fast.get(le, 1.0) for v in per_step])
+                w.series(f"{family}_count", _labels(**base), per_step)
+                w.series(f"{family}_sum", _labels(**base), [v * 0.001 for v in per_step])
+
     # -- DCGM --------------------------------------------------------------------------------------
 
     def gpus(self) -> Iterator[tuple[str, Pod | None, Pod, int]]:
@@ -1173,6 +1226,7 @@ SOURCES: dict[str, tuple[str, ...]] = {
     "kubernetes": ("cadvisor", "kube_state_metrics", "autoscalers"),
     "dcgm": ("dcgm",),
     "exporter": ("exporter",),
+    "epp": ("gateway",),
 }
 
 

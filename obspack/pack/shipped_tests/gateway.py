@@ -176,7 +176,8 @@ def scheduling_latency(b: base.Builder) -> base.Incident:
     per_minute = 300
     # slow: every decision between 50 and 100 ms (p99 99.5 ms); fast: between 1 and 2 ms
     slow, fast = "0.1", "0.002"
-    cases = (("prod-a", "llm-d", DUAL, slow), ("prod-b", "llm-d", DUAL, fast), ("prod-a", "gaie", LEGACY, slow))
+    cases = (("prod-a", "llm-d", DUAL, slow), ("prod-b", "llm-d", DUAL, fast), ("prod-a", "gaie", LEGACY, slow),
+             ("prod-a", "mistral", LEGACY, fast))
     for cluster, namespace, era, above in cases:
         first = SCHEDULER_BUCKETS.index(above)
         for i in range(2):
