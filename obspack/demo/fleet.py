@@ -982,8 +982,13 @@ class _Fleet:
             for base, _, pods in each(router_only):
                 for model in sorted({pod.model for pod in pods}):
                     w.series(metric, _labels(**base, model_name=model, target_model_name=model, priority="0"), per_step)
+        for metric, router_only in twins(gateway.FLOW_SATURATION):
+            w.family(metric, "gauge", "Flow control's pool saturation.")
+            for base, pool, _ in each(router_only):
+                w.series(metric, _labels(**base, inference_pool=pool), 0.4)
         fast = {"0.0001": 0.0, "0.0002": 0.0, "0.0005": 0.0, "0.001": 0.9}  # the rest: every decision
-        for family, router_only in twins(gateway.SCHEDULER_E2E):
+        histograms = (*twins(gateway.SCHEDULER_E2E), (gateway.REQUEST_PROCESSING, True))
+        for family, router_only in histograms:
             w.family(family, "histogram", "Scheduling time.")
             for base, _, _ in each(router_only):
                 for le in (*fast, "0.002", "0.005", "0.01", "0.02", "0.05", "0.1", "+Inf"):
