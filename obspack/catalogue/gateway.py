@@ -65,6 +65,13 @@ JOB_HINT = "(.*[^a-z])?epp([^a-z].*)?"
 # What only an EPP exports and it always does once it runs: its build info and its pool's ready gauge.
 IDENTITY = (INFO.canonical, INFO.legacy, READY.canonical, READY.legacy)
 
+# Every EPP series the pack reads (histograms by their buckets): none exists on a fleet without an EPP.
+SERIES = (
+    *(n for t in (READY, AVG_KV, AVG_QUEUE, ENDPOINT_QUEUE, INFO, FLOW_SATURATION) for n in (t.canonical, t.legacy)),
+    f"{SCHEDULER_E2E.canonical}_bucket", f"{SCHEDULER_E2E.legacy}_bucket", f"{REQUEST_PROCESSING}_bucket",
+    REQUESTS, OBJECTIVE_REQUESTS, MODEL_REQUESTS,
+)
+
 ERAS = (
     ("llm-d router v0.9+ (llm_d_epp_*, legacy names dual-emitted)", INFO.canonical),
     ("GAIE v1.1 to v1.5 or llm-d scheduler up to v0.8 (inference_objective_*)", OBJECTIVE_REQUESTS),

@@ -1,7 +1,7 @@
 """The inference pool's endpoint picker (EPP), as this Prometheus sees it (docs/gateway.md):
 
-- each EPP found (cluster, namespace, job), its era from the names it emits and its build (note);
-- no EPP at all: the gateway alerts and page match nothing, which is right on a fleet without one (note);
+- each EPP found (cluster, namespace, job), its era from the names it emits and its build: a line of the
+  sources report ("inference gateway"), or that there is none (right on a fleet without an InferencePool);
 - an EPP that emits only GAIE's pre-v1.1 `inference_model_*` names, which no current EPP emits (note);
 - pools whose endpoints (per-endpoint queue series) have no vLLM series in Prometheus: the engines behind
   them are not watched by obspack (problem);
@@ -21,6 +21,7 @@ from obspack.catalogue.vllm import HAS_MODEL, NUM_REQUESTS_RUNNING
 from obspack.doctor.api import PrometheusAPI, QueryFailed
 from obspack.doctor.backends import Backend
 from obspack.doctor.findings import Finding, Topic, counted, note, problem, unchecked
+from obspack.doctor.sources import SourceReport
 from obspack.pack import Pack
 
 # Names whose presence tells the era, newest first; the identity series say there is an EPP at all.
@@ -55,20 +56,26 @@ def epps(rows: Iterable[Mapping[str, str]], cluster: str) -> dict[tuple[str, str
     return out
 
 
-def era_findings(found: Mapping[tuple[str, str, str], Mapping[str, set[str]]]) -> list[Finding]:
+TITLE = "inference gateway"
+
+
+def era_report(found: Mapping[tuple[str, str, str], Mapping[str, set[str]]]) -> tuple[SourceReport, list[Finding]]:
+    """The sources report's line about the EPPs, and a note per EPP of an era no current EPP belongs to."""
     if not found:
-        return [note(Topic.SOURCE, "inference gateway", "no endpoint picker (EPP) series: the gateway alerts and "
-                     "the vLLM / Gateway page have nothing to read (right on a fleet without an InferencePool; "
-                     "otherwise scrape the EPP, docs/gateway.md)")]
-    out = []
+        return SourceReport(TITLE, False, "no endpoint picker (EPP) series (none needed without an InferencePool; "
+                            "otherwise scrape it: docs/gateway.md)"), []
+    epps: dict[str, str] = {}
+    notes = []
     for (cluster, namespace, job), seen in sorted(found.items()):
         where = f"EPP {namespace}/{job}" + (f" ({cluster})" if cluster else "")
         builds = ", ".join(sorted(seen["builds"])) or "no build info"
-        text = f"{era(seen['names'])}, build {builds}"
+        epps[where] = f"{era(seen['names'])}, build {builds}"
         if era(seen["names"]) == g.ERAS[-1][0]:
-            text += "; GAIE v1.1 renamed inference_model_* to inference_objective_*: upgrade the EPP"
-        out.append(note(Topic.SOURCE, where, text))
-    return out
+            notes.append(note(Topic.SOURCE, where, f"{epps[where]}; GAIE v1.1 renamed inference_model_* to "
+                              "inference_objective_*, which the gateway page reads: upgrade the EPP"))
+    eras = sorted({text.split(",")[0] for text in epps.values()})
+    summary = f"{counted(len(epps), 'EPP')}: {'; '.join(eras)}"
+    return SourceReport(TITLE, True, summary, {"epps": epps}), notes
 
 
 def uncovered_findings(rows: Iterable[Mapping[str, str]], cluster: str) -> list[Finding]:
@@ -111,7 +118,10 @@ def _query(api: PrometheusAPI, expr: str, at: float) -> list[dict[str, str]] | N
         return None
 
 
-def gateway_findings(api: PrometheusAPI, pack: Pack, backend: Backend, at: float, lookback_s: int) -> list[Finding]:
+def gateway_survey(
+    api: PrometheusAPI, pack: Pack, backend: Backend, at: float, lookback_s: int
+) -> tuple[SourceReport | None, list[Finding]]:
+    """The sources report's line about the EPPs (None when they could not be asked) and the findings."""
     selectors = pack.sources.selectors
     cluster = pack.cluster_label
     epp = selectors.get("epp", "")
@@ -129,10 +139,8 @@ def gateway_findings(api: PrometheusAPI, pack: Pack, backend: Backend, at: float
     pod = ", ".join((cluster, "namespace", "pod"))
     bare = _query(api, f"group by ({endpoint}) ({parts[0]} or {parts[1]})\nunless on ({pod})\n"
                   f"group by ({pod}) (last_over_time({vllm}[5m]))", at)
-    out: list[Finding] = []
+    refused = refused_findings(backend.active_targets)
     if seen is None or bare is None:
-        out.append(unchecked(Topic.SOURCE, "inference gateway", "the EPP's series could not be asked"))
-    else:
-        out += era_findings(epps(seen, cluster))
-        out += uncovered_findings(bare, cluster)
-    return out + refused_findings(backend.active_targets)
+        return None, [unchecked(Topic.SOURCE, TITLE, "the EPP's series could not be asked"), *refused]
+    report, notes = era_report(epps(seen, cluster))
+    return report, [*notes, *uncovered_findings(bare, cluster), *refused]

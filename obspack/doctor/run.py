@@ -26,7 +26,7 @@ from obspack.doctor.fit import (
     fit_alerts,
     fit_dashboards,
 )
-from obspack.doctor.gateway import gateway_findings
+from obspack.doctor.gateway import gateway_survey
 from obspack.doctor.history import history_findings
 from obspack.doctor.needs import leaves, read_pack
 from obspack.doctor.prices import price_findings
@@ -82,7 +82,7 @@ def diagnose(pack: Pack, connection: Connection, options: Options = Options()) -
         phase("autoscalers")
         pricing = price_findings(api, pack, at)
         phase("prices")
-        gateway = gateway_findings(api, pack, backend, at, options.lookback_s)
+        epps, gateway = gateway_survey(api, pack, backend, at, options.lookback_s)
         phase("gateway")
         read = {leaf for need in rule_needs for leaf in leaves(need)} | {
             x for d in dashboards for x in d.selectors
@@ -110,7 +110,7 @@ def diagnose(pack: Pack, connection: Connection, options: Options = Options()) -
         lookback_s=options.lookback_s,
         pack=f"obspack {pack.version} ({pack.source})",
         backend=backend,
-        sources=found.reports,
+        sources=(*found.reports, *([epps] if epps else [])),
         targets=targets,
         selectors=tuple(checks[leaf] for leaf in sorted(read, key=str)),
         alerts=tuple(alerts),

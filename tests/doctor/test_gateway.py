@@ -12,7 +12,7 @@ import pytest
 from obspack.config import ObspackConfig
 from obspack.doctor.api import Connection, PrometheusAPI
 from obspack.doctor.backends import Backend, Capability
-from obspack.doctor.gateway import era, gateway_findings, refused_findings
+from obspack.doctor.gateway import era, gateway_survey, refused_findings
 from obspack.pack import build
 from tests.support.prometheus import backfill_openmetrics, running_prometheus
 
@@ -61,10 +61,15 @@ def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PrometheusAPI]:
 def test_each_epp_is_named_with_its_era_and_uncovered_pools_are_problems(api: PrometheusAPI) -> None:
     refused = {"labels": {"job": "llm-d-router-epp"}, "health": "down",
                "lastError": "server returned HTTP status 401 Unauthorized"}
-    found = {(f.level.value, f.subject): f for f in gateway_findings(api, PACK, _backend(refused), END, 3600)}
-    assert found[("note", "EPP llm/llm-d-router-epp (east)")].message == (
-        "llm-d router v0.9+ (llm_d_epp_*, legacy names dual-emitted), build v0.10.0"
-    )
+    report, findings = gateway_survey(api, PACK, _backend(refused), END, 3600)
+    assert report is not None and report.found
+    assert report.details["epps"] == {
+        "EPP llm/llm-d-router-epp (east)": "llm-d router v0.9+ (llm_d_epp_*, legacy names dual-emitted), build v0.10.0",
+        "EPP old/gaie-epp (east)": "GAIE up to v1.0 (inference_model_*), build v1.0.0",
+    }
+    assert report.summary.startswith("2 EPPs: GAIE up to v1.0 (inference_model_*); llm-d router v0.9+")
+    found = {(f.level.value, f.subject): f for f in findings}
+    assert ("note", "EPP llm/llm-d-router-epp (east)") not in found, "a current EPP is no finding"
     old = found[("note", "EPP old/gaie-epp (east)")].message
     assert old.startswith("GAIE up to v1.0 (inference_model_*)") and "upgrade the EPP" in old
     pool = found[("problem", "pool llm/llama (east)")]

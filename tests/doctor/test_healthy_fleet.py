@@ -75,11 +75,9 @@ def test_a_healthy_fleet_has_no_problem_only_panels_empty_by_design_and_young_re
     code, report = healthy
     expected = oracle.panels(fleet.prom, PACK, report)
     assert expected and all(level == "note" for level, _ in expected), "only panels empty by design"
-    # the synthetic fleet's EPPs, one per cluster and namespace, each named with its era (a note)
-    epps = {("note", "source", f"EPP {p.namespace}/{p.namespace}-epp ({p.cluster})") for p in fleet.summary.pods}
     assert oracle.findings(report) == {(level, "panel", subject) for level, subject in expected} | {
         YOUNG_RECORDS, NO_PRICES
-    } | epps
+    }
     assert code == 0 and report["exit_code"] == 0
     assert all(a["can_fire"] for a in report["alerts"]) and len(report["alerts"]) == sum(
         len(g.rules) for g in PACK.alert_groups
@@ -238,10 +236,10 @@ def test_the_text_report_is_plain_without_a_terminal(fleet: Served) -> None:
         "Fit",
         "Deployed rules",
         # the five panels empty by design (no alert fires, no container stopped, no GPU idle or asleep), the
-        # SLO page's young records, the cost page in GPU-hours until prices are set, the gateway page's errors
-        # and flow-control rejections (none on a healthy pool), and the four EPPs with their era
-        "Notes (13)",
-        "0 problems, 0 not checked, 13 notes (exit 0)",
+        # SLO page's young records, the cost page in GPU-hours until prices are set, and the gateway page's
+        # errors and flow-control rejections (none on a healthy pool)
+        "Notes (9)",
+        "0 problems, 0 not checked, 9 notes (exit 0)",
     ):
         assert heading in result.stdout
 
