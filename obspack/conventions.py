@@ -130,11 +130,13 @@ DASHBOARDS = {
     "vllm-slos": "vLLM / SLOs",
     "vllm-cost": "vLLM / Cost",
     "vllm-disaggregated-serving": "vLLM / Disaggregated serving",
+    "vllm-gateway": "vLLM / Gateway",
 }
 TRIAGE_DASHBOARD = "vllm-pod-memory-planes"
 FLEET_DASHBOARD = "vllm-fleet"
 SLO_DASHBOARD = "vllm-slos"
 DISAGGREGATION_DASHBOARD = "vllm-disaggregated-serving"
+GATEWAY_DASHBOARD = "vllm-gateway"
 
 
 def dashboard_uid(name: str) -> str:

@@ -54,6 +54,9 @@ PLACEHOLDERS: dict[str, str] = {
     "scaledResource": "<scaledobject>",
     "role": "<role>",
     "short": "<short>",
+    "inference_pool": "<pool>",
+    "job": "<job>",
+    "signal": "<signal>",
 }
 CLUSTER_PLACEHOLDER = "<cluster>"
 _GO_LABEL = re.compile(r"\{\{\s*\$labels\.([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
@@ -72,6 +75,7 @@ CHOSEN: dict[str, str] = {
     "port": "vLLM's port (8000 unless set)",
     "max-replicas": "the new maximum you choose",
     "grafana-url": "your Grafana's address (set `grafana.url` in obspack.yaml to have it filled in)",
+    "selector": "the pool's `spec.selector.matchLabels` from the step above, written `key=value,key=value`",
 }
 
 
@@ -93,6 +97,15 @@ def finders(cfg: ObspackConfig) -> dict[str, str]:
             "filled in)"
         ),
         "node": "the node the pod runs on: `kubectl -n <namespace> get pod <pod> -o jsonpath='{.spec.nodeName}'`",
+        "pool": (
+            "the InferencePool the endpoint picker serves: `kubectl -n <namespace> get inferencepool -o "
+            "custom-columns=POOL:.metadata.name,EPP:.spec.endpointPickerRef.name` lists each pool with its EPP Service"
+        ),
+        "epp": (
+            "the endpoint picker's Service, the EPP column of `kubectl -n <namespace> get inferencepool -o "
+            "custom-columns=POOL:.metadata.name,EPP:.spec.endpointPickerRef.name` (GAIE's and llm-d's charts name "
+            "its Deployment the same; the Prometheus job of its ServiceMonitor is that name too)"
+        ),
         "deployment": (
             "the Deployment that owns the pod: `kubectl -n <namespace> get pod <pod> -o jsonpath="
             "'{.metadata.ownerReferences[0].kind}/{.metadata.ownerReferences[0].name}'` prints "
@@ -311,9 +324,10 @@ def _dashboard(cfg: ObspackConfig, name: str) -> dict[str, str]:
     url = with_placeholders(cfg, dashboard_url(cfg, name))
     base = cfg.grafana.url.rstrip("/")
     on = {c.SLO_DASHBOARD: "model", c.FLEET_DASHBOARD: "namespace", c.COST_DASHBOARD: "model",
-          c.DISAGGREGATION_DASHBOARD: "model"}.get(name, "pod")
+          c.DISAGGREGATION_DASHBOARD: "model", c.GATEWAY_DASHBOARD: "namespace"}.get(name, "pod")
     kind = {c.SLO_DASHBOARD: "SLO dashboard", c.FLEET_DASHBOARD: "Fleet dashboard", c.COST_DASHBOARD: "Cost dashboard",
-            c.DISAGGREGATION_DASHBOARD: "Disaggregated serving dashboard"}.get(name, "Triage dashboard")
+            c.DISAGGREGATION_DASHBOARD: "Disaggregated serving dashboard",
+            c.GATEWAY_DASHBOARD: "Gateway dashboard"}.get(name, "Triage dashboard")
     return {
         "kind": kind,
         "on": on,

@@ -55,10 +55,10 @@ CONFIGS = {"default": ObspackConfig(), "custom": CUSTOM}
 KNOWN_PLACEHOLDERS = {
     "cluster", "namespace", "pod", "container", "model", "node", "uuid", "gpu", "reason", "slo", "deployment",
     "new-limit", "replicas", "port", "grafana-url", "connector", "kind", "hpa", "scaledobject", "max-replicas",
-    "role", "short", "engine",
+    "role", "short", "engine", "pool", "job", "epp", "selector", "signal",
 }  # fmt: skip
 PLACEHOLDER = re.compile(r"<([a-z][a-z0-9-]*)>")
-ALERT_NAME = re.compile(r"\b(?:VLLM|Obspack)[A-Z][A-Za-z0-9]*\b")
+ALERT_NAME = re.compile(r"\b(?:VLLM|Obspack|InferenceGateway|InferencePool)[A-Z][A-Za-z0-9]*\b")
 LINK = re.compile(r"\[[^\]\n]*\]\(([^)\s]+)\)")
 HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 FENCE = re.compile(r"^(\s*)```(\S*)\s*$")

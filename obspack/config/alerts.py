@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
+from obspack.catalogue.gateway import JOB_HINT
 from obspack.config.values import (
     EVENT_WINDOW,
     FOR,
@@ -207,6 +208,49 @@ class PrefillDecodeImbalance(AlertSettings):
     )
 
 
+# The inference pool (Gateway API Inference Extension / llm-d router endpoint picker), docs/gateway.md
+
+
+class PickerDown(AlertSettings):
+    for_: Duration = Field("2m", alias="for", description=FOR)
+    severity: SeverityName = Field(Severity.CRITICAL, description=SEVERITY)
+    lookback: Window = Field(
+        "1h", description=f"only EPP targets that served EPP series (or were up, see job_regex) within this window {EVENT_WINDOW}"
+    )
+    job_regex: Regex = Field(
+        JOB_HINT,
+        description="also targets of jobs matching this (epp as a word by default) that were up in the window (empty: off)",
+    )
+
+
+class PoolNoReadyEndpoints(AlertSettings):
+    for_: Duration = Field("2m", alias="for", description=FOR)
+    severity: SeverityName = Field(Severity.CRITICAL, description=SEVERITY)
+    lookback: Window = Field("1h", description=f"only pools that had a ready endpoint within this window {EVENT_WINDOW}")
+
+
+class PoolSaturated(AlertSettings):
+    for_: Duration = Field("10m", alias="for", description=FOR)
+    kv_ratio: Ratio = Field(0.9, description=f"the pool's average KV cache utilisation above this fires {RATIO}")
+    queue_size: Number = Field(
+        10.0, gt=0, le=100_000, description="the pool's average waiting queue per endpoint above this fires (above 0, at most 100000)"
+    )
+
+
+class FlowControlRejections(AlertSettings):
+    ratio: Ratio = Field(0.05, description=f"rejected / all requests leaving flow control above this fires {RATIO}")
+    window: Window = Field("5m", description=f"window of the rejected share {WINDOW}")
+
+
+class SchedulingLatencyHigh(AlertSettings):
+    for_: Duration = Field("10m", alias="for", description=FOR)
+    seconds: Number = Field(
+        0.05, gt=0, lt=0.1, description="p99 of the EPP's scheduling time above this fires (above 0, below 0.1: the "
+        "histogram's last bucket)"
+    )
+    window: Window = Field("5m", description=f"window of the p99 {WINDOW}")
+
+
 class Alerts(_Model):
     """Per-alert settings. Keys are alert names."""
 
@@ -235,3 +279,8 @@ class Alerts(_Model):
     VLLMGPUsMostlyIdle: GPUsMostlyIdle = GPUsMostlyIdle()
     VLLMCostPerMillionTokensRising: CostPerMillionTokensRising = CostPerMillionTokensRising()
     VLLMPrefillDecodeImbalance: PrefillDecodeImbalance = PrefillDecodeImbalance()
+    InferenceGatewayPickerDown: PickerDown = PickerDown()
+    InferencePoolNoReadyEndpoints: PoolNoReadyEndpoints = PoolNoReadyEndpoints()
+    InferencePoolSaturated: PoolSaturated = PoolSaturated()
+    InferenceGatewayFlowControlRejections: FlowControlRejections = FlowControlRejections()
+    InferenceGatewaySchedulingLatencyHigh: SchedulingLatencyHigh = SchedulingLatencyHigh()

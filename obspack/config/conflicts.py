@@ -40,6 +40,8 @@ def _event_windows(cfg: ObspackConfig) -> list[tuple[tuple[str, ...], str]]:
         (("alerts", "VLLMContainerOOMKilled", "window"), cfg.alerts.VLLMContainerOOMKilled.window),
         (("alerts", "VLLMContainerRestarted", "window"), cfg.alerts.VLLMContainerRestarted.window),
         (("alerts", "VLLMTargetDown", "lookback"), cfg.alerts.VLLMTargetDown.lookback),
+        (("alerts", "InferenceGatewayPickerDown", "lookback"), cfg.alerts.InferenceGatewayPickerDown.lookback),
+        (("alerts", "InferencePoolNoReadyEndpoints", "lookback"), cfg.alerts.InferencePoolNoReadyEndpoints.lookback),
     ]
 
 

@@ -46,6 +46,9 @@ class Selectors(_Model):
     dcgm: Matchers = Field("", description="matchers for NVIDIA dcgm-exporter series")
     exporter: Matchers = Field("", description="matchers for the obspack exporter's series")
     keda: Matchers = Field("", description="matchers for the KEDA operator's series, e.g. job=\"keda-operator\"")
+    epp: Matchers = Field(
+        "", description="matchers for the inference pool's endpoint picker (EPP) series, e.g. job=\"llm-d-router-epp\""
+    )
 
 
 class Scope(_Model):
@@ -64,7 +67,10 @@ class Scope(_Model):
 # The label each source carries a workload's namespace in. DCGM is left out: its label depends on how it is
 # scraped (namespace, exported_namespace or pod_namespace), so its scope is set per label mode where its
 # series are attributed to pods (obspack/rules/recording/dcgm.py: normalised).
-NAMESPACE_LABELS = {"vllm": "namespace", "cadvisor": "namespace", "kube_state_metrics": "namespace", "exporter": "namespace"}
+NAMESPACE_LABELS = {
+    "vllm": "namespace", "cadvisor": "namespace", "kube_state_metrics": "namespace", "exporter": "namespace",
+    "epp": "namespace",
+}  # fmt: skip
 
 
 def scope_matcher(label: str, regex: str) -> str:

@@ -16,6 +16,7 @@ from obspack.dashboards import (
     cost,
     disaggregation,
     fleet,
+    gateway,
     gpu_by_workload,
     kv_prefix_cache,
     pod_memory_planes,
@@ -31,6 +32,7 @@ BUILDERS: dict[str, Callable[[ObspackConfig], Dashboard]] = {
     slos.NAME: slos.dashboard_for,
     cost.NAME: cost.dashboard_for,
     disaggregation.NAME: disaggregation.dashboard_for,
+    gateway.NAME: gateway.dashboard_for,
 }
 
 

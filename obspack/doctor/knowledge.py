@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from obspack.catalogue import gateway
+
 
 @dataclass(frozen=True)
 class Source:
@@ -109,6 +111,17 @@ EVENTS = {
     },
     "keda_scaler_detail_errors_total": Event("KEDA runs a ScaledObject", None),
     "keda_scaler_empty_upstream_responses_total": Event("KEDA runs a ScaledObject", None),
+    # the inference pool's endpoint picker: its series exist only where one is deployed and scraped; its
+    # errors and flow control (off unless its feature gate is on) only once they happen
+    **{name: Event("an endpoint picker (EPP) is scraped (docs/gateway.md)", None) for name in gateway.SERIES},
+    **{
+        name: Event("the EPP answers a request with an error", gateway.INFO.legacy)
+        for name in (gateway.REQUEST_ERRORS, gateway.OBJECTIVE_ERRORS, gateway.MODEL_ERRORS)
+    },
+    **{
+        name: Event("the EPP runs flow control (its flowControl feature gate) and rejects a request", gateway.INFO.legacy)
+        for name in (gateway.FLOW_REQUESTS, gateway.FLOW_QUEUE_DURATION_COUNT)
+    },
 }
 
 # Values of a record's label that exist only while something is so: the states of the GPUs the cost records

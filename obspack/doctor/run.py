@@ -26,6 +26,7 @@ from obspack.doctor.fit import (
     fit_alerts,
     fit_dashboards,
 )
+from obspack.doctor.gateway import gateway_survey
 from obspack.doctor.history import history_findings
 from obspack.doctor.needs import leaves, read_pack
 from obspack.doctor.prices import price_findings
@@ -81,6 +82,8 @@ def diagnose(pack: Pack, connection: Connection, options: Options = Options()) -
         phase("autoscalers")
         pricing = price_findings(api, pack, at)
         phase("prices")
+        epps, gateway = gateway_survey(api, pack, backend, at, options.lookback_s)
+        phase("gateway")
         read = {leaf for need in rule_needs for leaf in leaves(need)} | {
             x for d in dashboards for x in d.selectors
         }
@@ -95,6 +98,7 @@ def diagnose(pack: Pack, connection: Connection, options: Options = Options()) -
             *deployment.findings,
             *scaling,
             *pricing,
+            *gateway,
         )
         _answered_since(api, mark)
         requests = api.requests
@@ -106,7 +110,7 @@ def diagnose(pack: Pack, connection: Connection, options: Options = Options()) -
         lookback_s=options.lookback_s,
         pack=f"obspack {pack.version} ({pack.source})",
         backend=backend,
-        sources=found.reports,
+        sources=(*found.reports, *([epps] if epps else [])),
         targets=targets,
         selectors=tuple(checks[leaf] for leaf in sorted(read, key=str)),
         alerts=tuple(alerts),

@@ -17,6 +17,12 @@ The whole file is a valid Alertmanager config (`amtool check-config` passes), bu
   The `engine` label of per-engine alerts (data-parallel engines) is left out of
   `equal` on purpose: a critical KV cache on any engine of a pod mutes every KV warning of that pod, per
   engine or pod-wide, so one pod's KV cache pages once.
+- Inhibition (same cluster and namespace): a dead endpoint picker (InferenceGatewayPickerDown) or an
+  InferencePool without ready endpoints (InferencePoolNoReadyEndpoints) mutes the symptoms of the engines
+  behind it (targets down, zero throughput, SLO burn, flow-control rejections), so the outage pages once.
+  The memory-plane alerts that explain an empty pool (OOM kills, restarts, host and GPU memory) stay.
+  An InferencePool selects pods of its own namespace, and engine alerts carry no pool: with two pools in
+  one namespace, the empty one mutes the other's engine symptoms too.
 
 Receivers are placeholders without integrations: add `pagerduty_configs`, `slack_configs`,
 `webhook_configs` and so on to the `obspack-*` receivers.
@@ -43,6 +49,9 @@ SEVERITY_RECEIVERS: tuple[tuple[Severity, str], ...] = (
 IMBALANCE = "VLLMPrefillDecodeImbalance"
 # Alerts that explain why a vLLM target went down: VLLMTargetDown must not hide them.
 DOWN_CAUSES = ("VLLMContainerOOMKilled", "VLLMContainerRestarted")
+# A pool outage (its picker dead, or no endpoint ready) and what it makes every engine behind it report.
+POOL_OUTAGES = ("InferenceGatewayPickerDown", "InferencePoolNoReadyEndpoints")
+POOL_SYMPTOMS = ("VLLMTargetDown", "VLLMZeroThroughput", BURN, "InferenceGatewayFlowControlRejections")
 
 
 def team_receivers(team: str) -> tuple[str, str]:
@@ -145,7 +154,8 @@ def inhibit_rules(cfg: ObspackConfig) -> list[dict[str, object]]:
     pairs = [
         ("VLLMKVCacheUsageCritical", ["VLLMKVCacheUsageHigh"], [*pod, "model_name"]),
         ("VLLMContainerOOMKilled", ["VLLMHostMemoryNearLimit"], [*pod, "container"]),
-        ("VLLMTargetDown", sorted(enabled - {"VLLMTargetDown", BURN, *DOWN_CAUSES}), pod),
+        # the pool's alerts carry no pod: an engine down never explains them
+        ("VLLMTargetDown", sorted(enabled - {"VLLMTargetDown", BURN, *DOWN_CAUSES, *alerts.topic_alerts(cfg, "gateway")}), pod),
     ]
     rules = []
     for source, targets, equal in pairs:
@@ -162,6 +172,12 @@ def inhibit_rules(cfg: ObspackConfig) -> list[dict[str, object]]:
                     "equal": [cfg.cluster_label, "namespace", "model_name"],
                 }
             )
+    outages = [a for a in POOL_OUTAGES if a in enabled]
+    symptoms = [a for a in POOL_SYMPTOMS if a in enabled]
+    if outages and symptoms:
+        source = _eq("alertname", outages[0]) if len(outages) == 1 else _one_of("alertname", outages)
+        target = _eq("alertname", symptoms[0]) if len(symptoms) == 1 else _one_of("alertname", symptoms)
+        rules.append({"source_matchers": [source], "target_matchers": [target], "equal": [cfg.cluster_label, "namespace"]})
     if BURN in enabled:
         rules.append(
             {

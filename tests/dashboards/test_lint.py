@@ -185,7 +185,7 @@ def test_variables_are_chained(name: str) -> None:
     v = _variables(_dashboards(ObspackConfig())[name])
     assert list(v)[:5] == ["datasource", "cluster", "namespace", "model", "pod"]
     features = [feature.key for feature in vllm_features.FEATURES] if name == "vllm-fleet" else []
-    assert list(v)[5:] in ([], ["gpu_instance"], features)
+    assert list(v)[5:] in ([], ["gpu_instance"], features, ["pool"] if name == c.GATEWAY_DASHBOARD else [])
     assert "$cluster" in v["namespace"]["query"]
     assert "$namespace" in v["model"]["query"] and "$cluster" in v["model"]["query"]
     assert "$model" in v["pod"]["query"], "picking a model must narrow the pods"

@@ -44,6 +44,10 @@ EMPTY_BY_DESIGN = {
         "every engine of the healthy fleet serves; tests/rules/test_cost_accounting.py bills an idle MIG instance"
     ),
     (c.TRIAGE_DASHBOARD, "Firing obspack alerts on this pod", "A"): "no alert fires on a healthy fleet",
+    (c.GATEWAY_DASHBOARD, "Errors per model and error code", "A"): "the healthy fleet's pools answer every request",
+    (c.GATEWAY_DASHBOARD, "Flow control: rejections by outcome", "A"): (
+        "the healthy fleet's pools reject nothing; the gateway promtool incident has rejections"
+    ),
     (c.TRIAGE_DASHBOARD, "Firing obspack alerts on this pod", "B"): "no alert fires on a healthy fleet",
     **{
         (c.TRIAGE_DASHBOARD, "Last termination: reason, exit code, time", ref): (
@@ -52,6 +56,10 @@ EMPTY_BY_DESIGN = {
         for ref in "ABC"
     },
 }
+# The second cluster's EPP is a GAIE v1.5 one (obspack/demo/fleet.py), without the router's series.
+GAIE_ONLY = (
+    ((c.GATEWAY_DASHBOARD, "Request processing in the EPP p99", "A"), "GAIE's EPP has no request-processing histogram"),
+)
 # The annotations (restarts, OOM kills, firing alerts, rollouts) mark events a healthy fleet does not have;
 # tests/dashboards/test_annotations.py checks each against series where they happen.
 
@@ -86,7 +94,7 @@ def _single_pod(dashboard: str) -> bool:
 
 
 def scenarios(pods: tuple[Pod, ...]) -> list[Scenario]:
-    everything = {"cluster": ".*", "namespace": ".*", "model": ".*", "pod": ".*"}
+    everything = {"cluster": ".*", "namespace": ".*", "model": ".*", "pod": ".*", "pool": ".*"}
     out = []
     for name in DASHBOARDS:
         if name == c.TRIAGE_DASHBOARD:
@@ -95,7 +103,8 @@ def scenarios(pods: tuple[Pod, ...]) -> list[Scenario]:
             values = {**everything, "cluster": _escape(cluster) if cluster else ".*"}
             if _single_pod(name):  # first load: the first pod of the selection, as Grafana picks it
                 values["pod"] = _escape(min(p.name for p in pods if cluster in (None, p.cluster)))
-            out.append(Scenario(name, label, values))
+            gaie_only = name == c.GATEWAY_DASHBOARD and cluster == SPEC.clusters[1]
+            out.append(Scenario(name, label, values, empty=GAIE_ONLY if gaie_only else ()))
     v0 = _pick(pods, generation="v0")
     out.append(
         Scenario(

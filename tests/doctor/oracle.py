@@ -25,7 +25,13 @@ from obspack.pack.walk import targets, variables
 from obspack.promql import grafana_to_promql
 
 # event series -> the metric prefix of the source that reports them (None: Prometheus itself)
-EVENT_SERIES = {"ALERTS": None, "kube_pod_container_status_last_terminated_reason": "kube_"}
+EVENT_SERIES = {
+    "ALERTS": None, "kube_pod_container_status_last_terminated_reason": "kube_",
+    # the EPP's errors and flow-control outcomes: only after a request failed or flow control rejected one
+    "llm_d_epp_request_error_total": None, "inference_objective_request_error_total": None,
+    "inference_model_request_error_total": None, "llm_d_epp_flow_control_requests_total": None,
+    "inference_extension_flow_control_request_queue_duration_seconds_count": None,
+}  # fmt: skip
 # GPU states of the cost records a healthy fleet may not be in: a query that selects only them waits too
 WAITING_STATES = re.compile(r',?\s*state(="idle"|="asleep"|=~"idle\|asleep")')
 WINDOW_S = 300  # what a panel shows for the last five minutes: older data does not count

@@ -238,9 +238,10 @@ def test_the_text_report_is_plain_without_a_terminal(fleet: Served) -> None:
         "Fit",
         "Deployed rules",
         # the five panels empty by design (no alert fires, no container stopped, no GPU idle or asleep), the
-        # SLO page's young records, and the cost page in GPU-hours until prices are set
-        "Notes (7)",
-        "0 problems, 0 not checked, 7 notes (exit 0)",
+        # SLO page's young records, the cost page in GPU-hours until prices are set, and the gateway page's
+        # errors and flow-control rejections (none on a healthy pool)
+        "Notes (9)",
+        "0 problems, 0 not checked, 9 notes (exit 0)",
     ):
         assert heading in result.stdout
 

@@ -82,6 +82,11 @@ def test_inhibitions_pair_each_warning_with_the_critical_that_explains_it() -> N
     oom = rules['alertname="VLLMContainerOOMKilled"']
     assert oom["target_matchers"] == ['alertname="VLLMHostMemoryNearLimit"']
     assert oom["equal"] == ["cluster", "namespace", "pod", "container"]
+    pool = rules['alertname=~"InferenceGatewayPickerDown|InferencePoolNoReadyEndpoints"']
+    assert pool["equal"] == ["cluster", "namespace"]
+    assert pool["target_matchers"] == [
+        'alertname=~"VLLMTargetDown|VLLMZeroThroughput|VLLMErrorBudgetBurn|InferenceGatewayFlowControlRejections"'
+    ]
     down = rules['alertname="VLLMTargetDown"']
     assert down["equal"] == ["cluster", "namespace", "pod"]
     targets = down["target_matchers"][0]
@@ -93,6 +98,15 @@ def test_disabled_alerts_leave_routes_and_inhibitions() -> None:
     config = example(alerts={"VLLMKVCacheUsageCritical": {"enabled": False}})
     assert "VLLMKVCacheUsageCritical" not in config["route"]["routes"][0]["matchers"][0]
     assert all("VLLMKVCacheUsageCritical" not in r["source_matchers"][0] for r in config["inhibit_rules"])
+    picker_off = example(alerts={"InferenceGatewayPickerDown": {"enabled": False}, "VLLMZeroThroughput": {"enabled": False}})
+    pool = [r for r in picker_off["inhibit_rules"] if r["equal"] == ["cluster", "namespace"]]
+    assert pool == [{
+        "source_matchers": ['alertname="InferencePoolNoReadyEndpoints"'],
+        "target_matchers": ['alertname=~"VLLMTargetDown|VLLMErrorBudgetBurn|InferenceGatewayFlowControlRejections"'],
+        "equal": ["cluster", "namespace"],
+    }]
+    both_off = example(alerts={a: {"enabled": False} for a in ("InferenceGatewayPickerDown", "InferencePoolNoReadyEndpoints")})
+    assert not [r for r in both_off["inhibit_rules"] if r["equal"] == ["cluster", "namespace"]]
 
 
 # --- amtool -----------------------------------------------------------------------------------------------
@@ -148,8 +162,9 @@ def alertmanager(e2e_tools: Tools, tmp_path_factory: pytest.TempPathFactory) -> 
 
 
 def alert(name: str, severity: str, pod: str = "vllm-0", cluster: str = "prod", **labels: str) -> dict:
+    """An alert as Prometheus sends it (pod "": an alert without a pod, such as a pool's or a model's)."""
     base = {"alertname": name, "severity": severity, "cluster": cluster, "namespace": "llm", "pod": pod}
-    return {"labels": {**base, **labels}, "annotations": {"summary": name}}
+    return {"labels": {k: v for k, v in {**base, **labels}.items() if v}, "annotations": {"summary": name}}
 
 
 # (case, alert, inhibited by the alert named here, or None)
@@ -181,6 +196,18 @@ INHIBITION_CASES = [
     ("exporter down under target down", alert("ObspackExporterTargetDown", "warning", "down-0"), "VLLMTargetDown"),
     ("oom kill explains target down", alert("VLLMContainerOOMKilled", "critical", "down-0", container="vllm"), None),
     ("other packs' alerts on the pod", alert("KubePodNotReady", "warning", "down-0"), None),
+    # an EPP outage in prod/gateway: the engines behind the pool go quiet, the picker pages once
+    ("engine down behind a dead picker", alert("VLLMTargetDown", "critical", "llama-1", namespace="gateway"),
+     "InferenceGatewayPickerDown"),
+    ("engine stuck behind a dead picker", alert("VLLMZeroThroughput", "critical", "llama-2", namespace="gateway",
+     model_name="m"), "InferenceGatewayPickerDown"),
+    ("slo burn behind a dead picker", alert("VLLMErrorBudgetBurn", "critical", "", namespace="gateway",
+     model_name="m", slo="availability"), "InferenceGatewayPickerDown"),
+    ("oom kill explains an empty pool", alert("VLLMContainerOOMKilled", "critical", "llama-1", namespace="gateway",
+     container="vllm"), None),
+    ("engine down in another namespace", alert("VLLMTargetDown", "critical", "llama-1", namespace="llm"), None),
+    ("engine down in another cluster", alert("VLLMTargetDown", "critical", "llama-1", "staging", namespace="gateway"),
+     None),
 ]  # fmt: skip
 
 SOURCES = [
@@ -188,6 +215,7 @@ SOURCES = [
     alert("VLLMKVCacheUsageCritical", "critical", "kv-2", model_name="m", engine="1"),
     alert("VLLMContainerOOMKilled", "critical", "mem-0", container="vllm"),
     alert("VLLMTargetDown", "critical", "down-0"),
+    alert("InferenceGatewayPickerDown", "critical", "", namespace="gateway", job="llm-d-router-epp"),
 ]
 
 

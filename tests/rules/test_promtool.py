@@ -61,6 +61,7 @@ def test_rendered_unit_tests_pass(rendered: Path) -> None:
         "cost_test.yaml",
         "disaggregation_test.yaml",
         "exporter_test.yaml",
+        "gateway_test.yaml",
         "memory-planes_test.yaml",
         *(["slo_test.yaml"] if slos else []),
         "vllm-engine_test.yaml",
@@ -124,7 +125,7 @@ def test_unit_tests_fail_when_a_threshold_is_wrong(tmp_path: Path) -> None:
     assert "VLLMKVCacheUsageHigh" in done.stdout + done.stderr
 
 
-WHO = ("pod", "horizontalpodautoscaler", "scaledObject", "scaledResource", "model_name")
+WHO = ("pod", "horizontalpodautoscaler", "scaledObject", "scaledResource", "model_name", "inference_pool", "namespace")
 
 
 def test_every_alert_has_a_firing_case_and_a_quiet_neighbour() -> None:
@@ -137,10 +138,15 @@ def test_every_alert_has_a_firing_case_and_a_quiet_neighbour() -> None:
         assert mine, f"{alert.alert} has no unit test"
         firing = [c for t in mine for c in t["alert_rule_test"] if c["alertname"] == alert.alert and c.get("exp_alerts")]
         assert firing, f"{alert.alert} has no firing case"
-        # what an alert is about: a pod, or for the autoscaler alerts an HPA or a ScaledObject
+        # what an alert is about: a pod, or for the autoscaler alerts an HPA or a ScaledObject, for the
+        # gateway's a pool or an EPP's namespace
         who = next(k for k in WHO if k in firing[0]["exp_alerts"][0]["exp_labels"])
         expected = {a["exp_labels"].get(who) for c in firing for a in c["exp_alerts"]}
-        inputs = {s["series"].split(f'{who}="')[1].split('"')[0] for t in mine for s in t["input_series"] if f'{who}="' in s["series"]}
+        labels = (who, "name") if who == "inference_pool" else (who,)  # pool gauges name the pool in `name`
+        inputs = {
+            s["series"].split(f'{k}="')[1].split('"')[0]
+            for t in mine for s in t["input_series"] for k in labels if f', {k}="' in s["series"] or f'{{{k}="' in s["series"]
+        }
         assert inputs - expected, f"{alert.alert} has no quiet neighbour in its incident"
 
 
@@ -168,6 +174,9 @@ def test_alert_catalogue_contract() -> None:
         "VLLMAutoscalerThrashing": "warning", "VLLMAutoscalerMaxedOut": "warning",
         "VLLMAutoscalerScaleUpBlocked": "warning", "VLLMAutoscalerSignalMissing": "warning",
         "VLLMGPUsMostlyIdle": "info", "VLLMCostPerMillionTokensRising": "info",
+        "InferenceGatewayPickerDown": "critical", "InferencePoolNoReadyEndpoints": "critical",
+        "InferencePoolSaturated": "warning", "InferenceGatewayFlowControlRejections": "warning",
+        "InferenceGatewaySchedulingLatencyHigh": "warning",
     }
     got = {a.alert: a.severity.value for a in all_alerts(ObspackConfig()) if a.alert != SLO_ALERT}
     assert got == expected  # VLLMErrorBudgetBurn's contract: tests/rules/test_slo.py
@@ -179,5 +188,9 @@ def test_alert_catalogue_contract() -> None:
                "VLLMCostPerMillionTokensRising": "model_name", "VLLMPrefillDecodeImbalance": "model_name"}.get(alert.alert, "pod")
         if alert.alert in ("VLLMAutoscalerThrashing", "VLLMAutoscalerMaxedOut"):
             who = "horizontalpodautoscaler"
+        if alert.alert in ("InferenceGatewayPickerDown", "InferenceGatewaySchedulingLatencyHigh"):
+            who = "job"
+        elif alert.alert.startswith("InferencePool") or alert.alert == "InferenceGatewayFlowControlRejections":
+            who = "inference_pool"
         assert f"{{{{ $labels.{who} }}}}" in alert.description
         assert {"summary", "description", "runbook_url", "dashboard_url", "triage"} <= set(annotations)

@@ -132,12 +132,13 @@ def series_text(metric: str, labels: dict[str, str]) -> str:
     return f"{metric}{{{inner}}}"
 
 
-SOURCES = ("vllm", "cadvisor", "ksm", "dcgm", "exporter", "keda")
+SOURCES = ("vllm", "cadvisor", "ksm", "dcgm", "exporter", "keda", "epp")
 # What a real exporter sets on its series, kept when the selectors accept it.
 _EXPORTER_LABELS = {
     "ksm": {"job": "kube-state-metrics"},
     "cadvisor": {"job": "kubelet", "metrics_path": "/metrics/cadvisor"},
     "dcgm": {"job": "nvidia-dcgm-exporter"},
+    "epp": {"job": "llm-d-router-epp"},
 }
 
 
@@ -150,7 +151,7 @@ class Builder:
         self.constraints = satisfy.Constraints.of(
             cfg.cluster_label,
             {"vllm": s.vllm, "cadvisor": s.cadvisor, "ksm": s.kube_state_metrics, "dcgm": s.dcgm, "exporter": s.exporter,
-             "keda": s.keda},
+             "keda": s.keda, "epp": s.epp},
         )
         self.problem = ""  # why no test can be built for these selectors, if none can
         self.sel: dict[str, dict[str, str]] = {}
@@ -652,6 +653,11 @@ def target_down(b: Builder) -> Incident:
     for where in b.lws_group(inc, "prod-a", "inference", "llama-lws-0", n):
         inc.add("up", {**b.sel["vllm"], **where, "job": "inference/vllm", "instance": "10.4.0.11:8000"},
                 f"1x{down - 1} 0x{n - down}")
+    # an inference pool's endpoint picker whose job matches the vLLM job regex: not vLLM, it goes down quietly
+    epp = {**b.where("prod-a", "inference", "llama-epp-0"), "job": "inference/vllm-llama-epp", "instance": "10.4.0.10:9090",
+           **b.sel["vllm"], **b.sel["epp"]}
+    inc.add("up", epp, f"1x{down - 1} 0x{n - down}")
+    inc.add("llm_d_epp_info", {**epp, "build_ref": "v0.10.0", "commit": "71f4f099"}, f"1x{down - 1}", source="epp")
     inc.expect("VLLMTargetDown", down + math.ceil(minutes(t.for_)), [(b.where("prod-a", "inference", "llama-0"), 0)])  # raw series only
     inc.expect("VLLMTargetDown", down - 2, [])
     return inc
@@ -1262,7 +1268,17 @@ TOPIC_FILES = {
     "disaggregation": ("VLLMPrefillDecodeImbalance",),
     "cost": ("VLLMGPUsMostlyIdle",),
     "cost-weekly": ("VLLMCostPerMillionTokensRising",),
+    "gateway": ("InferenceGatewayPickerDown", "InferencePoolNoReadyEndpoints", "InferencePoolSaturated",
+                "InferenceGatewayFlowControlRejections", "InferenceGatewaySchedulingLatencyHigh"),
 }
+
+
+def incidents() -> dict[str, Callable[[Builder], Incident]]:
+    """Every alert's incident: this module's and the inference pool's. gateway.py builds on this module's
+    blocks, so it is imported here, once this module is complete, not at its top."""
+    from obspack.pack.shipped_tests import gateway
+
+    return {**INCIDENTS, **gateway.INCIDENTS}
 
 
 def expected_alert(rule: AlertRule, labels: dict[str, str], value: float) -> dict[str, object]:
@@ -1315,13 +1331,14 @@ def rule_tests(cfg: ObspackConfig) -> tuple[dict[str, dict[str, object]], list[s
     order = [g.name for g in (*all_recording_groups(cfg), *alert_groups(cfg))]
     files: dict[str, dict[str, object]] = {}
     missing: list[str] = []
+    builders = incidents()
     for topic, names in TOPIC_FILES.items():
         tests = []
         for name in names:
             if name not in kept:
                 continue
             try:
-                tests.append(_test_case(builder, INCIDENTS[name](builder), rules, sampling.step_seconds(cfg, name)))
+                tests.append(_test_case(builder, builders[name](builder), rules, sampling.step_seconds(cfg, name)))
             except satisfy.Unsatisfiable as e:
                 missing.append(f"no test of {name}: {e}")
         if tests:

@@ -9,7 +9,17 @@ from obspack import conventions as c
 from obspack import slos
 from obspack.config import AlertSettings, ObspackConfig, SLOs
 from obspack.memo import per_config
-from obspack.rules.alerts import autoscaling, cost, disaggregation, exporter, features, memory, slo, vllm
+from obspack.rules.alerts import (
+    autoscaling,
+    cost,
+    disaggregation,
+    exporter,
+    features,
+    gateway,
+    memory,
+    slo,
+    vllm,
+)
 from obspack.rules.model import AlertRule, RuleGroup
 
 AlertFn = Callable[[ObspackConfig], AlertRule]
@@ -23,6 +33,7 @@ TOPICS: tuple[tuple[str, tuple[AlertFn, ...]], ...] = (
     ("autoscaling", autoscaling.ALERTS),
     ("cost", cost.ALERTS),
     ("slo", slo.ALERTS),
+    ("gateway", gateway.ALERTS),
 )
 
 
@@ -43,6 +54,7 @@ LINK_VARIABLES = {
     c.FLEET_DASHBOARD: ("namespace",),
     c.COST_DASHBOARD: ("namespace", "model"),
     c.DISAGGREGATION_DASHBOARD: ("namespace", "model"),
+    c.GATEWAY_DASHBOARD: ("namespace",),
 }
 
 
@@ -95,6 +107,11 @@ def alert_groups(cfg: ObspackConfig) -> tuple[RuleGroup, ...]:
         if kept:
             groups.append(RuleGroup(name=f"{c.GROUP_PREFIX}-{topic}.alerts", rules=kept, interval=cfg.rule_interval))
     return tuple(groups)
+
+
+def topic_alerts(cfg: ObspackConfig, topic: str) -> tuple[str, ...]:
+    """The names of one topic's alerts, enabled or not."""
+    return tuple(rule.alert for name, rules in _catalogue(cfg) if name == topic for rule in rules)
 
 
 def all_alerts(cfg: ObspackConfig) -> tuple[AlertRule, ...]:

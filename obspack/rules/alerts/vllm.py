@@ -18,6 +18,7 @@ from __future__ import annotations
 import textwrap
 
 from obspack import conventions as c
+from obspack.catalogue import gateway
 from obspack.catalogue import vllm_features as f
 from obspack.catalogue.vllm import POD_MODEL
 from obspack.config import ObspackConfig, promql_string
@@ -158,6 +159,8 @@ def target_down(cfg: ObspackConfig) -> AlertRule:
     # LeaderWorkerSet workers serve no engine metrics (only their leader does): a scrape of one that
     # fails is not a vLLM target down, whatever its job (obspack/rules/lws.py).
     workers = lws.any_workers(cfg).replace("\n", "\n            ")
+    # An inference pool's endpoint picker is not vLLM, whatever its job is called (InferenceGatewayPickerDown).
+    epp = textwrap.indent(gateway.served(c.selector(cfg.selectors.epp), target, t.lookback), " " * 16)
     return AlertRule(
         alert="VLLMTargetDown",
         expr=f"""
@@ -168,6 +171,10 @@ def target_down(cfg: ObspackConfig) -> AlertRule:
                 group by ({target}) (present_over_time(vllm:num_requests_running{vllm}[{t.lookback}]))
                 or
                 group by ({target}) (max_over_time(up{by_job}[{t.lookback}]) == 1)
+              )
+              unless on ({target})
+              (
+{epp}
               )
             )
             unless on ({c.by(cfg, 'namespace', 'pod')})
