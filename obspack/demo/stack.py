@@ -102,6 +102,8 @@ alerts:
   VLLMKVCacheFragmentationHigh: {{for: {two}}}
   VLLMCUDAAllocatorFragmentationHigh: {{for: {two}}}
   ObspackExporterTargetDown: {{for: {muted}}}  # longer than VLLMTargetDown, which inhibits it
+  InferenceGatewayPickerDown: {{for: {two}}}
+  InferencePoolNoReadyEndpoints: {{for: {two}}}
 slos: {{enabled: false}}  # the SLO burn has its own live test (tests/e2e/test_slo_burn.py)
 """
 
