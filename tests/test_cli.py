@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 from typer.testing import CliRunner
 
 from obspack import __version__
@@ -110,7 +111,8 @@ def test_config_changes_the_output(tmp_path: Path) -> None:
     out = tmp_path / "pack"
     assert run("render", "--config", str(config), "--out", str(out)).exit_code == 0
     alerts = (out / "prometheus" / "alerts.yaml").read_text()
-    assert "namespace_pod_model:vllm_kv_cache_usage:max > 0.8" in alerts
+    [kv] = [r for g in yaml.safe_load(alerts)["groups"] for r in g["rules"] if r.get("alert") == "VLLMKVCacheUsageHigh"]
+    assert "> 0.8\n" in kv["expr"] and "> 0.9" not in kv["expr"]  # per engine, from the raw usage gauges
     assert "VLLMTargetDown" not in alerts
     assert "by (k8s_cluster, namespace, pod" in (out / "prometheus" / "recording-rules.yaml").read_text()
     assert re.search(r"from config [0-9a-f]{12}\. Do not edit", (out / "README.md").read_text().splitlines()[0])

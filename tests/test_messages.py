@@ -59,7 +59,7 @@ def test_validate_tests_runs_the_shipped_tests(tmp_path: Path, monkeypatch: pyte
     result = runner.invoke(app, ["validate", "--config", str(config), "--tests"])
     assert result.exit_code == 0, result.output
     assert re.fullmatch(
-        r"config OK; \d+ PromQL expressions parsed, promtool check rules --lint-fatal passed; 7 shipped test files "
+        r"config OK; \d+ PromQL expressions parsed, promtool check rules --lint-fatal passed; 9 shipped test files "
         r"passed \(promtool test rules, \d+s\)\n",
         result.stdout,
     )

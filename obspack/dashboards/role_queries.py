@@ -48,6 +48,6 @@ def prefill_per_decode(cfg: ObspackConfig) -> str:
 
 def epp_decisions(cfg: ObspackConfig) -> str:
     """The endpoint picker's P/D decisions per second, by decision type (the first counter name present)."""
-    where = c.selector(q.scope(cfg, "cluster"))
+    where = c.selector(cfg.selectors.epp, q.scope(cfg, "cluster", "namespace", "model"))
     rates = "\n  or\n  ".join(f"rate({m}{where}[$__rate_interval])" for m in EPP_DECISIONS)
     return f"sum by ({c.by(cfg, 'decision_type')}) (\n  {rates}\n)"

@@ -1368,11 +1368,19 @@ class _Fleet:
             if new:
                 w.series("llm_d_epp_flow_control_requests_total",
                          _labels(**labels, inference_pool=pool, outcome="Dispatched", priority="0"), requests(pods, share))
-        w.family("llm_d_epp_flow_control_pool_saturation", "gauge", "Saturation of the pool (1: gating).")
-        for labels, pool, pods, _, new in epps:
+        for name, canonical in (("llm_d_epp_flow_control_pool_saturation", True),
+                                ("inference_extension_flow_control_pool_saturation", False)):
+            w.family(name, "gauge", "Saturation of the pool (1: gating).")
+            for labels, pool, pods, _, new in epps:
+                if new == canonical:
+                    w.series(name, _labels(**labels, inference_pool=pool), mean(pods, lambda p: [0.1 + kv * 0.6 for kv in p.kv]))
+        # The router's own time per request (v0.9+), flow control's wait included.
+        name = "llm_d_epp_request_processing_duration_seconds"
+        w.family(name, "histogram", "Time the endpoint picker spent on a request.")
+        for labels, _, pods, share, new in epps:
             if new:
-                w.series("llm_d_epp_flow_control_pool_saturation", _labels(**labels, inference_pool=pool),
-                         mean(pods, lambda p: [0.1 + kv * 0.6 for kv in p.kv]))
+                for suffix, le, values in _hist(requests(pods, share), scheduling, 0.003, 0.5):
+                    w.series(name + suffix, _labels(**labels) + (f",{le}" if le else ""), values)
         # The P/D decisions of the pools with a prefill pod: the router's counter, and in the other clusters the
         # llm-d inference scheduler v0.8's own (it runs on GAIE v1.5's library, hence the older names above).
         for name, canonical in (("llm_d_epp_disagg_decision_total", True),

@@ -6,8 +6,9 @@ dashboard variable that lists nothing, a metric that is not served.
 Each problem with failing selectors (an alert that cannot fire, a panel that would be empty) is put under
 the cause of each of them; one that needs several missing sources is under each. A consequence is folded
 under its root: a matcher `instance=~""` comes from a dashboard variable that lists nothing, and where the
-cluster label goes by another name, that is why the variables list nothing; a label that never appears on
-cAdvisor's series is the source's own finding (no container label). The root's finding is shown with the
+cluster label goes by another name, that is why the variables list nothing (and why a record's join matches
+nothing: what reads it is under the label, not under a matcher that also finds nothing beside it); a label
+that never appears on cAdvisor's series is the source's own finding (no container label). The root's finding is shown with the
 cause, not again as a note. Problems without failing selectors (a rule group not loaded or failing) are
 causes of their own. Every cause says what to do (`action`).
 """
@@ -119,23 +120,29 @@ def group(findings: Iterable[Finding], sources: Iterable[SourceReport], selector
     for f in findings:
         if f.level is not Level.PROBLEM:
             continue
-        if not f.causes:
-            if known.cluster is not None and JOINS_MATCH_NOTHING in f.message:
-                # a record's join that matches nothing, while the cluster label differs between sources
-                under.setdefault(("cluster", CLUSTER), []).append(f)
-            else:
-                alone.append(f)
+        # A record's join that matches nothing while the cluster label differs between sources: the label is
+        # the cause, and a matcher or metric that also finds nothing on the other side of an `or` (the
+        # LeaderWorkerSet row's workers, for a pod that leads none) is no cause of its own.
+        joins = known.cluster is not None and JOINS_MATCH_NOTHING in f.message
+        if not f.causes and not joins:
+            alone.append(f)
             continue
-        keys = {_key(c, known): c for c in f.causes}
+        keys: dict[tuple[str, str], Check | None] = {_key(c, known): c for c in f.causes}
+        if joins:
+            keys = {key: c for key, c in keys.items() if key[0] not in ("matcher", "metric", "variable")}
+            keys.setdefault(("cluster", CLUSTER), None)
         if any(kind in ("source", "probe") for kind, _ in keys):
             # A metric of no known source that is never there, next to a source that is not here, is taken
             # as that source's (vLLM's http_requests_total): not a cause of its own.
             keys = {
-                key: c for key, c in keys.items() if key[0] != "metric" or k.source_of(c.leaf.selector.metric)
+                key: c
+                for key, c in keys.items()
+                if key[0] != "metric" or (c is not None and k.source_of(c.leaf.selector.metric))
             }
         for key, check in keys.items():
             under.setdefault(key, []).append(f)
-            checks.setdefault(key, check)
+            if check is not None:
+                checks.setdefault(key, check)
     causes = [_cause(key, tuple(found), checks.get(key), known) for key, found in under.items()]
     causes = [_with_notes(c, findings) if c.key[0] == "cluster" else c for c in causes]
     causes.sort(key=lambda c: (_ORDER.index(c.key[0]), -len(c.consequences), c.title))

@@ -6,7 +6,9 @@
    matcher whose value never matches (with the values the label does have);
 4. a series that exists only after an event (a terminated container, a firing alert), or only where an
    engine runs a vLLM feature (a KV connector, speculative decoding, LoRA, a recent release), is not
-   missing while the source that would report it is there.
+   missing while the source that would report it is there; nor is a series of the inference pool's
+   endpoint picker (EPP), an optional source, where no EPP is deployed (`optional`: what reads only such
+   series is no finding).
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ class Check:
     label: str | None = None  # a label a matcher needs that never appears on the metric
     matcher: Matcher | None = None  # a matcher whose value never matches
     seen: tuple[str, ...] = ()  # the values `label`/`matcher` has on the metric
+    optional: bool = False  # an event series that waits for an optional source none of which is here
 
     def describe(self) -> str:
         shown = self.leaf.text(longest=40)
@@ -148,10 +151,18 @@ class SelectorChecks:
         if event is not None:
             sibling = self._sibling(leaf.selector, event.sibling)
             if sibling is None or self.count(sibling) > 0:
-                return Check(leaf, State.EVENT, f"appears only when {event.when}")
+                return Check(leaf, State.EVENT, f"appears only when {event.when}", optional=self._absent(event))
+            # a sibling that itself waits for an optional source (the EPP's build info): so does this series
+            upstream = k.event_of(event.sibling or "")
+            if upstream is not None and upstream.source is not None:
+                return Check(leaf, State.EVENT, f"appears only when {upstream.when}", optional=self._absent(upstream))
         if not diagnose:
             return Check(leaf, State.MISSING, "no series")
         return self.diagnose(leaf)
+
+    def _absent(self, event: k.Event) -> bool:
+        """The optional source an event series waits for is not here at all."""
+        return event.source is not None and self.count(event.source) == 0
 
     def _sibling(self, selector: Selector, metric: str | None) -> str | None:
         if metric is None:

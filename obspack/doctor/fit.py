@@ -511,6 +511,11 @@ def dashboard_findings(dashboards: Iterable[DashboardFit]) -> list[Finding]:
     return out
 
 
+def _waits_for_absent_source(verdict: Verdict) -> bool:
+    """Empty only because an optional source (the EPP) is deployed nowhere here: the sources report says so."""
+    return bool(verdict.causes) and not verdict.reasons and all(c.optional for c in verdict.causes)
+
+
 def _merge(verdicts: Sequence[Verdict], state: State) -> Verdict:
     return _first_failing(verdicts, (state,))
 
@@ -534,6 +539,8 @@ def _panel_findings(queries: Sequence[PanelFit], guessed: Collection[str] = ()) 
                 problem(Topic.PANEL, panel, f"would be empty{for_sample}: {merged.why}", causes=merged.causes)
             ]
         if states == {State.EVENT}:
+            if all(_waits_for_absent_source(v) for v in verdicts):
+                return []  # a page of an optional source that is not deployed (no EPP): no finding
             return [
                 note(Topic.PANEL, panel, f"empty on a healthy fleet: {_merge(verdicts, State.EVENT).why}")
             ]
@@ -553,7 +560,7 @@ def _panel_findings(queries: Sequence[PanelFit], guessed: Collection[str] = ()) 
                     f"is empty while the panel shows its other queries: {v.why}",
                 )
             )
-        elif v.state is State.EVENT:
+        elif v.state is State.EVENT and not _waits_for_absent_source(v):
             out.append(note(Topic.PANEL, query.target.where, f"empty on a healthy fleet: {v.why}"))
         elif v.state is State.UNKNOWN:
             out.append(unchecked(Topic.PANEL, query.target.where, f"could not be checked: {v.why}"))

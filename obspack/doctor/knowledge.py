@@ -77,7 +77,25 @@ def source_of(metric: str) -> Source | None:
 class Event:
     when: str
     sibling: str | None
+    # For the series of an optional source the pack reads only where it is deployed (the inference pool's
+    # EPP): the series that tell it is here. Where none is, what reads only such series is no finding at all
+    # (the sources report says there is none), as a feature row nobody uses.
+    source: str | None = None
 
+
+# The endpoint picker's series exist only where one is deployed and scraped (docs/gateway.md). Its other
+# series take the EPP's build info as their sibling: without any EPP they wait for one as well.
+EPP_PRESENT = "{__name__=~\"" + "|".join(gateway.IDENTITY) + "\"}"
+EPP_SCRAPED = Event("an endpoint picker (EPP) is scraped (docs/gateway.md)", None, source=EPP_PRESENT)
+EPP_SIBLING = gateway.INFO.legacy  # every EPP era emits it (the router as the twin of llm_d_epp_info)
+# The EPP's P/D decision counters: llm-d router's, the llm-d inference scheduler's, and the older two-valued
+# ones of the deprecated pd-profile-handler (the disaggregated-serving page reads the first one present).
+EPP_DECISIONS = (
+    "llm_d_epp_disagg_decision_total",
+    "llm_d_inference_scheduler_disagg_decision_total",
+    "llm_d_epp_pd_decision_total",
+    "llm_d_inference_scheduler_pd_decision_total",
+)
 
 EVENTS = {
     "ALERTS": Event("an alert is pending or firing", None),
@@ -112,15 +130,21 @@ EVENTS = {
     "keda_scaler_detail_errors_total": Event("KEDA runs a ScaledObject", None),
     "keda_scaler_empty_upstream_responses_total": Event("KEDA runs a ScaledObject", None),
     # the inference pool's endpoint picker: its series exist only where one is deployed and scraped; its
-    # errors and flow control (off unless its feature gate is on) only once they happen
-    **{name: Event("an endpoint picker (EPP) is scraped (docs/gateway.md)", None) for name in gateway.SERIES},
+    # errors and flow control (off unless its feature gate is on) only once they happen; its own time per
+    # request only from the llm-d router v0.9 on; its P/D decisions only in pools it disaggregates
+    **{name: EPP_SCRAPED for name in gateway.SERIES},
     **{
-        name: Event("the EPP answers a request with an error", gateway.INFO.legacy)
+        name: Event("the EPP answers a request with an error", EPP_SIBLING)
         for name in (gateway.REQUEST_ERRORS, gateway.OBJECTIVE_ERRORS, gateway.MODEL_ERRORS)
     },
     **{
-        name: Event("the EPP runs flow control (its flowControl feature gate) and rejects a request", gateway.INFO.legacy)
+        name: Event("the EPP runs flow control (its flowControl feature gate) and rejects a request", EPP_SIBLING)
         for name in (gateway.FLOW_REQUESTS, gateway.FLOW_QUEUE_DURATION_COUNT)
+    },
+    f"{gateway.REQUEST_PROCESSING}_bucket": Event("the EPP is an llm-d router v0.9 or later", EPP_SIBLING),
+    **{
+        name: Event("the EPP splits a pool's requests into prefill and decode (P/D disaggregation)", EPP_SIBLING)
+        for name in EPP_DECISIONS
     },
 }
 

@@ -104,3 +104,21 @@ def test_counts_read_in_the_right_number() -> None:
     assert [counted(n, "problem") for n in (0, 1, 2)] == ["0 problems", "1 problem", "2 problems"]
     assert counted(1, "more query", "more queries") == "1 more query"
     assert counted(3, "more query", "more queries") == "3 more queries"
+
+
+def test_a_record_whose_join_matches_nothing_folds_under_the_cluster_label_not_beside_a_matcher() -> None:
+    """The pod page's LeaderWorkerSet row: `record{pod} or (record and kube_pod_owner{owner_name=~"$pod"})`
+    for a pod that leads no workers. The record's join fails on the cluster label; the owner matcher finds
+    nothing too, but fixing the label fills the panel: it is under the label alone."""
+    owner = check("kube_pod_owner", ("owner_name", "=~", "vllm-0"), matcher=("owner_name", "=~", "vllm-0"), seen=("lws",))
+    panel = problem(
+        Topic.PANEL,
+        "vllm-pod-memory-planes / Leader and workers",
+        f'would be empty: kube_pod_owner: owner_name=~"vllm-0" never matches; r: ({JOINS_MATCH_NOTHING})',
+        causes=(owner,),
+    )
+    causes = group([panel, CLUSTER], FOUND)
+    assert [c.key[0] for c in causes.causes] == ["cluster"] and causes.causes[0].consequences == (panel,)
+    assert causes.alone == ()
+    alone = group([panel], FOUND)  # without a cluster label finding, the matcher is the cause it names
+    assert [c.key[0] for c in alone.causes] == ["matcher"]

@@ -204,3 +204,24 @@ def test_a_record_the_server_refuses_as_too_long_is_judged_by_its_inputs() -> No
             else:  # asked: what came back
                 assert got.rows == ({},) and got.verdict == OK, name
     assert data["namespace_model_role_tokens:vllm_gpu_cost_per_hour:sum"][0].verdict == OK
+
+
+def test_a_panel_that_waits_only_for_an_optional_source_deployed_nowhere_is_no_finding() -> None:
+    """The gateway page without any EPP: its series wait for one to be scraped (the sources report says
+    there is none), so its panels are no finding; one that also waits for something else stays a note."""
+    absent = Check(leaf("llm_d_epp_info"), State.EVENT, "appears only when an EPP is scraped", optional=True)
+    error = Check(leaf("llm_d_epp_request_error_total"), State.EVENT, "appears only when the EPP answers an error")
+
+    def queries(*found: Check) -> list[PanelFit]:
+        return [
+            PanelFit(Target("d", "Panel", ref, "x", panel_id=1), (("defaults", Verdict(State.EVENT, (c,))),))
+            for ref, c in zip("AB", found)
+        ]
+
+    assert _panel_findings(queries(absent)) == []
+    assert _panel_findings(queries(absent, absent)) == []
+    (waits,) = _panel_findings(queries(absent, error))
+    assert (waits.level, waits.subject) == (Level.NOTE, "d / Panel")
+    shown = [*panel(State.OK), *queries(absent)[:1]]  # a query of a panel that shows data: no note either
+    shown[1] = dataclasses.replace(shown[1], target=dataclasses.replace(shown[1].target, ref="B"))
+    assert _panel_findings(shown) == []

@@ -12,8 +12,11 @@ import pytest
 from obspack.config import ObspackConfig
 from obspack.doctor.api import Connection, PrometheusAPI
 from obspack.doctor.backends import Backend, Capability
+from obspack.doctor.checks import SelectorChecks, State, Window
 from obspack.doctor.gateway import era, gateway_survey, refused_findings
+from obspack.doctor.needs import Leaf, Selector
 from obspack.pack import build
+from tests.doctor.fakes import empty_prometheus, serve
 from tests.support.prometheus import backfill_openmetrics, running_prometheus
 
 PACK = build(ObspackConfig())
@@ -94,3 +97,25 @@ def test_only_refused_epp_targets_are_reported() -> None:
     found = refused_findings(targets)
     assert [(f.subject, f.level.value) for f in found] == [("job llm-d-router-epp", "problem")]
     assert "403" in found[0].message and "--metrics-endpoint-auth=false" in found[0].action
+
+
+def _waits(api: PrometheusAPI, metric: str) -> tuple[State, str, bool]:
+    check = SelectorChecks(api, Window(END, 3600), {}).check(Leaf(Selector(metric, ())))
+    return check.state, check.reason, check.optional
+
+
+@pytest.mark.e2e
+@pytest.mark.tool
+def test_the_epps_series_wait_for_an_epp_and_then_for_their_own_event(api: PrometheusAPI) -> None:
+    """With an EPP here, its errors wait for an error and its own time per request for a router v0.9+;
+    with none, every EPP series waits for one to be scraped, and what reads only them is no finding."""
+    errors = _waits(api, "llm_d_epp_request_error_total")
+    assert errors == (State.EVENT, "appears only when the EPP answers a request with an error", False)
+    processing = _waits(api, "llm_d_epp_request_processing_duration_seconds_bucket")
+    assert processing == (State.EVENT, "appears only when the EPP is an llm-d router v0.9 or later", False)
+    assert _waits(api, "llm_d_epp_disagg_decision_total")[0] is State.EVENT
+    with serve(empty_prometheus) as fake, PrometheusAPI(Connection(fake.url)) as empty:
+        for metric in ("llm_d_epp_info", "llm_d_epp_request_error_total", "llm_d_epp_flow_control_requests_total",
+                       "llm_d_inference_scheduler_pd_decision_total"):
+            state, reason, optional = _waits(empty, metric)
+            assert (state, optional) == (State.EVENT, True) and "an endpoint picker (EPP) is scraped" in reason

@@ -235,15 +235,22 @@ def test_alertmanager_inhibits_warnings_under_their_critical(alertmanager: Alert
         return seen if all(key(a) in seen for a in SOURCES) else None
 
     sources = wait_until(sources_listed, 10, "the source alerts to be listed")
-    # an inhibitor is on the same pod as what it mutes
-    fingerprint = {(a["labels"]["alertname"], a["labels"]["pod"]): sources[key(a)]["fingerprint"] for a in SOURCES}
+    def inhibitor_of(sent: dict, name: str) -> str:
+        """The fingerprint of the source named `name` where `sent` is: on its pod, or for a source about a
+        whole namespace (a pool's picker), in its cluster and namespace."""
+        where = [sent["labels"][k] for k in ("cluster", "namespace")]
+        [source] = [a for a in SOURCES if a["labels"]["alertname"] == name
+                    and [a["labels"][k] for k in ("cluster", "namespace")] == where
+                    and a["labels"].get("pod") in (None, sent["labels"].get("pod"))]  # fmt: skip
+        return sources[key(source)]["fingerprint"]
+
     alertmanager.post_alerts([case[1] for case in INHIBITION_CASES])
 
     def problems() -> list[str]:
         seen, found = listed(), []
         for case, sent, inhibitor in INHIBITION_CASES:
             status = seen.get(key(sent), {}).get("status", {})
-            by = fingerprint[(inhibitor, sent["labels"]["pod"])] if inhibitor else None
+            by = inhibitor_of(sent, inhibitor) if inhibitor else None
             expected = ("suppressed", [by]) if by else ("active", [])
             if (status.get("state"), status.get("inhibitedBy")) != expected:
                 found.append(f"{case}: expected {expected}, got {status}")

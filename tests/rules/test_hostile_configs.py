@@ -74,8 +74,8 @@ def test_shipped_tests_exist_and_pass_when_selectors_narrow_every_varied_label(t
     tests = sorted(rel for rel in files if rel.startswith("tests/"))
     assert tests == [
         "tests/autoscaling_test.yaml", "tests/cost-weekly_test.yaml", "tests/cost_test.yaml",
-        "tests/disaggregation_test.yaml", "tests/exporter_test.yaml", "tests/memory-planes_test.yaml",
-        "tests/vllm-engine_test.yaml", "tests/vllm-features_test.yaml",
+        "tests/disaggregation_test.yaml", "tests/exporter_test.yaml", "tests/gateway_test.yaml",
+        "tests/memory-planes_test.yaml", "tests/vllm-engine_test.yaml", "tests/vllm-features_test.yaml",
     ]  # fmt: skip
     out = write_files(files, tmp_path / "pack")
     done = subprocess.run(
@@ -117,17 +117,25 @@ def test_selectors_that_leave_too_few_values_name_each_missing_test(tmp_path: Pa
         ),  # fmt: skip
         "no test of VLLMRequestQueueBacklog: label 'engine': the selectors (engine=\"0\") leave fewer than 2 values, "
         "the test needs that many",
+        "no test of VLLMZeroThroughput: label 'cluster': the selectors (cluster=\"prod\") leave fewer than 2 "
+        "values, the test needs that many",
         "no test of VLLMKVTransferFailures: label 'cluster': the selectors (cluster=\"prod\") leave fewer than 2 "
         "values, the test needs that many",
         "no test of VLLMAutoscalerMaxedOut: label 'engine': the selectors (engine=\"0\") leave fewer than 2 values, "
         "the test needs that many",
-        "no test of VLLMPrefillDecodeImbalance: label 'cluster': the selectors (cluster=\"prod\") leave fewer than 2 "
-        "values, the test needs that many",
+        *(
+            f"no test of {alert}: label 'cluster': the selectors (cluster=\"prod\") leave fewer than 2 values, "
+            "the test needs that many"
+            # the pool's incidents hold vLLM pods too (an EPP beside an engine), in a second cluster
+            for alert in ("VLLMPrefillDecodeImbalance", "InferenceGatewayPickerDown", "InferencePoolNoReadyEndpoints",
+                          "InferencePoolSaturated", "InferenceGatewayFlowControlRejections",
+                          "InferenceGatewaySchedulingLatencyHigh")
+        ),  # fmt: skip
         "no SLO tests: label 'cluster': the selectors (cluster=\"prod\") leave fewer than 2 values, the test needs that many",
     )
     result = CliRunner().invoke(app, ["render", "--config", str(config), "--out", str(tmp_path / "pack")])
     assert result.exit_code == 0
-    assert result.output.count("warning: no test of ") == 9 and "warning: no SLO tests: " in result.output
+    assert result.output.count("warning: no test of ") == 15 and "warning: no SLO tests: " in result.output
     readme = (tmp_path / "pack" / "README.md").read_text()
     assert "## Tests this pack does not ship" in readme and "no test of VLLMRequestQueueBacklog" in readme
     # the alerts whose incidents fit are still tested

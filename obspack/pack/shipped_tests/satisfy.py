@@ -41,6 +41,9 @@ from obspack.promql import Matcher, selectors
 FAMILIES = {
     "namespace": "namespace", "exported_namespace": "namespace", "pod_namespace": "namespace",
     "pod": "pod", "exported_pod": "pod", "pod_name": "pod",
+    # kube-state-metrics names owners by name: a LeaderWorkerSet worker's StatefulSet is its leader pod's
+    # name, so owners and ReplicaSets share the pods' values (a mapped leader stays its workers' owner)
+    "owner_name": "pod", "replicaset": "pod",
     "container": "container", "exported_container": "container", "container_name": "container",
     "Hostname": "node", "node": "node",
     "UUID": "gpu", "uuid": "gpu",
