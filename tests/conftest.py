@@ -15,6 +15,7 @@ SLOW_FIRST = (
     "tests/test_config_fuzz.py",
     "tests/e2e/",
     "tests/rules/test_promtool.py",
+    "tests/rules/test_promtool_order.py",
     "tests/rules/test_slo.py",
     "tests/doctor/",
     "tests/dashboards/",
