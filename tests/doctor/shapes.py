@@ -91,8 +91,8 @@ class _Reshaper:
             if name.startswith(prefix) and float(tail.split()[1]) > cut:
                 return None
         labels = _parse(labels_text)
-        if self.left_out and self.left_out & {labels.get("pod"), labels.get("exported_pod")}:
-            return None
+        if self.left_out and self.left_out & {labels.get("pod"), labels.get("exported_pod"), self._endpoint(labels)}:
+            return None  # a pod left out is no endpoint of its pool either
         self._target(labels)
         for prefix, stripped in self.shape.strip.items():
             if name.startswith(prefix):
@@ -101,6 +101,11 @@ class _Reshaper:
         if self.shape.dcgm_old and name.startswith("DCGM_"):
             labels = _dcgm_old(labels)
         return f"{name}{{{_join(labels)}}}{tail}"
+
+    @staticmethod
+    def _endpoint(labels: Mapping[str, str]) -> str | None:
+        """The pod an endpoint picker's per-endpoint series is about (either era's label)."""
+        return labels.get("model_server_endpoint") or labels.get("model_server_pod")
 
     def _target(self, labels: Mapping[str, str]) -> None:
         if "job" not in labels:

@@ -75,7 +75,10 @@ def test_old_dcgm_names_and_no_cluster_label_fit_with_notes(old_names: Served) -
     assert len(burns) == 4 and all(a["can_fire"] for a in burns), "the latency SLOs burn without HTTP"
     assert "DCGM_FI_PROF_GR_ENGINE_ACTIVE instead" in oracle.message(report, "dcgm-exporter")
     dcgm = next(s for s in report["sources"] if s["title"] == "dcgm-exporter")["details"]
-    assert dcgm["modes"] == {"pod_name": sum(len(p.gpus) for p in old_names.summary.pods), "none": 1}
+    # every GPU a pod holds (a LeaderWorkerSet worker's too) by its old pod label; one idle GPU per node
+    holders = (*old_names.summary.pods, *old_names.summary.workers)
+    nodes = {(p.cluster, p.node_index) for p in holders}
+    assert dcgm["modes"] == {"pod_name": sum(len(p.gpus) for p in holders), "none": len(nodes)}
 
 
 def test_rules_that_are_not_loaded_are_one_problem(old_names: Served) -> None:
@@ -217,7 +220,9 @@ def test_a_cluster_label_missing_on_one_source_is_the_one_cause_printed_first(pa
         "  problem cluster label: `cluster` is on cAdvisor, obspack exporter, kube-state-metrics, vLLM but not on "
         "dcgm-exporter: joins between them match nothing",
         "      so 3 alerts cannot fire: VLLMGPUMemoryNearFull, VLLMGPUsMostlyIdle, VLLMCostPerMillionTokensRising",
-        "      so 33 panels would be empty: vllm-pod-memory-planes (3), gpu-by-workload (20), vllm-cost (10)",
+        # the pod page's LeaderWorkerSet row too: its GPU record joins on the label (the owner matcher beside
+        # it finds nothing for a pod that leads no workers, and is no cause of its own)
+        "      so 34 panels would be empty: vllm-pod-memory-planes (4), gpu-by-workload (20), vllm-cost (10)",
         "      so 2 dashboard variables list no values: gpu-by-workload / $gpu_instance, vllm-pod-memory-planes / $gpu_instance",
         "      so 7 more queries return nothing",
         "      fix: add `cluster` to every scrape of dcgm-exporter (external labels reach only remote storage, not "
@@ -225,7 +230,8 @@ def test_a_cluster_label_missing_on_one_source_is_the_one_cause_printed_first(pa
     ]
     assert lines[start + 7] == ""
     assert not any('instance=~""' in line for line in lines), "the consequences are folded, not listed"
-    assert lines[-1].startswith("1 problem, 0 not checked, 4 notes (exit 1)")
+    # the four of a healthy fleet without EPP, and the gateway page's errors and flow-control rejections
+    assert lines[-1].startswith("1 problem, 0 not checked, 6 notes (exit 1)")
     code, report = oracle.doctor(partial_cluster.prom.url, "--time", end)
     assert [c["kind"] for c in report["causes"]] == ["cluster"]
     assert panel_findings(report) == oracle.panels(partial_cluster.prom, PACK, report)
