@@ -1,8 +1,9 @@
 """Queries of the disaggregated-serving page: engine records split by each pod's prefill/decode role
 (obspack/rules/roles.py), and the endpoint picker's P/D decisions.
 
-The role join reads kube-state-metrics' role label (one regex matcher on `kube_pod_labels`) and one vLLM
-gauge for pod names, narrowed to the page's variables: a few thousand series at 1,000 pods.
+Each pod's role comes from the cost records' per-pod owner record (`role`: prefill, decode or both, made by
+obspack/rules/roles.py from the role label and the pod's name): one series per pod, where joining the raw
+role label and pod names at every step of a range took over a second at 1,000 pods.
 """
 
 from __future__ import annotations
@@ -25,9 +26,8 @@ EPP_DECISIONS = (
 
 
 def _roles(cfg: ObspackConfig) -> str:
-    """One series per vLLM pod with its role: prefill, decode, else both."""
-    every = f"group by ({c.by(cfg, 'namespace', 'pod')}) ({q.rec(cfg, c.RUNNING)})"
-    return roles.role_of(cfg, every, other=BOTH)
+    """One series per selected vLLM pod with its role: prefill, decode, else both."""
+    return f"max by ({c.by(cfg, 'namespace', 'pod', 'role')}) ({q.rec(cfg, c.POD_COST_INFO, q.POD)})"
 
 
 def by_role(cfg: ObspackConfig, record: str, how: str = "sum") -> str:
@@ -38,7 +38,9 @@ def by_role(cfg: ObspackConfig, record: str, how: str = "sum") -> str:
 
 def pods_of(cfg: ObspackConfig, role: roles.Role) -> str:
     """Selected pods that only do `role`, per model."""
-    return f"count by ({c.by(cfg, 'namespace', 'model_name')}) (\n{roles.only(cfg, q.rec(cfg, c.RUNNING), role)}\n)"
+    of_role = f"{q.rec(cfg, c.POD_COST_INFO, q.POD)[:-1]}, role=\"{role}\"}}"
+    joined = f"{q.rec(cfg, c.RUNNING)}\n* on ({c.by(cfg, 'namespace', 'pod')}) group_left ()\ngroup by ({c.by(cfg, 'namespace', 'pod')}) ({of_role})"
+    return f"count by ({c.by(cfg, 'namespace', 'model_name')}) (\n{joined}\n)"
 
 
 def prefill_per_decode(cfg: ObspackConfig) -> str:

@@ -200,8 +200,9 @@ def states(cfg: ObspackConfig) -> str:
         f"{_label(asleep(cfg), 'state', 'asleep')}\nor on ({pod})\n{_label(serving, 'state', 'serving')}\n"
         f"or on ({pod})\n{_label(universe, 'state', 'idle')}"
     )
-    # A LeaderWorkerSet worker serves no engine series: its GPUs are in its leader's state.
-    led = f"group by ({c.by(cfg, *POD, 'state')}) (\n{_indent(lws.workers(cfg, f'({own})', copy=('state',)))}\n)"
+    # A LeaderWorkerSet worker serves no engine series: its GPUs serve while its leader does (the serving
+    # test alone is repeated for the leaders, not the whole state: the group is the pack's heaviest).
+    led = _label(f"group by ({pod}) (\n{_indent(lws.workers(cfg, serving))}\n)", "state", "serving")
     return f"{led}\nor on ({pod})\n(\n{_indent(own)}\n)"
 
 
