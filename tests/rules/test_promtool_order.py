@@ -7,23 +7,15 @@ from pathlib import Path
 import pytest
 import yaml
 
-from obspack.config import load_config
-from obspack.demo.stack import E2E_CONFIG
-from obspack.pack import build
-from obspack.render.files import RECORDING_FILE, pack_files
-from tests.rules.test_promtool import promtool
-from tests.support.packs import render, write_files
+from obspack.render.files import RECORDING_FILE
+from tests.rules.test_promtool import promtool, render_named
 
 
 # The defaults, and the demo's config (`for` of seconds, where an extra hop shows most); the custom config
 # changes thresholds and windows, which test_promtool.py runs in file order.
 @pytest.fixture(params=["defaults", "e2e"])
 def rendered(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
-    if request.param != "e2e":
-        return render(request.param, tmp_path)
-    config = tmp_path / "e2e.yaml"
-    config.write_text(E2E_CONFIG, encoding="utf-8")
-    return write_files(pack_files(build(load_config(config))), tmp_path)
+    return render_named(request.param, tmp_path)
 
 
 def _reverse_group_order(tests: Path) -> None:
