@@ -1271,9 +1271,10 @@ class _Fleet:
         and their deprecated twins), odd ones the llm-d inference scheduler v0.8 (GAIE v1.5's names only, and its
         own P/D counter); each cluster's first pool has two EPP replicas, which split the requests and both
         report the pool."""
+        previous = ""  # the cluster of the pool before (pools come sorted by cluster)
         for k, (anchor, pool, pods) in enumerate(self.pools()):
-            first = k == 0 or self.pools()[k - 1][0].cluster != anchor.cluster
-            replicas = 2 if first else 1
+            replicas = 2 if anchor.cluster != previous else 1
+            previous = anchor.cluster
             for r in range(replicas):
                 labels = {
                     self.cl: anchor.cluster, "namespace": anchor.namespace,
@@ -1285,6 +1286,10 @@ class _Fleet:
 
     def gateway(self, w: _Writer) -> None:
         epps = list(self.epps())
+
+        def emitting(canonical: bool) -> list[tuple[dict[str, str], str, list[Pod], float, bool]]:
+            """The replicas that emit a canonical llm_d_epp_* name (the routers), or its older twin (all)."""
+            return [e for e in epps if e[4] or not canonical]
 
         def per_pod(pod: Pod, values: Callable[[Profile], Values]) -> Values:
             return [v * len(pod.engines) for v in values(self.profile(pod))]
@@ -1301,16 +1306,13 @@ class _Fleet:
             """A pool gauge under its canonical name (router clusters) and its older twin (every cluster)."""
             for canonical, name in ((True, names[0]), (False, names[1])):
                 w.family(name, "gauge", "Endpoint picker pool metric.")
-                for labels, pool, pods, _, new in epps:
-                    if new or not canonical:
-                        w.series(name, _labels(**labels, name=pool), values(pool, pods))
+                for labels, pool, pods, _, _ in emitting(canonical):
+                    w.series(name, _labels(**labels, name=pool), values(pool, pods))
 
         version = {True: "v0.10.0", False: "v1.5.0"}
         for canonical, name in ((True, "llm_d_epp_info"), (False, "inference_extension_info")):
             w.family(name, "gauge", "Build information of the endpoint picker.")
-            for labels, _, _, _, new in epps:
-                if canonical and not new:
-                    continue
+            for labels, _, _, _, new in emitting(canonical):
                 w.series(name, _labels(**labels, commit=f"{_hash(version[new]):08x}", build_ref=version[new]), 1.0)
         gauge(("llm_d_epp_ready_endpoints", "inference_pool_ready_pods"),
               lambda pool, pods: float(len(pods)))
@@ -1320,12 +1322,10 @@ class _Fleet:
               lambda pool, pods: mean(pods, lambda p: p.waiting))
         gauge(("llm_d_epp_average_running_requests", "inference_pool_average_running_requests"),
               lambda pool, pods: mean(pods, lambda p: p.running))
-        for name, label in (("llm_d_epp_per_endpoint_queue_size", "model_server_endpoint"),
-                            ("inference_pool_per_pod_queue_size", "model_server_pod")):
+        for name, label, canonical in (("llm_d_epp_per_endpoint_queue_size", "model_server_endpoint", True),
+                                       ("inference_pool_per_pod_queue_size", "model_server_pod", False)):
             w.family(name, "gauge", "Requests waiting per endpoint of the pool.")
-            for labels, pool, pods, _, new in epps:
-                if name.startswith("llm_d") and not new:
-                    continue
+            for labels, pool, pods, _, _ in emitting(canonical):
                 for pod in pods:
                     w.series(name, _labels(**labels, name=pool, **{label: pod.name}), per_pod(pod, lambda p: p.waiting))
 
@@ -1336,9 +1336,7 @@ class _Fleet:
 
         for name, canonical in (("llm_d_epp_request_total", True), ("inference_objective_request_total", False)):
             w.family(name.removesuffix("_total"), "counter", "Requests the endpoint picker routed.")
-            for labels, _, pods, share, new in epps:
-                if canonical and not new:
-                    continue
+            for labels, _, pods, share, _ in emitting(canonical):
                 extra = {} if canonical else {"priority": "0"}
                 w.series(name, per_model(labels, pods, canonical, **extra), requests(pods, share))
         durations = (0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0,
@@ -1346,9 +1344,7 @@ class _Fleet:
         for name, canonical in (("llm_d_epp_request_duration_seconds", True),
                                 ("inference_objective_request_duration_seconds", False)):
             w.family(name, "histogram", "End-to-end latency of the requests the endpoint picker routed.")
-            for labels, _, pods, share, new in epps:
-                if canonical and not new:
-                    continue
+            for labels, _, pods, share, _ in emitting(canonical):
                 median = self.profile(pods[0]).e2e_median
                 for suffix, le, values in _hist(requests(pods, share), durations, median, 0.6):
                     w.series(name + suffix, per_model(labels, pods, canonical) + (f",{le}" if le else ""), values)
@@ -1356,9 +1352,7 @@ class _Fleet:
         for name, canonical in (("llm_d_epp_scheduler_e2e_duration_seconds", True),
                                 ("inference_extension_scheduler_e2e_duration_seconds", False)):
             w.family(name, "histogram", "Time the endpoint picker took to pick an endpoint.")
-            for labels, _, pods, share, new in epps:
-                if canonical and not new:
-                    continue
+            for labels, _, pods, share, _ in emitting(canonical):
                 for suffix, le, values in _hist(requests(pods, share), scheduling, 0.0015, 0.5):
                     w.series(name + suffix, _labels(**labels) + (f",{le}" if le else ""), values)
         # Flow control (a feature gate, on in the router clusters) and the P/D decisions of the pools that
