@@ -48,6 +48,7 @@ from itertools import chain, repeat
 from pathlib import Path
 from typing import IO
 
+from obspack.catalogue import gateway as gw
 from obspack.catalogue import vllm
 
 MIB = 1024 * 1024
@@ -1302,28 +1303,28 @@ class _Fleet:
             series = [per_pod(pod, lambda p: p.requests) for pod in pods]
             return [float(int(sum(col) * share)) for col in zip(*series)]
 
-        def gauge(names: tuple[str, str], values: Callable[[str, list[Pod]], Values | float]) -> None:
+        def gauge(names: gw.Twins, values: Callable[[str, list[Pod]], Values | float]) -> None:
             """A pool gauge under its canonical name (router clusters) and its older twin (every cluster)."""
-            for canonical, name in ((True, names[0]), (False, names[1])):
+            for canonical, name in ((True, names.canonical), (False, names.legacy)):
                 w.family(name, "gauge", "Endpoint picker pool metric.")
                 for labels, pool, pods, _, _ in emitting(canonical):
                     w.series(name, _labels(**labels, name=pool), values(pool, pods))
 
         version = {True: "v0.10.0", False: "v1.5.0"}
-        for canonical, name in ((True, "llm_d_epp_info"), (False, "inference_extension_info")):
+        for canonical, name in ((True, gw.INFO.canonical), (False, gw.INFO.legacy)):
             w.family(name, "gauge", "Build information of the endpoint picker.")
             for labels, _, _, _, new in emitting(canonical):
                 w.series(name, _labels(**labels, commit=f"{_hash(version[new]):08x}", build_ref=version[new]), 1.0)
-        gauge(("llm_d_epp_ready_endpoints", "inference_pool_ready_pods"),
+        gauge(gw.READY,
               lambda pool, pods: float(len(pods)))
-        gauge(("llm_d_epp_average_kv_cache_utilization", "inference_pool_average_kv_cache_utilization"),
+        gauge(gw.AVG_KV,
               lambda pool, pods: mean(pods, lambda p: p.kv))
-        gauge(("llm_d_epp_average_queue_size", "inference_pool_average_queue_size"),
+        gauge(gw.AVG_QUEUE,
               lambda pool, pods: mean(pods, lambda p: p.waiting))
-        gauge(("llm_d_epp_average_running_requests", "inference_pool_average_running_requests"),
+        gauge(gw.AVG_RUNNING,
               lambda pool, pods: mean(pods, lambda p: p.running))
-        for name, label, canonical in (("llm_d_epp_per_endpoint_queue_size", "model_server_endpoint", True),
-                                       ("inference_pool_per_pod_queue_size", "model_server_pod", False)):
+        for name, label, canonical in ((gw.ENDPOINT_QUEUE.canonical, gw.ENDPOINT_LABEL.canonical, True),
+                                       (gw.ENDPOINT_QUEUE.legacy, gw.ENDPOINT_LABEL.legacy, False)):
             w.family(name, "gauge", "Requests waiting per endpoint of the pool.")
             for labels, pool, pods, _, _ in emitting(canonical):
                 for pod in pods:
@@ -1334,7 +1335,7 @@ class _Fleet:
             more = {"fairness_id": "default-flow", "priority": "0"} if canonical else {}
             return _labels(**labels, model_name=model, target_model_name=model, **more, **extra)
 
-        for name, canonical in (("llm_d_epp_request_total", True), ("inference_objective_request_total", False)):
+        for name, canonical in ((gw.REQUESTS, True), (gw.OBJECTIVE_REQUESTS, False)):
             w.family(name.removesuffix("_total"), "counter", "Requests the endpoint picker routed.")
             for labels, _, pods, share, _ in emitting(canonical):
                 extra = {} if canonical else {"priority": "0"}
@@ -1349,8 +1350,7 @@ class _Fleet:
                 for suffix, le, values in _hist(requests(pods, share), durations, median, 0.6):
                     w.series(name + suffix, per_model(labels, pods, canonical) + (f",{le}" if le else ""), values)
         scheduling = (0.0001, 0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1)
-        for name, canonical in (("llm_d_epp_scheduler_e2e_duration_seconds", True),
-                                ("inference_extension_scheduler_e2e_duration_seconds", False)):
+        for name, canonical in ((gw.SCHEDULER_E2E.canonical, True), (gw.SCHEDULER_E2E.legacy, False)):
             w.family(name, "histogram", "Time the endpoint picker took to pick an endpoint.")
             for labels, _, pods, share, _ in emitting(canonical):
                 for suffix, le, values in _hist(requests(pods, share), scheduling, 0.0015, 0.5):
@@ -1360,16 +1360,15 @@ class _Fleet:
         w.family("llm_d_epp_flow_control_requests", "counter", "Requests through flow control, by outcome.")
         for labels, pool, pods, share, new in epps:
             if new:
-                w.series("llm_d_epp_flow_control_requests_total",
+                w.series(gw.FLOW_REQUESTS,
                          _labels(**labels, inference_pool=pool, outcome="Dispatched", priority="0"), requests(pods, share))
-        for name, canonical in (("llm_d_epp_flow_control_pool_saturation", True),
-                                ("inference_extension_flow_control_pool_saturation", False)):
+        for name, canonical in ((gw.FLOW_SATURATION.canonical, True), (gw.FLOW_SATURATION.legacy, False)):
             w.family(name, "gauge", "Saturation of the pool (1: gating).")
             for labels, pool, pods, _, new in epps:
                 if new == canonical:
                     w.series(name, _labels(**labels, inference_pool=pool), mean(pods, lambda p: [0.1 + kv * 0.6 for kv in p.kv]))
         # The router's own time per request (v0.9+), flow control's wait included.
-        name = "llm_d_epp_request_processing_duration_seconds"
+        name = gw.REQUEST_PROCESSING
         w.family(name, "histogram", "Time the endpoint picker spent on a request.")
         for labels, _, pods, share, new in epps:
             if new:
