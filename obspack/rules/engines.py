@@ -53,21 +53,24 @@ def waiting_for_capacity(cfg: ObspackConfig) -> str:
     capacity = gauge(cfg, f.WAITING_BY_REASON, f.CAPACITY)
     reporting = f"group by ({by_engine(cfg)}) ({f.WAITING_BY_REASON}{sel(cfg)})"
     waiting = gauge(cfg, "vllm:num_requests_waiting")
-    unexplained = f"({waiting} unless on ({by_engine(cfg)}) {reporting})"
-    return f"(\n  {capacity}\n  or\n  {unexplained}\n  or\n  0 * {waiting}\n)"
+    # each side is one series per engine with the same labels, so `or` keeps the first that has the engine
+    return f"(\n  {capacity}\n  or\n  0 * {reporting}\n  or\n  {waiting}\n)"
 
 
 def pod_or_engines(cfg: ObspackConfig, holds: str, fine: str, pod_value: str = "sum") -> str:
     """Alerts from a per-engine condition. `holds`: the engines where it holds, `fine`: the engines of the
     same pods where it does not (both per pod, model and engine). A pod with no fine engine gives one
     series without `engine` (`pod_value` of its engines' values: `sum` for counts, `max` for usage);
-    a pod with a fine engine gives the engines that hold, each with its `engine` label."""
+    a pod with a fine engine gives the engines that hold, each with its `engine` label.
+
+    `or on (pod)` adds an engine only where its pod has no pod-wide series, which is where some engine
+    is fine: so `fine` is read once and `holds` twice (each input of these alerts is a few raw series
+    per engine, read at every evaluation)."""
     pod, pm = c.by(cfg, "namespace", "pod"), c.by(cfg, *POD_MODEL)
     holds, fine = _paren(holds), _paren(fine)
     pod_wide = f"{pod_value} by ({pm}) {holds}\nunless on ({pod})\n{fine}"
-    some = f"{holds}\nand on ({pod})\n{fine}"
     # parenthesised whole: `or` binds looser than the `unless` a caller may add
-    return _paren(f"{_paren(pod_wide)}\nor\n{_paren(some)}")
+    return _paren(f"{_paren(pod_wide)}\nor on ({pod})\n{holds}")
 
 
 def _paren(expr: str) -> str:

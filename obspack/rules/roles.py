@@ -53,9 +53,10 @@ def known(cfg: ObspackConfig) -> bool:
     return bool(d.role_label or d.prefill_pod_regex or d.decode_pod_regex)
 
 
-def _labelled(cfg: ObspackConfig, matcher: str) -> str:
+def _labelled(cfg: ObspackConfig, matcher: str, *keep: str) -> str:
     label = ksm_label(cfg.disaggregation.role_label)
-    return f"group by ({_key(cfg)}) (kube_pod_labels{c.selector(cfg.selectors.kube_state_metrics, label + matcher)})"
+    by = ", ".join((_key(cfg), *keep))
+    return f"group by ({by}) (kube_pod_labels{c.selector(cfg.selectors.kube_state_metrics, label + matcher)})"
 
 
 def by_label(cfg: ObspackConfig, role: Role) -> str:
@@ -67,15 +68,20 @@ def by_label(cfg: ObspackConfig, role: Role) -> str:
 
 def by_name(cfg: ObspackConfig, role: Role) -> str:
     """The vLLM pods without a role label whose name matches `role`'s pattern and not the other role's."""
-    regexes = _regexes(cfg)
-    own, other = regexes[role], regexes["decode" if role == "prefill" else "prefill"]
-    if not own:
+    if not _regexes(cfg)[role]:
         return ""
-    matchers = [HAS_MODEL, f"pod=~{promql_string(own)}", *([f"pod!~{promql_string(other)}"] if other else [])]
-    named = f"group by ({_key(cfg)}) ({NUM_REQUESTS_RUNNING}{c.selector(cfg.selectors.vllm, *matchers)})"
+    named = _named(cfg, role)
     if not cfg.disaggregation.role_label:
         return named
     return f"{named}\nunless on ({_key(cfg)})\n{_labelled(cfg, SET)}"
+
+
+def _named(cfg: ObspackConfig, role: Role) -> str:
+    """The vLLM pods whose name matches `role`'s pattern and not the other role's, labelled or not."""
+    regexes = _regexes(cfg)
+    own, other = regexes[role], regexes["decode" if role == "prefill" else "prefill"]
+    matchers = [HAS_MODEL, f"pod=~{promql_string(own)}", *([f"pod!~{promql_string(other)}"] if other else [])]
+    return f"group by ({_key(cfg)}) ({NUM_REQUESTS_RUNNING}{c.selector(cfg.selectors.vllm, *matchers)})"
 
 
 def pods(cfg: ObspackConfig, role: Role) -> str:
@@ -99,15 +105,47 @@ def only(cfg: ObspackConfig, expr: str, role: Role) -> str:
     return f"(\n{textwrap.indent(expr, '  ')}\n)\n* on ({_key(cfg)}) group_left ()\n(\n{textwrap.indent(of_role, '  ')}\n)"
 
 
+def _labelled_roles(cfg: ObspackConfig) -> str:
+    """The pods whose role label says they only prefill or only decode, with `role`, from one read of
+    kube-state-metrics' pod labels (empty when no role label is set). Each llm-d value ends with the name
+    of its role (`encode-prefill`): one label_replace takes it, with an alternative that matches every
+    other value (VictoriaMetrics can set a label that a non-matching label_replace should leave alone)."""
+    if not cfg.disaggregation.role_label:
+        return ""
+    label = ksm_label(cfg.disaggregation.role_label)
+    values = [(value, role) for role in ("decode", "prefill") for value in VALUES[role]]  # type: ignore[index]
+    assert all(value.endswith(role) for value, role in values), values
+    regex = "|".join(f"{value[: -len(role)]}({role})" for value, role in values) + "|.*"
+    taken = "".join(f"${i}" for i in range(1, len(values) + 1))
+    read = _labelled(cfg, f"=~{promql_string('|'.join(v for v, _ in values))}", label)
+    renamed = f'label_replace(\n  {read},\n  "role", "{taken}", "{label}", {promql_string(regex)}\n)'
+    return f"group by ({_key(cfg)}, role) (\n{textwrap.indent(renamed, '  ')}\n)"
+
+
+def _named_roles(cfg: ObspackConfig) -> str:
+    """The vLLM pods without a role label whose name says they only prefill or only decode, with `role`
+    (the two name patterns exclude each other, so a pod is at most one)."""
+    key = _key(cfg)
+    named = [
+        f'label_replace(\n  {_named(cfg, role)},\n  "role", "{role}", "", ""\n)'
+        for role in ("decode", "prefill")
+        if _regexes(cfg)[role]  # type: ignore[index]
+    ]
+    if not named:
+        return ""
+    joined = f"\nor on ({key})\n".join(named)
+    if not cfg.disaggregation.role_label:
+        return joined
+    return f"(\n{textwrap.indent(joined, '  ')}\n)\nunless on ({key})\n{_labelled(cfg, SET)}"
+
+
 def role_of(cfg: ObspackConfig, every: str, other: str = "") -> str:
     """One series per pod of `every` (one per pod, value 1) with `role`: prefill or decode where a pod only
-    does that, else `other` (empty: no role label). Pods outside `every` that have a role come too."""
+    does that, else `other` (empty: no role label). Pods outside `every` that have a role come too.
+
+    Each source is read once for both roles (the alerts that carry `role` join this at every evaluation)."""
     key = _key(cfg)
-    parts = []
-    for role in ("decode", "prefill"):
-        of_role = pods(cfg, role)  # type: ignore[arg-type]
-        if of_role:
-            parts.append(f'label_replace(\n{textwrap.indent(of_role, "  ")},\n  "role", "{role}", "", ""\n)')
+    parts = [f"(\n{textwrap.indent(e, '  ')}\n)" if "\nor on" in e else e for e in (_labelled_roles(cfg), _named_roles(cfg)) if e]
     rest = f'label_replace(\n{textwrap.indent(every, "  ")},\n  "role", "{other}", "", ""\n)' if other else every
     return f"\nor on ({key})\n".join([*parts, rest])
 

@@ -60,7 +60,8 @@ def test_only_the_attribution_is_per_gpu_everything_else_per_pod() -> None:
     for _, record, expr in _rules():
         if record == c.GPU_INFO:
             continue
-        assert _outer_labels(expr) == [CUSTOM.cluster_label, *dcgm.POD_MODEL], record
+        per = ("namespace", "pod") if record == c.VLLM_POD else dcgm.POD_MODEL  # the pods, before their models
+        assert _outer_labels(expr) == [CUSTOM.cluster_label, *per], record
 
 
 @pytest.mark.parametrize("summary", dcgm.SUMMARIES, ids=lambda s: s.record)

@@ -16,6 +16,7 @@ def all_recording_groups(cfg: ObspackConfig) -> tuple[RuleGroup, ...]:
         vllm.group(cfg),
         autoscaling.group(cfg),
         *dcgm.groups(cfg, after_attribution=cost.rules(cfg)),
+        cost.price_group(cfg),
         *vllm.latency_groups(cfg),
         *slo.groups(cfg),
         *cost.goodput_groups(cfg),

@@ -2,16 +2,20 @@
 asleep; the price of each GPU in use; cost per hour, per million input and output tokens, the prefix
 cache's savings, and the goodput share (docs/cost.md).
 
-The rules sit in the GPU attribution group, after the attribution record they start from, so that every
-record here is computed from raw series within one group: the cost alerts read them one group hop from
-the data, and a rule reading one made earlier in the group sees this evaluation's value.
+The records the cost alerts read (GPUs held per pod and model and state, the pods' roles, tokens) sit in the
+GPU attribution group, after the attribution record they start from, so that they are computed from raw
+series within one group: the alerts read them one group hop from the data, and a rule reading one made
+earlier in the group sees this evaluation's value. The prices and costs, which only the cost page reads,
+are a group of their own (`obspack-cost.rules`), one hop further.
 
 - GPUs held per pod: the GPUs dcgm-exporter maps to the pod (the attribution record: one holder per GPU,
   so a GPU time-sliced between pods is counted once; a MIG instance as its share of the GPU's compute
   slices), else, on nodes where DCGM maps no vLLM GPU at all, the pod's `nvidia.com/gpu` requests from
   kube-state-metrics (running pods only), with the GPU model from GPU Feature Discovery's node label.
-- State per pod: asleep (sleep mode: the `awake` sleep state reads 0), else serving (a request ran, or a
-  token came out, within the last 5 minutes), else idle (holding GPUs, serving nothing).
+- State per pod: asleep (sleep mode: the `awake` sleep state reads 0), else serving (a request runs now,
+  or a prompt went in or a token came out within the last 5 minutes), else idle (holding GPUs, serving
+  nothing). A request that ran within the window and is gone now took a prompt or gave a token in it,
+  unless it hung and was dropped: the instant gauge spares a range read of every engine.
 - Prices per node and GPU model in use: the first `cost.gpus` entry that matches (model, cluster, node
   pool), else `cost.default_hourly`; or OpenCost's node_gpu_hourly_cost; or 1 (costs in GPU-hours).
 - Cost is split into input and output: a prefill pod's cost goes to input tokens, a decode pod's to output
@@ -36,7 +40,6 @@ from obspack.config.cost import GPU_HOURS
 from obspack.rules import lws
 from obspack.rules.model import RecordingRule, RuleGroup
 from obspack.rules.recording.dcgm import attribution, pod_models
-from obspack.rules.recording.kubernetes import vllm_pods
 from obspack.rules.recording.vllm import PREFIX_HITS, asleep, sel
 from obspack.rules.roles import ksm_label, role_of
 
@@ -44,7 +47,7 @@ POD = ("namespace", "pod")
 MODEL = ("namespace", "model_name")
 HELD = ("namespace", "pod", "model_name", "modelName", "node")  # what a pod's GPUs are keyed by
 WORKLOAD = ("workload_type", "workload", "team_name")
-STATE_WINDOW = "5m"  # serving: a request ran within this window
+STATE_WINDOW = "5m"  # serving: a prompt went in or a token came out within this window
 SHARE_WINDOW = "1h"  # the prefill/decode time split of pods that do both
 GPU_REQUEST = 'resource="nvidia_com_gpu"'
 RUNNING = 'phase="Running"'
@@ -167,7 +170,7 @@ def ksm_held(cfg: ObspackConfig) -> str:
     held = (
         f"{per_pod} > 0\n"
         f"and on ({pod}) ({running})\n"
-        f"and on ({pod}) (\n{_indent(vllm_pods(cfg))}\n)\n"
+        f"and on ({pod}) {c.VLLM_POD}\n"
         f"and on ({node}) (\n  (\n{_indent(_indent(dcgm_nodes(cfg, nodes)))}\n  ) == 0\n)"
     )
     gfd = _named(cfg, "kube_node_labels", ("node",), GFD_PRODUCT, "modelName")
@@ -191,11 +194,11 @@ def states(cfg: ObspackConfig) -> str:
     w = STATE_WINDOW
     serving = (
         f"group by ({pod}) (\n"
-        f"  max_over_time(vllm:num_requests_running{sel(cfg)}[{w}]) > 0\n"
+        f"  vllm:num_requests_running{sel(cfg)} > 0\n"
         f"  or\n  rate(vllm:generation_tokens_total{sel(cfg)}[{w}]) > 0\n"
         f"  or\n  rate(vllm:prompt_tokens_total{sel(cfg)}[{w}]) > 0\n)"  # embedding models generate nothing
     )
-    universe = vllm_pods(cfg)  # every pod holding GPUs here is a vLLM pod
+    universe = c.VLLM_POD  # every pod holding GPUs here is a vLLM pod
     own = (
         f"{_label(asleep(cfg), 'state', 'asleep')}\nor on ({pod})\n{_label(serving, 'state', 'serving')}\n"
         f"or on ({pod})\n{_label(universe, 'state', 'idle')}"
@@ -256,7 +259,7 @@ def roles(cfg: ObspackConfig, pods: str) -> str:
 def pod_info(cfg: ObspackConfig) -> str:
     """One series per vLLM pod: its workload, team and role (each missing label stays empty)."""
     pod = c.by(cfg, *POD)
-    pods = vllm_pods(cfg)  # raw series: this record reads no other, so a reader of it is cheap to check
+    pods = c.VLLM_POD  # made first in this group
     dims = [f"(\n{_indent(workloads(cfg))}\n  or on ({pod})\n  {pods}\n)"]
     if cfg.cost.team_label:
         dims.append(f"(\n{_indent(teams(cfg, pods))}\n  or on ({pod})\n  {pods}\n)")
@@ -414,24 +417,34 @@ def in_use(cfg: ObspackConfig) -> str:
 
 
 def rules(cfg: ObspackConfig) -> list[RecordingRule]:
-    """The cost records, in the order they read each other (after the attribution record)."""
-    workload = c.by(cfg, "namespace", *WORKLOAD, "model_name", "state")
+    """The records the cost alerts read, and what they start from, in the order they read each other: they
+    sit in the GPU attribution group, after the attribution record, so each alert is one hop from raw."""
     return [
         RecordingRule(c.COST_EVALUATION, "vector(time())"),
         RecordingRule(c.POD_GPUS_ALLOCATED, pod_gpus(cfg)),
         RecordingRule(c.POD_COST_INFO, pod_info(cfg)),
+        RecordingRule(c.MODEL_GPUS_ALLOCATED, f"sum by ({c.by(cfg, *MODEL, 'state')}) ({c.POD_GPUS_ALLOCATED})"),
+        RecordingRule(c.MODEL_TOKENS, model_tokens(cfg)),
+    ]
+
+
+def price_group(cfg: ObspackConfig) -> RuleGroup:
+    """The prices and what the GPUs cost, for the cost page only: a group of their own, one hop after the
+    attribution group (a page may read two hops from raw series), so that neither group takes a second
+    alone at 1,000 pods (docs/benchmarks.md)."""
+    workload = c.by(cfg, "namespace", *WORKLOAD, "model_name", "state")
+    rules = (
         RecordingRule(c.NODE_GPU_MODEL, node_models(cfg)),
         RecordingRule(c.GPU_PRICE, prices(cfg)),
         RecordingRule(
             c.WORKLOAD_COST,
             f"sum by ({workload}) (\n{_indent(pod_cost(cfg, labels=', '.join(WORKLOAD)))}\n)",
         ),
-        RecordingRule(c.MODEL_GPUS_ALLOCATED, f"sum by ({c.by(cfg, *MODEL, 'state')}) ({c.POD_GPUS_ALLOCATED})"),
         RecordingRule(c.MODEL_COST, model_cost(cfg)),
-        RecordingRule(c.MODEL_TOKENS, model_tokens(cfg)),
         RecordingRule(c.MODEL_COST_PER_MILLION, cost_per_million(cfg)),
         RecordingRule(c.MODEL_CACHE_SAVINGS, cache_savings(cfg)),
-    ]
+    )
+    return RuleGroup(name=f"{c.GROUP_PREFIX}-cost.rules", rules=rules, interval=cfg.rule_interval)
 
 
 def goodput(cfg: ObspackConfig) -> str:

@@ -67,16 +67,17 @@ def normalised(cfg: ObspackConfig, metric: str, read: Callable[[str], str] = lam
     return _label_replace(_label_replace(every, '"Hostname", "$1", "hostname", "(.+)"'), '"UUID", "$1", "uuid", "(.+)"')
 
 
-def pod_models(cfg: ObspackConfig) -> str:
-    """One series per vLLM pod, with its served model where the engine metrics say it, from raw series.
+def pod_models(cfg: ObspackConfig, pods: str | None = None) -> str:
+    """One series per vLLM pod, with its served model where the engine metrics say it.
 
     LeaderWorkerSet workers serve no engine metrics: they take their leader's model. vLLM pods whose
     engine metrics are missing (crash-looping, not scraped yet) stay, without model_name, so their GPUs
-    are still attributed. topk keeps one model per pod for the join."""
+    are still attributed. topk keeps one model per pod for the join. `pods`: the vLLM pods, by default the
+    record made first in the attribution group (for the cost records); `vllm_pods(cfg)` from raw series."""
     pod = c.by(cfg, "namespace", "pod")
     leaders = vllm_leaders(cfg)
     workers = f"group by ({pod}, model_name) (\n{textwrap.indent(lws.workers(cfg, leaders, ('model_name',)), '  ')}\n)"
-    return f"{leaders}\nor on ({pod})\n{workers}\nor on ({pod})\n{vllm_pods(cfg)}"
+    return f"{leaders}\nor on ({pod})\n{workers}\nor on ({pod})\n{pods or c.VLLM_POD}"
 
 
 def attribution(cfg: ObspackConfig) -> str:
@@ -84,10 +85,12 @@ def attribution(cfg: ObspackConfig) -> str:
 
     Normalising the label modes reads every GPU through nested label_replace: done once here, so every
     consumer joins on the key. The outer topk keeps one holder per key, so a GPU shared by two pods
-    (time-slicing) or a pod rescheduled within the lookback cannot break the joins with duplicates."""
+    (time-slicing) or a pod rescheduled within the lookback cannot break the joins with duplicates.
+    From raw series only: the GPU alert reads it one hop from the data, and the doctor prices GPUs with it
+    before any record exists."""
     key = c.by(cfg, *KEY)
     held = textwrap.indent(normalised(cfg, "DCGM_FI_DEV_FB_USED"), "    ")
-    models = textwrap.indent(pod_models(cfg), "    ")
+    models = textwrap.indent(pod_models(cfg, vllm_pods(cfg)), "    ")
     return (
         f"topk by ({key}) (1,\n"
         f"  group by ({key}, {', '.join(HOLDER)}) (\n{held}\n  )\n"
@@ -153,8 +156,12 @@ def summary_expr(cfg: ObspackConfig, s: Summary) -> str:
 
 
 def groups(cfg: ObspackConfig, after_attribution: Iterable[RecordingRule] = ()) -> list[RuleGroup]:
-    """The GPU plane's groups: the attribution (then `after_attribution`, the cost records, which start from
-    it within the group), then the per-pod summaries reading it.
+    """The GPU plane's groups: the vLLM pods and the attribution (then `after_attribution`, the cost records,
+    which start from them within the group), then the per-pod summaries reading it. The pod record comes
+    first: the cost records read it several times each, where the raw sources behind it (images in
+    kube-state-metrics and cAdvisor, engine series, LeaderWorkerSet owners) cost far more. The attribution
+    reads those sources itself: vmalert does not show a rule what an earlier rule of its group wrote at the
+    same evaluation, and the GPU alert reading the attribution must stay one evaluation from raw series there.
 
     A rule over every GPU costs 0.3 to 0.5 s at 8,000 GPUs with the rule groups sharing two cores
     (docs/benchmarks.md). Prometheus evaluates the rules of a group one after the other and groups
@@ -170,7 +177,12 @@ def groups(cfg: ObspackConfig, after_attribution: Iterable[RecordingRule] = ()) 
     return [
         group(
             "-attribution",
-            (RecordingRule(c.GPU_INFO, attribution(cfg)), RecordingRule(c.POD_GPU_COUNT, count), *after_attribution),
+            (
+                RecordingRule(c.VLLM_POD, vllm_pods(cfg)),
+                RecordingRule(c.GPU_INFO, attribution(cfg)),
+                RecordingRule(c.POD_GPU_COUNT, count),
+                *after_attribution,
+            ),
         ),
         *(group(f"-{name}", summaries(name)) for name in ("framebuffer", "utilization", "thermal")),
     ]

@@ -66,7 +66,8 @@ def vllm_containers(cfg: ObspackConfig) -> str:
 
 
 def vllm_pods(cfg: ObspackConfig) -> str:
-    """One series per pod that runs vLLM, from raw series (also read inline by the GPU attribution)."""
+    """One series per pod that runs vLLM, from raw series: the record made first in the GPU attribution group
+    (obspack/rules/recording/dcgm.py), and what the doctor prices without records."""
     return _vllm_sources(cfg, "")
 
 
@@ -77,7 +78,6 @@ def group(cfg: ObspackConfig) -> RuleGroup:
     ksm_memory = c.selector(s.kube_state_metrics, 'resource="memory"')
     rules = [
         RecordingRule(record=c.VLLM_CONTAINER, expr=vllm_containers(cfg)),
-        RecordingRule(record=c.VLLM_POD, expr=vllm_pods(cfg)),
         # container!="" cuts the pod-level cgroup and containerd's pause sandbox, container!="POD" the
         # dockershim one. max by: a restarted container can leave its dead cgroup behind for a while, and the
         # kubelet's /metrics/resource endpoint repeats the same value without an image label.
