@@ -415,7 +415,12 @@ def gpu_memory(b: Builder) -> Incident:
         ("llama-3", "5", "GPU-5f", "gpu-node-5"),
         ("llama-lws-0-1", "0", "GPU-7a", "gpu-node-7"),
     ]
-    hot_ratio = round(total * hot) / total
+    def as_ruled(ratio: float) -> float:
+        """The framebuffer ratio as the rules compute it, 1 / (1 + free / used), to the last bit."""
+        used = round(total * ratio)
+        return 1 / (1 + (total - used) / used)
+
+    hot_ratio = as_ruled(hot)
     inc.expect("VLLMGPUMemoryNearFull", on_time(0, t.for_), [
         ({cl: "prod-a", "namespace": "inference", "pod": pod, "gpu": gpu_, "UUID": uuid, "Hostname": node}, hot_ratio)
         for pod, gpu_, uuid, node in firing
@@ -434,7 +439,7 @@ def gpu_memory(b: Builder) -> Incident:
     sliced = ", ".join(f"pod!={inc.ref('pod', pod)}" for pod in ("llama-4", "llama-5"))
     inc.expect_samples(f"{c.POD_GPU_FB_RATIO_MAX}{{{sliced}}}", at, [
         (c.POD_GPU_FB_RATIO_MAX, {cl: "prod-a", "namespace": "inference", "pod": pod, "model_name": MODEL},
-         hot_ratio if pod != "llama-2" else round(total * normal) / total)
+         hot_ratio if pod != "llama-2" else as_ruled(normal))
         for pod, *_ in rows
     ])
     return inc
