@@ -118,7 +118,8 @@ def parse_needed(payload: bytes, names: Iterable[str] = NEEDED, max_samples: int
             except (ValueError, IndexError):
                 parsed.skipped += 1
                 continue
-            if any(len(value) > MAX_LABEL_VALUE for value in sample.labels.values()):
+            # A value is no longer than its line: only a line over the cap needs its values measured.
+            if len(line) > MAX_LABEL_VALUE and any(len(v) > MAX_LABEL_VALUE for v in sample.labels.values()):
                 parsed.skipped += 1
                 continue
             parsed.families.setdefault(name, []).append(sample)
