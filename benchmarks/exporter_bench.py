@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import statistics
 import sys
 import tempfile
@@ -134,6 +135,12 @@ def bench_parse(repeat: int) -> None:
         print(f"{label:>10} {models:>7} {ours * 1e3:>8.2f}ms {theirs * 1e3:>8.1f}ms {theirs / ours:>8.0f}x")
 
 
+def _cpu_s(pid: int) -> float:
+    """User plus system CPU seconds a process has used so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _rss_kib(pid: int) -> int:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -171,7 +178,9 @@ def bench_scrape(scrapes: int) -> None:
 
         server = exporter("1m")
         idle_rss = _rss_kib(server.process.pid)
+        cpu = [_cpu_s(server.process.pid), _cpu_s(target.process.pid)]
         latencies = sorted(_scrape_latencies(f"{server.url}/metrics", scrapes))
+        cpu = [(_cpu_s(p) - c) / scrapes * 1e3 for p, c in zip((server.process.pid, target.process.pid), cpu)]
         rss_1m = _rss_kib(server.process.pid)
         server.stop()
 
@@ -182,6 +191,7 @@ def bench_scrape(scrapes: int) -> None:
         print(
             f"  p50 {pct(0.5):.2f} ms   p90 {pct(0.9):.2f} ms   p99 {pct(0.99):.2f} ms   max {latencies[-1] * 1e3:.2f} ms"
         )
+        print(f"  CPU per scrape: exporter {cpu[0]:.2f} ms, target {cpu[1]:.2f} ms")
         print(f"  exporter RSS: {idle_rss / 1024:.1f} MiB idle, {rss_1m / 1024:.1f} MiB after the 1 MiB scrapes")
 
         server = exporter("8m")
@@ -196,8 +206,6 @@ def bench_scrape(scrapes: int) -> None:
 def bench_in_turns(against: Path, scrapes: int) -> None:
     """Two exporters, this checkout's and `against`'s, on one 1 MiB target, scraped in turns: on a shared
     machine only figures taken side by side compare."""
-    import os
-
     root = Path(__file__).resolve().parents[1]
     trees = [root, against.resolve()]
     with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as cleanup:
@@ -218,14 +226,18 @@ def bench_in_turns(against: Path, scrapes: int) -> None:
             for index, tree in enumerate(trees)
         }
         latencies: dict[Path, list[float]] = {tree: [] for tree in trees}
+        cpu = {tree: 0.0 for tree in trees}
         for index in range(scrapes):
             for tree in trees if index % 2 == 0 else trees[::-1]:
+                before = _cpu_s(servers[tree].process.pid)
                 latencies[tree] += _scrape_latencies(f"{servers[tree].url}/metrics", 1)
+                cpu[tree] += _cpu_s(servers[tree].process.pid) - before
         print(f"\nin turns, {scrapes} scrapes each of one 1 MiB target")
         for tree in trees:
             xs = sorted(latencies[tree])
             print(
                 f"  {tree}: p50 {statistics.median(xs) * 1e3:.2f} ms, p90 {xs[int(0.9 * len(xs))] * 1e3:.2f} ms; "
+                f"exporter CPU {cpu[tree] / scrapes * 1e3:.2f} ms per scrape; "
                 f"RSS after {_rss_kib(servers[tree].process.pid) / 1024:.1f} MiB"
             )
 
