@@ -121,7 +121,9 @@ def metrics_app(registry: CollectorRegistry) -> Callable:
             output = encoder(_Collected(metrics))
         headers = [("Content-Type", content_type)]
         if exposition.gzip_accepted(environ.get("HTTP_ACCEPT_ENCODING", "")):
-            output = gzip.compress(output)
+            # Level 1, not the library's 9: a tenth of the CPU on every Prometheus scrape (which always
+            # asks for gzip) for an answer about 15% larger; the inflated bytes are the same.
+            output = gzip.compress(output, compresslevel=1)
             headers.append(("Content-Encoding", "gzip"))
         start_response("200 OK", headers)
         return [output]
