@@ -1,6 +1,6 @@
 """Benchmark of the obspack exporter. Prints numbers; asserts nothing. Not part of the test suite.
 
-    python benchmarks/exporter_bench.py [--repeat 30] [--scrapes 200] [--against DIR]
+    python benchmarks/exporter_bench.py [--repeat 30] [--scrapes 200] [--against DIR] [--gzip] [--scrape-only]
 
 1. The derive path (check, parse the needed families, derive) against
    prometheus_client.parser.text_string_to_metric_families on the same synthetic vLLM payloads of
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gzip
 import os
 import statistics
 import sys
@@ -148,12 +149,23 @@ def _rss_kib(pid: int) -> int:
     return -1
 
 
+# What a scrape asks for: nothing in particular (plain text, no gzip), or what Prometheus asks for (--gzip).
+HEADERS: dict[str, str] = {}
+PROMETHEUS_HEADERS = {
+    "Accept": "application/openmetrics-text;version=1.0.0;q=0.5,application/openmetrics-text;version=0.0.1;q=0.4,"
+    "text/plain;version=0.0.4;q=0.3,*/*;q=0.2",
+    "Accept-Encoding": "gzip",
+}
+
+
 def _scrape_latencies(url: str, scrapes: int) -> list[float]:
     latencies = []
     for _ in range(scrapes):
         started = time.perf_counter()
-        with urllib.request.urlopen(url, timeout=10) as response:
+        with urllib.request.urlopen(urllib.request.Request(url, headers=HEADERS), timeout=10) as response:
             body = response.read()
+            if response.headers.get("Content-Encoding") == "gzip":
+                body = gzip.decompress(body)
         latencies.append(time.perf_counter() - started)
     assert b"obspack_target_up" in body and b"} 1.0" in body
     return latencies
@@ -249,9 +261,14 @@ def main() -> None:
         "--scrapes", type=int, default=200, help="exporter scrapes for the latency percentiles"
     )
     parser.add_argument("--against", type=Path, help="another checkout whose exporter is scraped in turns")
+    parser.add_argument("--gzip", action="store_true", help="scrape as Prometheus does: OpenMetrics, gzip")
+    parser.add_argument("--scrape-only", action="store_true", help="skip the derive path against the parser")
     args = parser.parse_args()
+    if args.gzip:
+        HEADERS.update(PROMETHEUS_HEADERS)
     print(f"python {sys.version.split()[0]}")
-    bench_parse(args.repeat)
+    if not args.scrape_only:
+        bench_parse(args.repeat)
     bench_scrape(args.scrapes)
     if args.against:
         bench_in_turns(args.against, args.scrapes)
