@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from obspack.exporter import parse as p
 from obspack.exporter.parse import Sample
@@ -24,9 +25,11 @@ KV_CACHE_HEADROOM = "obspack_vllm_kv_cache_admission_headroom_requests"
 Labels = tuple[tuple[str, str], ...]
 
 
-@dataclass(frozen=True, slots=True)
-class EngineKey:
-    """One vLLM engine: the served model and the data-parallel engine index (None before vLLM 0.8.3)."""
+class EngineKey(NamedTuple):
+    """One vLLM engine: the served model and the data-parallel engine index (None before vLLM 0.8.3).
+
+    A named tuple, not a frozen dataclass: it is built and hashed for every needed line of every scrape,
+    and a tuple's hash and equality run in C (a dataclass's are generated Python)."""
 
     model_name: str
     engine: str | None
@@ -58,9 +61,9 @@ class EngineInputs:
     cache: CacheConfig | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Derived:
-    """One derived sample: family name, labels (without ``target``) and value."""
+class Derived(NamedTuple):
+    """One derived sample: family name, labels (without ``target``) and value (a named tuple, for speed,
+    as ``EngineKey``)."""
 
     name: str
     labels: Labels
