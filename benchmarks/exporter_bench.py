@@ -215,6 +215,13 @@ def bench_scrape(scrapes: int) -> None:
         )
 
 
+def _importing(tree: Path) -> dict[str, str]:
+    """The environment of a process that imports obspack from ``tree``. PYTHONSAFEPATH keeps `python -m` from
+    putting the working directory first on sys.path: run from a checkout's root, both exporters imported that
+    checkout, whatever PYTHONPATH said."""
+    return {**os.environ, "PYTHONPATH": str(tree), "PYTHONSAFEPATH": "1"}
+
+
 def bench_in_turns(against: Path, scrapes: int) -> None:
     """Two exporters, this checkout's and `against`'s, on one 1 MiB target, scraped in turns: on a shared
     machine only figures taken side by side compare."""
@@ -233,7 +240,7 @@ def bench_in_turns(against: Path, scrapes: int) -> None:
             tree: start_server(
                 f"exporter-{index}",
                 lambda a: [sys.executable, "-m", "obspack.exporter", "--target", url, "--listen", a],
-                "/healthz", folder, cleanup, {**os.environ, "PYTHONPATH": str(tree)},
+                "/healthz", folder, cleanup, _importing(tree),
             )  # fmt: skip
             for index, tree in enumerate(trees)
         }
