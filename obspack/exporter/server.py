@@ -35,9 +35,9 @@ class _QuietHandler(WSGIRequestHandler):
     timeout = 30  # seconds a client may take to send its request before its thread gives up
     # wsgiref writes the status line, Date, Server, the other headers and the body in five writes. Unbuffered,
     # each was a send of its own, and Nagle's algorithm held the later ones until the client acknowledged
-    # the first (up to its delayed-ACK timer). Buffered, an answer that fits leaves in one send when
-    # wsgiref flushes after the body; TCP_NODELAY sends a larger one's last segment without waiting.
-    wbufsize = 1 << 16
+    # the first (up to its delayed-ACK timer). With the default buffer (8 KiB) the headers leave in one send,
+    # with the body when it fits; TCP_NODELAY sends a larger body at once after them.
+    wbufsize = -1
     disable_nagle_algorithm = True
 
     def log_message(self, format: str, *args: object) -> None:
