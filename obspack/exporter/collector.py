@@ -302,7 +302,8 @@ def build_families(
     derived = {name: GaugeMetricFamily(name, text) for name, text in DERIVED_HELP.items()}
     for report in reports:
         for sample in report.samples:
-            labels = {**dict(sample.labels), "target": report.target}
+            labels = dict(sample.labels)
+            labels["target"] = report.target
             derived[sample.name].add_sample(sample.name, labels, sample.value)
 
     up = GaugeMetricFamily(

@@ -255,8 +255,8 @@ def derive_engine(key: EngineKey, inputs: EngineInputs, windowed_hit_ratio: floa
     out: list[Derived] = []
 
     def add(name: str, value: float | None, extra: Labels = ()) -> None:
-        if value is not None:
-            out.append(Derived(name, tuple(sorted(labels + extra)), float(value)))
+        if value is not None:  # the engine's labels come sorted: only added ones need a sort
+            out.append(Derived(name, tuple(sorted(labels + extra)) if extra else labels, float(value)))
 
     add(PREFIX_CACHE_HIT_RATIO, windowed_hit_ratio)
     add(PREFIX_CACHE_HIT_RATIO_LIFETIME, lifetime_hit_ratio(inputs))
