@@ -1,6 +1,6 @@
 """Benchmark of the obspack exporter. Prints numbers; asserts nothing. Not part of the test suite.
 
-    python benchmarks/exporter_bench.py [--repeat 30] [--scrapes 200] [--against DIR]
+    python benchmarks/exporter_bench.py [--repeat 30] [--scrapes 200] [--against DIR] [--gzip] [--scrape-only]
 
 1. The derive path (check, parse the needed families, derive) against
    prometheus_client.parser.text_string_to_metric_families on the same synthetic vLLM payloads of
@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gzip
+import os
 import statistics
 import sys
 import tempfile
@@ -134,6 +136,12 @@ def bench_parse(repeat: int) -> None:
         print(f"{label:>10} {models:>7} {ours * 1e3:>8.2f}ms {theirs * 1e3:>8.1f}ms {theirs / ours:>8.0f}x")
 
 
+def _cpu_s(pid: int) -> float:
+    """User plus system CPU seconds a process has used so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _rss_kib(pid: int) -> int:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -141,12 +149,23 @@ def _rss_kib(pid: int) -> int:
     return -1
 
 
+# What a scrape asks for: nothing in particular (plain text, no gzip), or what Prometheus asks for (--gzip).
+HEADERS: dict[str, str] = {}
+PROMETHEUS_HEADERS = {
+    "Accept": "application/openmetrics-text;version=1.0.0;q=0.5,application/openmetrics-text;version=0.0.1;q=0.4,"
+    "text/plain;version=0.0.4;q=0.3,*/*;q=0.2",
+    "Accept-Encoding": "gzip",
+}
+
+
 def _scrape_latencies(url: str, scrapes: int) -> list[float]:
     latencies = []
     for _ in range(scrapes):
         started = time.perf_counter()
-        with urllib.request.urlopen(url, timeout=10) as response:
+        with urllib.request.urlopen(urllib.request.Request(url, headers=HEADERS), timeout=10) as response:
             body = response.read()
+            if response.headers.get("Content-Encoding") == "gzip":
+                body = gzip.decompress(body)
         latencies.append(time.perf_counter() - started)
     assert b"obspack_target_up" in body and b"} 1.0" in body
     return latencies
@@ -171,7 +190,9 @@ def bench_scrape(scrapes: int) -> None:
 
         server = exporter("1m")
         idle_rss = _rss_kib(server.process.pid)
+        cpu = [_cpu_s(server.process.pid), _cpu_s(target.process.pid)]
         latencies = sorted(_scrape_latencies(f"{server.url}/metrics", scrapes))
+        cpu = [(_cpu_s(p) - c) / scrapes * 1e3 for p, c in zip((server.process.pid, target.process.pid), cpu)]
         rss_1m = _rss_kib(server.process.pid)
         server.stop()
 
@@ -182,6 +203,7 @@ def bench_scrape(scrapes: int) -> None:
         print(
             f"  p50 {pct(0.5):.2f} ms   p90 {pct(0.9):.2f} ms   p99 {pct(0.99):.2f} ms   max {latencies[-1] * 1e3:.2f} ms"
         )
+        print(f"  CPU per scrape: exporter {cpu[0]:.2f} ms, target {cpu[1]:.2f} ms")
         print(f"  exporter RSS: {idle_rss / 1024:.1f} MiB idle, {rss_1m / 1024:.1f} MiB after the 1 MiB scrapes")
 
         server = exporter("8m")
@@ -193,11 +215,16 @@ def bench_scrape(scrapes: int) -> None:
         )
 
 
+def _importing(tree: Path) -> dict[str, str]:
+    """The environment of a process that imports obspack from ``tree``. PYTHONSAFEPATH keeps `python -m` from
+    putting the working directory first on sys.path: run from a checkout's root, both exporters imported that
+    checkout, whatever PYTHONPATH said."""
+    return {**os.environ, "PYTHONPATH": str(tree), "PYTHONSAFEPATH": "1"}
+
+
 def bench_in_turns(against: Path, scrapes: int) -> None:
     """Two exporters, this checkout's and `against`'s, on one 1 MiB target, scraped in turns: on a shared
     machine only figures taken side by side compare."""
-    import os
-
     root = Path(__file__).resolve().parents[1]
     trees = [root, against.resolve()]
     with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as cleanup:
@@ -213,19 +240,23 @@ def bench_in_turns(against: Path, scrapes: int) -> None:
             tree: start_server(
                 f"exporter-{index}",
                 lambda a: [sys.executable, "-m", "obspack.exporter", "--target", url, "--listen", a],
-                "/healthz", folder, cleanup, {**os.environ, "PYTHONPATH": str(tree)},
+                "/healthz", folder, cleanup, _importing(tree),
             )  # fmt: skip
             for index, tree in enumerate(trees)
         }
         latencies: dict[Path, list[float]] = {tree: [] for tree in trees}
+        cpu = {tree: 0.0 for tree in trees}
         for index in range(scrapes):
             for tree in trees if index % 2 == 0 else trees[::-1]:
+                before = _cpu_s(servers[tree].process.pid)
                 latencies[tree] += _scrape_latencies(f"{servers[tree].url}/metrics", 1)
+                cpu[tree] += _cpu_s(servers[tree].process.pid) - before
         print(f"\nin turns, {scrapes} scrapes each of one 1 MiB target")
         for tree in trees:
             xs = sorted(latencies[tree])
             print(
                 f"  {tree}: p50 {statistics.median(xs) * 1e3:.2f} ms, p90 {xs[int(0.9 * len(xs))] * 1e3:.2f} ms; "
+                f"exporter CPU {cpu[tree] / scrapes * 1e3:.2f} ms per scrape; "
                 f"RSS after {_rss_kib(servers[tree].process.pid) / 1024:.1f} MiB"
             )
 
@@ -237,9 +268,14 @@ def main() -> None:
         "--scrapes", type=int, default=200, help="exporter scrapes for the latency percentiles"
     )
     parser.add_argument("--against", type=Path, help="another checkout whose exporter is scraped in turns")
+    parser.add_argument("--gzip", action="store_true", help="scrape as Prometheus does: OpenMetrics, gzip")
+    parser.add_argument("--scrape-only", action="store_true", help="skip the derive path against the parser")
     args = parser.parse_args()
+    if args.gzip:
+        HEADERS.update(PROMETHEUS_HEADERS)
     print(f"python {sys.version.split()[0]}")
-    bench_parse(args.repeat)
+    if not args.scrape_only:
+        bench_parse(args.repeat)
     bench_scrape(args.scrapes)
     if args.against:
         bench_in_turns(args.against, args.scrapes)

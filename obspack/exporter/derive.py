@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from obspack.exporter import parse as p
 from obspack.exporter.parse import Sample
@@ -24,9 +25,11 @@ KV_CACHE_HEADROOM = "obspack_vllm_kv_cache_admission_headroom_requests"
 Labels = tuple[tuple[str, str], ...]
 
 
-@dataclass(frozen=True, slots=True)
-class EngineKey:
-    """One vLLM engine: the served model and the data-parallel engine index (None before vLLM 0.8.3)."""
+class EngineKey(NamedTuple):
+    """One vLLM engine: the served model and the data-parallel engine index (None before vLLM 0.8.3).
+
+    A named tuple, not a frozen dataclass: it is built and hashed for every needed line of every scrape,
+    and a tuple's hash and equality run in C (a dataclass's are generated Python)."""
 
     model_name: str
     engine: str | None
@@ -58,9 +61,9 @@ class EngineInputs:
     cache: CacheConfig | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Derived:
-    """One derived sample: family name, labels (without ``target``) and value."""
+class Derived(NamedTuple):
+    """One derived sample: family name, labels (without ``target``) and value (a named tuple, for speed,
+    as ``EngineKey``)."""
 
     name: str
     labels: Labels
@@ -252,8 +255,8 @@ def derive_engine(key: EngineKey, inputs: EngineInputs, windowed_hit_ratio: floa
     out: list[Derived] = []
 
     def add(name: str, value: float | None, extra: Labels = ()) -> None:
-        if value is not None:
-            out.append(Derived(name, tuple(sorted(labels + extra)), float(value)))
+        if value is not None:  # the engine's labels come sorted: only added ones need a sort
+            out.append(Derived(name, tuple(sorted(labels + extra)) if extra else labels, float(value)))
 
     add(PREFIX_CACHE_HIT_RATIO, windowed_hit_ratio)
     add(PREFIX_CACHE_HIT_RATIO_LIFETIME, lifetime_hit_ratio(inputs))

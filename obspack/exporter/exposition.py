@@ -37,17 +37,25 @@ def _value(text: str) -> str:
     return text.replace("\\", r"\\").replace("\n", r"\n").replace('"', r"\"")
 
 
-def _samples(metric: Metric, names: dict[str, bool]) -> Iterable[str]:
-    """The sample lines of a family, as both formats write them (labels sorted by name)."""
+def _samples(metric: Metric, names: dict[str, bool], pairs: dict[tuple[str, str], str]) -> Iterable[str]:
+    """The sample lines of a family, as both formats write them (labels sorted by name).
+
+    ``pairs`` holds each ``name="value"`` already written in this answer: the same few label pairs
+    (target, model_name, engine, state) come back on every line, so each is checked and escaped once."""
     for s in metric.samples:
         if s.timestamp is not None or s.exemplar is not None or getattr(s, "native_histogram", None) is not None:
             raise NotPlain(s.name)
         _plain(names, s.name)
-        if s.labels:
+        labels = s.labels
+        if labels:
             parts = []
-            for key in sorted(s.labels):
-                _plain(names, key)
-                parts.append(f'{key}="{_value(s.labels[key])}"')
+            for key in sorted(labels):
+                value = labels[key]
+                pair = pairs.get((key, value))
+                if pair is None:
+                    _plain(names, key)
+                    pair = pairs[key, value] = f'{key}="{_value(value)}"'
+                parts.append(pair)
             yield f"{s.name}{{{','.join(parts)}}} {floatToGoString(s.value)}\n"
         else:
             yield f"{s.name} {floatToGoString(s.value)}\n"
@@ -57,6 +65,7 @@ def text(metrics: Sequence[Metric]) -> bytes:
     """The text format 0.0.4, as prometheus_client's `generate_latest` writes it. Raises NotPlain."""
     out: list[str] = []
     names: dict[str, bool] = {}
+    pairs: dict[tuple[str, str], str] = {}
     for metric in metrics:
         kind = _TEXT_TYPES.get(metric.type)
         if kind is None:
@@ -65,10 +74,10 @@ def text(metrics: Sequence[Metric]) -> bytes:
         _plain(names, name)
         doc = metric.documentation.replace("\\", r"\\").replace("\n", r"\n")
         out.append(f"# HELP {name} {doc}\n# TYPE {name} {kind}\n")
-        created = [s for s in metric.samples if s.name == metric.name + "_created"]
-        if created:
+        created = metric.name + "_created"
+        if any(s.name == created for s in metric.samples):
             raise NotPlain(metric.name)  # text puts these in a family of their own: rare, left to the library
-        out.extend(_samples(metric, names))
+        out.extend(_samples(metric, names, pairs))
     return "".join(out).encode("utf-8")
 
 
@@ -76,6 +85,7 @@ def openmetrics(metrics: Sequence[Metric]) -> bytes:
     """OpenMetrics 1.0.0, as prometheus_client's OpenMetrics `generate_latest` writes it. Raises NotPlain."""
     out: list[str] = []
     names: dict[str, bool] = {}
+    pairs: dict[tuple[str, str], str] = {}
     for metric in metrics:
         if metric.type not in _TEXT_TYPES:
             raise NotPlain(metric.type)
@@ -83,6 +93,6 @@ def openmetrics(metrics: Sequence[Metric]) -> bytes:
         out.append(f"# HELP {metric.name} {_value(metric.documentation)}\n# TYPE {metric.name} {metric.type}\n")
         if metric.unit:
             out.append(f"# UNIT {metric.name} {metric.unit}\n")
-        out.extend(_samples(metric, names))
+        out.extend(_samples(metric, names, pairs))
     out.append("# EOF\n")
     return "".join(out).encode("utf-8")

@@ -33,6 +33,12 @@ class _ThreadingServer(ThreadingMixIn, WSGIServer):
 
 class _QuietHandler(WSGIRequestHandler):
     timeout = 30  # seconds a client may take to send its request before its thread gives up
+    # wsgiref writes the status line, Date, Server, the other headers and the body in five writes. Unbuffered,
+    # each was a send of its own, and Nagle's algorithm held the later ones until the client acknowledged
+    # the first (up to its delayed-ACK timer). With the default buffer (8 KiB) the headers leave in one send,
+    # with the body when it fits; TCP_NODELAY sends a larger body at once after them.
+    wbufsize = -1
+    disable_nagle_algorithm = True
 
     def log_message(self, format: str, *args: object) -> None:
         pass
@@ -115,7 +121,9 @@ def metrics_app(registry: CollectorRegistry) -> Callable:
             output = encoder(_Collected(metrics))
         headers = [("Content-Type", content_type)]
         if exposition.gzip_accepted(environ.get("HTTP_ACCEPT_ENCODING", "")):
-            output = gzip.compress(output)
+            # Level 1, not the library's 9: a tenth of the CPU on every Prometheus scrape (which always
+            # asks for gzip) for an answer about 15% larger; the inflated bytes are the same.
+            output = gzip.compress(output, compresslevel=1)
             headers.append(("Content-Encoding", "gzip"))
         start_response("200 OK", headers)
         return [output]

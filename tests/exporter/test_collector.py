@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -448,6 +449,86 @@ def test_a_fetch_that_overruns_is_counted_once_as_a_timeout(
     }
     assert errors["timeout"] == 1.0
     assert errors["connection"] == 1.0  # from the new scrape just made, not from the overrun one
+
+
+def _parse_threads(monkeypatch: pytest.MonkeyPatch, delay_s: float = 0.0) -> list[str]:
+    """The names of the threads that parse a payload from now on (each parse waits ``delay_s`` first)."""
+    names: list[str] = []
+    parse = collector_module.parse_needed
+
+    def recording(*args: object, **kwargs: object) -> object:
+        names.append(threading.current_thread().name)
+        time.sleep(delay_s)
+        return parse(*args, **kwargs)
+
+    monkeypatch.setattr(collector_module, "parse_needed", recording)
+    return names
+
+
+def test_with_the_built_in_fetch_a_collect_flies_one_new_flight_itself(
+    fake_vllm: FakeVLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    other = FakeVLLM(payload=payload("v1_single.prom"))
+    names = _parse_threads(monkeypatch)
+    collector = ExporterCollector([fake_vllm.url, other.url], registry=None)
+    try:
+        get = snapshot(collector)
+        assert get("obspack_target_up", {"target": fake_vllm.url}) == 1.0
+        assert get("obspack_target_up", {"target": other.url}) == 1.0
+        assert sorted(names) == sorted([threading.current_thread().name, "obspack-scrape"])
+    finally:
+        collector.close()
+        other.stop()
+
+
+def test_a_custom_fetch_always_runs_in_a_thread_of_its_own(
+    monkeypatch: pytest.MonkeyPatch, closing: list[ExporterCollector]
+) -> None:
+    names = _parse_threads(monkeypatch)
+    collector, _ = make({"http://t/metrics": payload("v1_single.prom")})
+    closing.append(collector)
+    assert snapshot(collector)("obspack_target_up", {"target": "http://t/metrics"}) == 1.0
+    assert names == ["obspack-scrape"]
+
+
+def test_a_flight_a_collect_flew_past_the_limit_is_counted_once_as_a_timeout(
+    fake_vllm: FakeVLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a thread's overrun gives: a timeout, counted once, and the target down in that answer."""
+    monkeypatch.setattr(collector_module, "_GRACE_S", 0.05)
+    _parse_threads(monkeypatch, delay_s=0.3)
+    collector = ExporterCollector([fake_vllm.url], timeout_s=0.05, registry=None)
+    try:
+        get = snapshot(collector)
+        assert get("obspack_target_up", {"target": fake_vllm.url}) == 0.0
+        assert get("obspack_target_scrape_errors_total", {"target": fake_vllm.url, "reason": "timeout"}) == 1.0
+        assert get("obspack_target_scrape_errors_total", {"target": fake_vllm.url, "reason": "parse"}) == 0.0
+    finally:
+        collector.close()
+
+
+def test_a_flight_left_to_the_collect_is_flown_even_when_starting_another_fails(
+    fake_vllm: FakeVLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """If a second target's thread cannot start, the collect still flies the flight it kept for itself:
+    left unflown, every later scrape of that target would wait on it and count a timeout."""
+    collector = ExporterCollector([fake_vllm.url, "http://127.0.0.1:9/metrics"], timeout_s=0.5, registry=None)
+    start = threading.Thread.start
+
+    def refuse(thread: threading.Thread) -> None:
+        if thread.name == "obspack-scrape":
+            raise RuntimeError("can't start new thread")
+        start(thread)
+
+    try:
+        with monkeypatch.context() as m:
+            m.setattr(threading.Thread, "start", refuse)
+            assert [f.name for f in collector.collect()] == ["obspack_exporter_build_info"]  # the failed answer
+        get = snapshot(collector)
+        assert get("obspack_target_up", {"target": fake_vllm.url}) == 1.0
+        assert get("obspack_target_scrape_errors_total", {"target": fake_vllm.url, "reason": "timeout"}) == 0.0
+    finally:
+        collector.close()
 
 
 def engines_payload(models: int) -> bytes:

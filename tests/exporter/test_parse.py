@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -247,3 +249,39 @@ def test_the_plain_line_fast_path_reads_what_the_label_parser_reads(name: str, m
     monkeypatch.setattr(p, "_PLAIN_LINE", re.compile(r"(?!)"))  # never matches: every line through parse_labels
     assert parse_needed(body) == fast
     assert fast.families, name
+
+
+def _type_line_starts(payload_bytes: bytes) -> list[int]:
+    """Every ``# TYPE `` at the start of a line, by the definition (a regular expression)."""
+    return [m.start() for m in re.finditer(rb"^# TYPE ", payload_bytes, re.MULTILINE)]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        b"# TYPE a gauge\na 1\n# HELP b B.\n# TYPE b gauge\nb 1\n",
+        b"# HELP a A # with a hash\n# TYPE a gauge\n#comment\n# TYPEX x\nx # TYPE y\n# TYPE",
+        b'# TYPE a gauge\na{v="#"} 1\na{v="\\n# TYPE fake"} 2\n#\n# TYPE b counter\n',
+        b"#" * 5 + b"\n# TYPE a gauge\n",
+        b"",
+        b"no declarations at all\n",
+    ],
+    ids=["plain", "hashes-and-lookalikes", "hashes-in-values", "hashes-first", "empty", "none"],
+)
+def test_the_declaration_search_finds_every_type_line_and_nothing_else(text: bytes) -> None:
+    assert list(p._type_lines(text)) == _type_line_starts(text)
+
+
+def test_a_payload_full_of_hashes_switches_to_the_whole_search_and_misses_nothing() -> None:
+    """Past the cap of other ``#``, the rest is searched for the whole needle: declarations before
+    and after the switch, and one right after the ``#`` where it happens, are all found."""
+    stray = b'x{v="' + b"#" * (p._MAX_OTHER_HASHES + 5) + b'"} 1\n'
+    text = b"# TYPE a gauge\n" + stray + b"# TYPE b gauge\nb 1\n" + stray + b"# TYPE c gauge\n"
+    assert list(p._type_lines(text)) == _type_line_starts(text)
+    assert len(_type_line_starts(text)) == 3
+
+
+@pytest.mark.parametrize("name", sorted(f.name for f in FIXTURES.glob("*.prom")))
+def test_the_declaration_search_on_the_fixtures(name: str) -> None:
+    body = payload(name)
+    assert list(p._type_lines(body)) == _type_line_starts(body)

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import re
+import socket
 import threading
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from wsgiref.simple_server import WSGIRequestHandler, make_server
 
 import pytest
 from prometheus_client import CollectorRegistry
+from prometheus_client.metrics_core import GaugeMetricFamily
 
 from obspack.demo.fake_vllm import FakeVLLM
 from obspack.exporter.collector import ExporterCollector
-from obspack.exporter.server import MetricsServer, parse_listen, start_server
+from obspack.exporter.server import MetricsServer, make_app, parse_listen, start_server
 
 
 @pytest.mark.parametrize(
@@ -97,3 +101,67 @@ def test_busy_port_raises_oserror(served: tuple[MetricsServer, FakeVLLM]) -> Non
     server, _ = served
     with pytest.raises(OSError):
         start_server("127.0.0.1", server.port, CollectorRegistry())
+
+
+class _Lines:
+    """A collector of one gauge with ``count`` labelled samples (its answer outgrows the server's write buffer)."""
+
+    def __init__(self, count: int) -> None:
+        self.count = count
+
+    def collect(self) -> list[GaugeMetricFamily]:
+        family = GaugeMetricFamily("obspack_test_lines", "Lines.", labels=["line"])
+        for index in range(self.count):
+            family.add_metric([f"line-{index:06d}"], float(index))
+        return [family]
+
+
+def _raw_answer(port: int, request: bytes) -> bytes:
+    """Everything the server sends back for ``request`` until it closes, the Date header left out."""
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+        sock.sendall(request)
+        chunks = []
+        while chunk := sock.recv(1 << 16):
+            chunks.append(chunk)
+    return re.sub(rb"\r\nDate: [^\r]*", b"", b"".join(chunks))
+
+
+@pytest.mark.parametrize(
+    "request_bytes",
+    [
+        b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n",
+        b"GET / HTTP/1.0\r\n\r\n",
+        b"GET /nowhere HTTP/1.1\r\nHost: x\r\n\r\n",
+        b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n",
+        b"GET /metrics HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip\r\n\r\n",
+        b"GET /metrics HTTP/1.1\r\nHost: x\r\nAccept: application/openmetrics-text; version=1.0.0\r\n\r\n",
+        b"GET / HTTP/1.x\r\n\r\n",  # http.server's own error page
+    ],
+    ids=["healthz", "index", "404", "metrics", "metrics-gzip", "openmetrics", "bad-request"],
+)
+def test_answers_are_the_bytes_a_plain_wsgiref_server_sends(request_bytes: bytes) -> None:
+    """The buffered, TCP_NODELAY handler changes how the answer is sent, never what: the same status
+    line, headers and body as wsgiref's own unbuffered handler, also for a body larger than the buffer
+    (about 200 KiB here) and for an error that http.server writes itself."""
+    registry = CollectorRegistry()
+    registry.register(_Lines(5000))
+    ours = start_server("127.0.0.1", 0, registry)
+    plain = make_server("127.0.0.1", 0, make_app(registry), handler_class=_Unlogged)
+    thread = threading.Thread(target=plain.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    try:
+        expected = _raw_answer(plain.server_address[1], request_bytes)
+        got = _raw_answer(ours.port, request_bytes)
+    finally:
+        ours.shutdown()
+        plain.shutdown()
+        plain.server_close()
+    assert expected.startswith(b"HTTP/1.0 ") or b"Bad request" in expected
+    if request_bytes.startswith(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n"):
+        assert len(expected) > 1 << 17  # far over the handler's 8 KiB buffer
+    assert got == expected
+
+
+class _Unlogged(WSGIRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:
+        pass
