@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import promql_parser as p
 
-from obspack.promql import token
+from obspack.promql import token, walk
 from obspack.rules.model import AlertRule, RuleGroup
 
 RECORDING_FILE = "thanos/recording-rules.yaml"
@@ -58,7 +58,7 @@ def safe_on_partial_data(expr: str, cluster_label: str) -> bool:
             safe &= node.func.name not in NEGATIONS
         return True
 
-    p.walk(p.parse(expr), enter, leave)
+    walk(p.parse(expr), enter, leave)
     return safe
 
 
