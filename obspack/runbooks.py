@@ -19,14 +19,17 @@ from __future__ import annotations
 
 import json
 import re
+from enum import Enum
 from typing import Any
 
 import jinja2
+from pydantic import BaseModel
 
 from obspack import conventions as c
 from obspack import slos
 from obspack.config import ObspackConfig
 from obspack.errors import RenderError
+from obspack.memo import per_config
 from obspack.numbers import percent
 from obspack.rules.alerts import all_alerts, dashboard_url, enabled, settings
 from obspack.rules.model import AlertRule, tidy
@@ -192,6 +195,14 @@ def placeholder_note(cfg: ObspackConfig, alert: AlertRule, used: set[str]) -> st
 
 
 def _texts(value: Any) -> list[str]:
+    """Every string a setting holds: a model's values, a mapping's keys and values, a list's items, an
+    enum's value (the strings of the config as `model_dump(mode="json")` writes them, less the field names,
+    which hold no `<`; tests/test_runbooks.py compares the two). Read off the model, not dumped: dumping
+    builds pydantic's serialisers of every config model, which a render of the defaults does not need."""
+    if isinstance(value, BaseModel):
+        return [t for _, item in value for t in _texts(item)]
+    if isinstance(value, Enum):
+        return _texts(value.value)
     if isinstance(value, str):
         return [value]
     if isinstance(value, dict):
@@ -201,13 +212,19 @@ def _texts(value: Any) -> list[str]:
     return []
 
 
+@per_config
+def _setting_forms(cfg: ObspackConfig) -> tuple[str, ...]:
+    """The text of the settings that hold a `<`, as written and as a PromQL string literal prints it,
+    longest first (once per config: every page asks)."""
+    found = {t for t in _texts(cfg) if "<" in t}
+    forms = {form for t in found for form in (t, json.dumps(t)[1:-1], json.dumps(t, ensure_ascii=False)[1:-1])}
+    return tuple(sorted(forms, key=len, reverse=True))
+
+
 def without_settings(cfg: ObspackConfig, text: str) -> str:
     """The page without the text of the user's settings (a selector's `<none>`, a regex's `(?P<x>...)`):
-    only what obspack wrote can be a placeholder. Each setting is taken out as written and as a PromQL
-    string literal prints it."""
-    found = {t for t in _texts(cfg.model_dump(mode="json", by_alias=True)) if "<" in t}
-    forms = {form for t in found for form in (t, json.dumps(t)[1:-1], json.dumps(t, ensure_ascii=False)[1:-1])}
-    for form in sorted(forms, key=len, reverse=True):
+    only what obspack wrote can be a placeholder."""
+    for form in _setting_forms(cfg):
         text = text.replace(form, "")
     return text
 

@@ -105,6 +105,30 @@ def test_bad_config_exits_2_without_traceback_and_keeps_output(tmp_path: Path) -
     assert snapshot(out) == before
 
 
+def test_render_pauses_the_cycle_collector_and_restores_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Render runs without Python's cycle collector (a speed-up) and leaves it as it found it, after a
+    success or an error, so that a program calling the command keeps its own setting."""
+    import gc
+
+    from obspack import pack
+
+    seen: list[bool] = []
+    build = pack.build
+    monkeypatch.setattr(pack, "build", lambda cfg: (seen.append(gc.isenabled()), build(cfg))[1])
+    assert gc.isenabled()
+    assert run("render", "--out", str(tmp_path / "a")).exit_code == 0
+    assert seen == [False] and gc.isenabled()
+    (tmp_path / "bad.yaml").write_text("alerts: 1\n")
+    assert run("render", "--config", str(tmp_path / "bad.yaml"), "--out", str(tmp_path / "b")).exit_code == 2
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        assert run("render", "--out", str(tmp_path / "c")).exit_code == 0
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
 def test_config_changes_the_output(tmp_path: Path) -> None:
     config = tmp_path / "obspack.yaml"
     config.write_text("cluster_label: k8s_cluster\nalerts:\n  VLLMKVCacheUsageHigh: {ratio: 0.8}\n  VLLMTargetDown: {enabled: false}\n")

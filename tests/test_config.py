@@ -6,7 +6,16 @@ from pathlib import Path
 import pytest
 import yaml
 
-from obspack.config import ObspackConfig, Severity, annotated_defaults, conflicts, load_config
+from obspack.config import (
+    ObspackConfig,
+    Scope,
+    Severity,
+    annotated_defaults,
+    conflicts,
+    defaults,
+    flat_dump,
+    load_config,
+)
 from obspack.errors import ConfigError
 
 
@@ -39,6 +48,20 @@ def test_defaults_follow_the_alert_catalogue() -> None:
 def test_no_file_and_empty_file_give_the_defaults(tmp_path: Path) -> None:
     assert load_config(None) == ObspackConfig()
     assert load_config(write(tmp_path, "")) == ObspackConfig()
+
+
+@pytest.mark.parametrize("scope", [{}, {"scope": {"namespace_regex": "llm-.*", "cluster_regex": "prod"}}])
+def test_the_defaults_built_without_validators_are_the_validated_defaults(scope: dict[str, object]) -> None:
+    """`defaults()` (what a render without a config file reads) skips pydantic's validators: it equals the
+    validated config, every nested default passes validation unchanged, and the model validator (the scope
+    in the selectors) runs on it."""
+    assert defaults() == ObspackConfig() == ObspackConfig.model_validate({})
+    dumped = defaults().model_dump(by_alias=True, mode="json")
+    assert ObspackConfig.model_validate(dumped) == defaults()
+    assert defaults().model_fields_set == ObspackConfig().model_fields_set == set()
+    if scope:
+        constructed = ObspackConfig.model_construct(scope=Scope.model_validate(scope["scope"]))
+        assert constructed._scope_in_selectors() == ObspackConfig.model_validate(scope)
 
 
 def test_init_file_lists_every_setting_and_loads_to_the_defaults(tmp_path: Path) -> None:
@@ -217,3 +240,15 @@ def test_rule_labels_cover_every_label_the_rules_group_or_join_by() -> None:
             used |= set(re.findall(r'"(\w+)",\s*"\$1"', rule.expr))  # label_replace targets
             used |= set(dict(rule.labels))  # static labels of the rules themselves (slo, the burn windows)
     assert used - {"cluster"} <= RULE_LABELS, sorted(used - {"cluster"} - RULE_LABELS)
+
+
+@pytest.mark.parametrize("config", ["defaults", "custom"])
+def test_a_flat_dump_is_model_dump(config: str) -> None:
+    from tests.support.packs import config_of
+
+    cfg = config_of(config)
+    for model in (cfg.selectors, cfg.prometheus_rule, cfg.grafana, cfg.scope):
+        assert flat_dump(model) == model.model_dump(), type(model).__name__
+    assert flat_dump(cfg.grafana)["tags"] is not cfg.grafana.tags
+    with pytest.raises(TypeError):
+        flat_dump(cfg)

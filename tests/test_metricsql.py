@@ -40,6 +40,7 @@ REWRITES = {
         "clamp_max(max_over_time(x[5m]), 1)",
         'label_del(clamp_max(max_over_time(x[5m]), 1), "__name__")',
     ),
+    "a space before the parenthesis": ("increase (x[5m])", "increase_prometheus (x[5m])"),
     "a comparison keeps the vector side's name, scalar first": (
         "1 < round(x)",
         '1 < label_del(round(x), "__name__")',
@@ -53,6 +54,7 @@ UNCHANGED = {
     "rate has no Prometheus form in 1.79": "sum by (a) (rate(x[5m]))",
     "count_over_time drops the name on both": "count_over_time(x[5m]) < 2",
     "layout kept when nothing changes": "sum by (a) (\n  rate(x[5m])\n)",
+    "a function's name only inside a string or a metric's name": 'vllm:max_over_time_x{reason="increase(1)"} > 0',
 }
 
 
@@ -76,6 +78,13 @@ def test_a_function_name_inside_a_string_is_not_renamed() -> None:
     promql = 'increase(x{reason="increase(1)"}[5m])'
     assert rewrite(promql) == 'increase_prometheus(x{reason="increase(1)"}[5m])'
 
+
+
+@pytest.mark.parametrize("promql", ["sum(", "increase(x)", "rate(x[5m]) +"])
+def test_an_expression_that_does_not_parse_is_an_error(promql: str) -> None:
+    """With or without a function to rewrite, the expression is parsed: a broken one is not passed on."""
+    with pytest.raises(ValueError):
+        rewrite(promql)
 
 
 def test_metricsql_names_stay_parse_errors_for_promql() -> None:

@@ -627,3 +627,43 @@ def test_markdown_parser_catches_problems() -> None:
     assert anchors(page.headings) == {"a-b-c"}
     with pytest.raises(ValueError):
         promql_parser.parse(fill_placeholders('rate(up{pod="<pod>"}[5m]'))
+
+
+def _dumped_strings(value: object) -> set[str]:
+    """Every string in a `model_dump(mode="json")`: mapping keys and values, list items."""
+    if isinstance(value, str):
+        return {value}
+    if isinstance(value, dict):
+        return {t for item in value.items() for part in item for t in _dumped_strings(part)}
+    if isinstance(value, list):
+        return {t for item in value for t in _dumped_strings(item)}
+    return set()
+
+
+@pytest.mark.parametrize("name", ["default", "custom", "settings with <"])
+def test_the_settings_texts_are_those_of_the_dumped_config(name: str) -> None:
+    """The page's settings are read off the model rather than dumped (which would build the serialisers):
+    the same strings, less the field names."""
+    cfg = CONFIGS.get(name) or ObspackConfig.model_validate({
+        "selectors": {"vllm": 'namespace!="<none>"', "cadvisor": 'pod=~"(?P<pod>.*)"'},
+        "grafana": {"url": "https://grafana/<team>", "tags": ["a<b"]},
+        "common_labels": {"team": "<ml>"},
+        "alerts": {"VLLMTargetDown": {"labels": {"owner": "<x>"}, "severity": "info"}},
+    })  # fmt: skip
+    names = {alias for field in _field_names(cfg) for alias in field}
+    dumped = _dumped_strings(cfg.model_dump(mode="json", by_alias=True)) - names
+    assert set(runbooks._texts(cfg)) - names == dumped
+    assert name != "settings with <" or {t for t in dumped if "<" in t} == {
+        'namespace!="<none>"', 'pod=~"(?P<pod>.*)"', "https://grafana/<team>", "a<b", "<ml>", "<x>"}
+
+
+def _field_names(model: object) -> list[tuple[str, ...]]:
+    """Every field's name and alias, in the model and the models it holds."""
+    from pydantic import BaseModel
+
+    if isinstance(model, BaseModel):
+        own = [(n, f.alias or n) for n, f in type(model).model_fields.items()]
+        return own + [x for _, v in model for x in _field_names(v)]
+    if isinstance(model, dict | list | tuple):
+        return [x for v in (model.values() if isinstance(model, dict) else model) for x in _field_names(v)]
+    return []

@@ -14,7 +14,7 @@ every problem as `FILE:LINE: key.path: what is wrong (what is allowed)`.
 from obspack.config.alerts import Alerts, AlertSettings
 from obspack.config.conflicts import Conflict, conflicts, windows
 from obspack.config.load import load_config
-from obspack.config.model import GrafanaOutput, ObspackConfig, Scope, scope_matcher
+from obspack.config.model import GrafanaOutput, ObspackConfig, Scope, defaults, flat_dump, scope_matcher
 from obspack.config.slos import SLOs
 from obspack.config.starter import annotated_defaults
 from obspack.config.values import (
@@ -46,6 +46,8 @@ __all__ = [
     "Window",
     "annotated_defaults",
     "conflicts",
+    "defaults",
+    "flat_dump",
     "has_type",
     "load_config",
     "promql_string",

@@ -88,13 +88,13 @@ class Autoscaler(_Model):
     activation: float = Field(
         0.0, ge=0, le=10_000, allow_inf_nan=False, description="wake_query above this wakes the model from zero"
     )
-    prometheus: PrometheusServer = PrometheusServer()
+    prometheus: PrometheusServer = PrometheusServer.model_construct()
 
 
 class Autoscaling(_Model):
     """The saturation signal (always recorded) and the autoscalers to render (none by default)."""
 
-    targets: Targets = Targets()
+    targets: Targets = Targets.model_construct()
     models: Annotated[list[ModelTargets], AfterValidator(_entries)] = Field(
         default_factory=list,
         description="per-model targets, first match wins, e.g. [{model_regex: 'Qwen/.*', queue: 8}]",

@@ -67,7 +67,7 @@ class Cost(_Model):
         description="price of a GPU-hour of a model no entry matches (unset: none; doctor reports such GPUs, "
         f"and the cost page counts their GPU-hours as unpriced) {_PRICE}",
     )
-    opencost: OpenCost = OpenCost()
+    opencost: OpenCost = OpenCost.model_construct()
     node_pool_label: K8sKey | Literal[""] = Field(
         "",
         description="node label naming the node pool, e.g. karpenter.sh/nodepool (kube-state-metrics must "

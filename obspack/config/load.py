@@ -14,7 +14,7 @@ from pydantic.fields import FieldInfo
 from obspack import durations, yamlsource
 from obspack.catalogue import vllm_latency
 from obspack.config.conflicts import conflicts
-from obspack.config.model import ObspackConfig
+from obspack.config.model import ObspackConfig, defaults
 from obspack.config.values import Duration, Refresh, RuleInterval, ScrapeInterval, Window, has_type
 from obspack.errors import ConfigError
 
@@ -133,7 +133,7 @@ def _dotted(loc: tuple[Any, ...]) -> str:
 def load_config(path: Path | None) -> ObspackConfig:
     """Read and validate a config file; `None` gives the built-in defaults."""
     if path is None:
-        return ObspackConfig()
+        return defaults()
     name = str(path)
     source = yamlsource.load(path)
     data = {} if source.data is None else source.data

@@ -72,9 +72,9 @@ class ModelSLOs(_Model):
     """SLO settings for the models whose model_name matches `model_regex`; unset keys keep the defaults."""
 
     model_regex: Regex = Field(description="served model names this entry applies to (full match)")
-    time_to_first_token: TimeToFirstTokenOverride = TimeToFirstTokenOverride()
-    inter_token_latency: InterTokenLatencyOverride = InterTokenLatencyOverride()
-    availability: AvailabilityOverride = AvailabilityOverride()
+    time_to_first_token: TimeToFirstTokenOverride = TimeToFirstTokenOverride.model_construct()
+    inter_token_latency: InterTokenLatencyOverride = InterTokenLatencyOverride.model_construct()
+    availability: AvailabilityOverride = AvailabilityOverride.model_construct()
     min_requests: MinRequests | None = Field(None, description=f"unset: as slos.min_requests {_MIN_REQUESTS}")
 
 
@@ -83,9 +83,9 @@ class SLOs(_Model):
 
     enabled: bool = Field(True, description="render the SLO rules, the VLLMErrorBudgetBurn alert and the SLO page")
     period: Literal["30d", "28d"] = Field("30d", description="the error budget's period (30d or 28d)")
-    time_to_first_token: TimeToFirstTokenSLO = TimeToFirstTokenSLO()
-    inter_token_latency: InterTokenLatencySLO = InterTokenLatencySLO()
-    availability: AvailabilitySLO = AvailabilitySLO()
+    time_to_first_token: TimeToFirstTokenSLO = TimeToFirstTokenSLO.model_construct()
+    inter_token_latency: InterTokenLatencySLO = InterTokenLatencySLO.model_construct()
+    availability: AvailabilitySLO = AvailabilitySLO.model_construct()
     min_requests: MinRequests | None = Field(
         None,
         description=f"requests a long window needs before it may alert; unset: one over one minus the objective {_MIN_REQUESTS}",

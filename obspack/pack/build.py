@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 
 from obspack import __version__
-from obspack.config import ObspackConfig
+from obspack.config import ObspackConfig, defaults, flat_dump
 from obspack.config.cost import GPU_HOURS
 from obspack.dashboards import all_dashboards
 from obspack.errors import RenderError
@@ -25,7 +25,7 @@ from obspack.runbooks import render_runbooks
 def stamp(cfg: ObspackConfig) -> str:
     """What the generated headers say the pack came from: the settings' digest, not the file's name, so
     that renaming or reformatting the config leaves the output as it is."""
-    if cfg == ObspackConfig():
+    if cfg == defaults():
         return "built-in defaults"
     digest = hashlib.sha256(cfg.model_dump_json(by_alias=True).encode()).hexdigest()[:12]
     return f"config {digest}"
@@ -63,7 +63,7 @@ def build(cfg: ObspackConfig) -> Pack:
         source=stamp(cfg),
         cluster_label=cfg.cluster_label,
         sources=Sources(
-            selectors=cfg.selectors.model_dump(),
+            selectors=flat_dump(cfg.selectors),
             image_regex=cfg.vllm_containers.image_regex,
             name_regex=cfg.vllm_containers.name_regex,
         ),
@@ -75,8 +75,8 @@ def build(cfg: ObspackConfig) -> Pack:
         rule_tests=tuple(sorted({**tests, **slo_tests}.items())),
         missing_tests=tuple(missing + slo_missing),
         alertmanager=alertmanager_example(cfg),
-        prometheus_rule=cfg.prometheus_rule.model_dump(),
-        grafana=cfg.grafana.model_dump(),
+        prometheus_rule=flat_dump(cfg.prometheus_rule),
+        grafana=flat_dump(cfg.grafana),
         autoscaling=manifests(cfg),
         costs=costs(cfg),
     )

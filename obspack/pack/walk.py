@@ -11,7 +11,7 @@ import promql_parser
 
 from obspack.durations import format_s
 from obspack.pack.model import Pack
-from obspack.promql import grafana_to_promql
+from obspack.promql import grafana_to_promql, walk
 
 _VARIABLE_QUERY = re.compile(r"(label_values|query_result)\((.*)\)", re.S)
 
@@ -145,7 +145,7 @@ def prometheus3_problems(pack: Pack, longest_scrape_interval: str) -> list[str]:
                 )
 
     for where, expr in expressions(pack):
-        promql_parser.walk(promql_parser.parse(expr), lambda node, w=where: check(w, node))
+        walk(promql_parser.parse(expr), lambda node, w=where: check(w, node))
     return problems
 
 

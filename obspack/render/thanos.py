@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import promql_parser as p
 
-from obspack.promql import token
+from obspack.promql import token, walk
 from obspack.rules.model import AlertRule, RuleGroup
 
 RECORDING_FILE = "thanos/recording-rules.yaml"
@@ -30,11 +30,21 @@ NEGATIONS = frozenset({"unless", "absent", "absent_over_time"})
 
 
 def safe_on_partial_data(expr: str, cluster_label: str) -> bool:
-    """Whether the rule gives right (if fewer) series when some stores do not answer."""
-    safe = True
+    """Whether the rule gives right (if fewer) series when some stores do not answer.
 
-    def visit(node: p.Expr) -> bool:
+    One walk of the expression: on the way back up, each node learns from its operands whether they read
+    series, which a vector match needs to know (walking each operand again would cost its subtree again)."""
+    safe = True
+    reads: list[list[bool]] = [[]]  # per open node: whether each of its operands reads series
+
+    def enter(node: p.Expr) -> bool:
+        reads.append([])
+        return True
+
+    def leave(node: p.Expr) -> bool:
         nonlocal safe
+        operands = reads.pop()
+        reads[-1].append(isinstance(node, p.VectorSelector | p.MatrixSelector) or any(operands))
         if isinstance(node, p.AggregateExpr):
             m = node.modifier
             by = m is not None and token(m.type) == "by"
@@ -42,28 +52,14 @@ def safe_on_partial_data(expr: str, cluster_label: str) -> bool:
         elif isinstance(node, p.BinaryExpr):
             safe &= token(node.op) not in NEGATIONS
             matching = node.modifier.matching if node.modifier else None
-            if matching is not None and not (_constant(node.lhs) or _constant(node.rhs)):
+            if matching is not None and all(operands):  # a table of `vector()` constants joins the same anyway
                 safe &= (cluster_label in matching.labels) == (token(matching.type) == "include")
         elif isinstance(node, p.Call):
             safe &= node.func.name not in NEGATIONS
         return True
 
-    p.walk(p.parse(expr), visit)
+    walk(p.parse(expr), enter, leave)
     return safe
-
-
-def _constant(node: p.Expr) -> bool:
-    """Whether an expression reads no series (a table of `vector()` constants): joining it by any labels
-    gives the same answer whichever stores answer."""
-    reads = False
-
-    def visit(inner: p.Expr) -> bool:
-        nonlocal reads
-        reads |= isinstance(inner, p.VectorSelector | p.MatrixSelector)
-        return True
-
-    p.walk(node, visit)
-    return not reads
 
 
 def partial_response_strategy(group: RuleGroup, cluster_label: str) -> str:

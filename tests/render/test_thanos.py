@@ -67,6 +67,8 @@ SAFE = {
     "joins on the cluster": "a * on (cluster, pod) group_left (model) b",
     "topk within a cluster": "topk by (cluster, gpu) (1, x)",
     "or falls back within a series": "x or y",
+    "joins a table of constants on another label": 'x * on (le) group_left (tokens) label_replace(vector(1), "le", "1", "", "")',
+    "the same join inside a sum by the cluster": 'sum by (cluster) (x * on (le) group_left label_replace(vector(1), "le", "1", "", ""))',
 }
 UNSAFE = {
     "sums over clusters": "sum by (pod) (x)",
@@ -76,6 +78,7 @@ UNSAFE = {
     "ignores the cluster in a match": "a / ignoring (cluster) b",
     "negates with unless": "x unless on (cluster, pod) y",
     "negates with absent": "absent(x)",
+    "a join of constants inside does not excuse a join across clusters outside": "(x * on (le) group_left vector(1)) * on (pod) y",
 }
 
 

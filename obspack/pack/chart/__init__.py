@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from obspack import __version__
-from obspack.config import ObspackConfig
+from obspack.config import ObspackConfig, defaults, flat_dump
 from obspack.dashboards import all_dashboards
 from obspack.memo import per_config
 from obspack.pack.autoscaling import manifests
@@ -47,7 +47,7 @@ def chart_version(cfg: ObspackConfig) -> str:
     """obspack's version; a chart rendered from another config carries the config's digest as SemVer build
     metadata (0.1.0+config.3f2a...), so `helm list` tells the two apart. appVersion, the exporter image's
     tag, stays obspack's version."""
-    if cfg == ObspackConfig():
+    if cfg == defaults():
         return __version__
     return f"{__version__}+{stamp(cfg).replace(' ', '.')}"
 
@@ -59,7 +59,7 @@ def chart_pack(cfg: ObspackConfig, *, dashboards: bool = True) -> Pack:
         version=__version__,
         source=CHART_SOURCE,
         cluster_label=cfg.cluster_label,
-        sources=Sources(cfg.selectors.model_dump(), cfg.vllm_containers.image_regex, cfg.vllm_containers.name_regex),
+        sources=Sources(flat_dump(cfg.selectors), cfg.vllm_containers.image_regex, cfg.vllm_containers.name_regex),
         recording_groups=all_recording_groups(cfg),
         alert_groups=alert_groups(cfg),
         alerts=(),
@@ -71,8 +71,8 @@ def chart_pack(cfg: ObspackConfig, *, dashboards: bool = True) -> Pack:
         rule_tests=(),
         missing_tests=(),
         alertmanager={},
-        prometheus_rule=cfg.prometheus_rule.model_dump(),
-        grafana=cfg.grafana.model_dump(),
+        prometheus_rule=flat_dump(cfg.prometheus_rule),
+        grafana=flat_dump(cfg.grafana),
         autoscaling=manifests(cfg),
     )
 
