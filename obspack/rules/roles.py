@@ -53,10 +53,9 @@ def known(cfg: ObspackConfig) -> bool:
     return bool(d.role_label or d.prefill_pod_regex or d.decode_pod_regex)
 
 
-def _labelled(cfg: ObspackConfig, matcher: str, *keep: str) -> str:
+def _labelled(cfg: ObspackConfig, matcher: str) -> str:
     label = ksm_label(cfg.disaggregation.role_label)
-    by = ", ".join((_key(cfg), *keep))
-    return f"group by ({by}) (kube_pod_labels{c.selector(cfg.selectors.kube_state_metrics, label + matcher)})"
+    return f"group by ({_key(cfg)}) (kube_pod_labels{c.selector(cfg.selectors.kube_state_metrics, label + matcher)})"
 
 
 def by_label(cfg: ObspackConfig, role: Role) -> str:
@@ -117,7 +116,8 @@ def _labelled_roles(cfg: ObspackConfig) -> str:
     assert all(value.endswith(role) for value, role in values), values
     regex = "|".join(f"{value[: -len(role)]}({role})" for value, role in values) + "|.*"
     taken = "".join(f"${i}" for i in range(1, len(values) + 1))
-    read = _labelled(cfg, f"=~{promql_string('|'.join(v for v, _ in values))}", label)
+    matcher = f"{label}=~{promql_string('|'.join(v for v, _ in values))}"
+    read = f"kube_pod_labels{c.selector(cfg.selectors.kube_state_metrics, matcher)}"
     renamed = f'label_replace(\n  {read},\n  "role", "{taken}", "{label}", {promql_string(regex)}\n)'
     return f"group by ({_key(cfg)}, role) (\n{textwrap.indent(renamed, '  ')}\n)"
 
