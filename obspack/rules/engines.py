@@ -63,14 +63,15 @@ def pod_or_engines(cfg: ObspackConfig, holds: str, fine: str, pod_value: str = "
     series without `engine` (`pod_value` of its engines' values: `sum` for counts, `max` for usage);
     a pod with a fine engine gives the engines that hold, each with its `engine` label.
 
-    `or on (pod)` adds an engine only where its pod has no pod-wide series, which is where some engine
-    is fine: so `fine` is read once and `holds` twice (each input of these alerts is a few raw series
-    per engine, read at every evaluation)."""
+    Both forms read `holds` and `fine`. `pod_wide or on (pod) holds` would spare one read of `fine`, but
+    VictoriaMetrics does not answer it as Prometheus does (vmalert then pages pod-wide for one hung engine
+    of two: tests/rules/test_vmalert_replay.py)."""
     pod, pm = c.by(cfg, "namespace", "pod"), c.by(cfg, *POD_MODEL)
     holds, fine = _paren(holds), _paren(fine)
     pod_wide = f"{pod_value} by ({pm}) {holds}\nunless on ({pod})\n{fine}"
+    some = f"{holds}\nand on ({pod})\n{fine}"
     # parenthesised whole: `or` binds looser than the `unless` a caller may add
-    return _paren(f"{_paren(pod_wide)}\nor on ({pod})\n{holds}")
+    return _paren(f"{_paren(pod_wide)}\nor\n{_paren(some)}")
 
 
 def _paren(expr: str) -> str:
