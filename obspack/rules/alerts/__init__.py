@@ -26,7 +26,8 @@ AlertFn = Callable[[ObspackConfig], AlertRule]
 
 TOPICS: tuple[tuple[str, tuple[AlertFn, ...]], ...] = (
     ("memory-planes", memory.ALERTS),
-    ("vllm-engine", vllm.ALERTS),
+    ("vllm-engine", vllm.ENGINE_ALERTS),
+    ("vllm-load", vllm.LOAD_ALERTS),
     ("exporter", exporter.ALERTS),
     ("vllm-features", features.ALERTS),
     ("disaggregation", disaggregation.ALERTS),
