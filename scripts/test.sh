@@ -4,4 +4,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-test-tools.sh
 export PATH="$PWD/.tools/bin:$PATH"
-python3 -m pytest -n 3 --dist loadgroup -q "$@"
+python3 -m pytest -n 2 --dist loadfile -q "$@"
