@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 
 from prometheus_client.utils import floatToGoString
 
+from obspack.catalogue import gateway as gw
 from obspack.demo.fake_vllm import CONTENT_TYPE, FakeVLLM
 from obspack.demo.serving import TEXT, Answer, LocalServer
 
@@ -56,37 +57,35 @@ class FakeEPP(LocalServer):
         lines: list[str] = []
 
         def family(name: str, kind: str, samples: list[tuple[dict[str, str], float]]) -> None:
-            lines.append(f"# HELP {name} [ALPHA] Fake endpoint picker metric.\n# TYPE {name} {kind}\n")
-            suffix = "_total" if kind == "counter" and not name.endswith("_total") else ""
+            """A family's lines; a counter's samples named `<family>_total` (the catalogue names samples)."""
+            declared = name.removesuffix("_total") if kind == "counter" else name
+            lines.append(f"# HELP {declared} [ALPHA] Fake endpoint picker metric.\n# TYPE {declared} {kind}\n")
+            sample = f"{declared}_total" if kind == "counter" else name
             for labels, value in samples:
                 text = ",".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
-                lines.append(f"{name}{suffix}{{{text}}} {floatToGoString(value)}\n")
+                lines.append(f"{sample}{{{text}}} {floatToGoString(value)}\n")
 
-        for name in ("llm_d_epp_info", "inference_extension_info"):
+        for name in (gw.INFO.canonical, gw.INFO.legacy):
             family(name, "gauge", [({"build_ref": BUILD, "commit": "0123abcd"}, 1.0)])
+        kv = mean([max(x.kv_usage for x in ls) for ls in loads.values()])
         gauges = {
-            ("llm_d_epp_ready_endpoints", "inference_pool_ready_pods"): float(len(ready)),
-            ("llm_d_epp_average_kv_cache_utilization", "inference_pool_average_kv_cache_utilization"):
-                mean([max(x.kv_usage for x in ls) for ls in loads.values()]),
-            ("llm_d_epp_average_queue_size", "inference_pool_average_queue_size"):
-                mean([sum(x.waiting for x in ls) for ls in loads.values()]),
-            ("llm_d_epp_average_running_requests", "inference_pool_average_running_requests"):
-                mean([sum(x.running for x in ls) for ls in loads.values()]),
-        }  # fmt: skip
-        for names, value in gauges.items():
-            for name in names:
+            gw.READY: float(len(ready)),
+            gw.AVG_KV: kv,
+            gw.AVG_QUEUE: mean([sum(x.waiting for x in ls) for ls in loads.values()]),
+            gw.AVG_RUNNING: mean([sum(x.running for x in ls) for ls in loads.values()]),
+        }
+        for twins, value in gauges.items():
+            for name in (twins.canonical, twins.legacy):
                 family(name, "gauge", [(pool, value)])
-        for name, label in (("llm_d_epp_per_endpoint_queue_size", "model_server_endpoint"),
-                            ("inference_pool_per_pod_queue_size", "model_server_pod")):
+        for name, label in ((gw.ENDPOINT_QUEUE.canonical, gw.ENDPOINT_LABEL.canonical),
+                            (gw.ENDPOINT_QUEUE.legacy, gw.ENDPOINT_LABEL.legacy)):
             family(name, "gauge", [({**pool, label: n}, float(sum(x.waiting for x in ls))) for n, ls in loads.items()])
-        family("llm_d_epp_request", "counter", [({**model, "fairness_id": "default-flow", "priority": "0"}, routed)])
-        family("inference_objective_request", "counter", [({**model, "priority": "0"}, routed)])
-        for name in ("llm_d_epp_scheduler_e2e_duration_seconds", "inference_extension_scheduler_e2e_duration_seconds"):
+        family(gw.REQUESTS, "counter", [({**model, "fairness_id": "default-flow", "priority": "0"}, routed)])
+        family(gw.OBJECTIVE_REQUESTS, "counter", [({**model, "priority": "0"}, routed)])
+        for name in (gw.SCHEDULER_E2E.canonical, gw.SCHEDULER_E2E.legacy):
             lines.append(f"# HELP {name} [ALPHA] Scheduling latency.\n# TYPE {name} histogram\n")
             for le in SCHEDULING_BUCKETS:
                 lines.append(f'{name}_bucket{{le="{floatToGoString(le)}"}} {routed if le >= SCHEDULING_S else 0}\n')
             lines.append(f'{name}_bucket{{le="+Inf"}} {routed}\n{name}_sum {routed * SCHEDULING_S}\n{name}_count {routed}\n')
-        family("llm_d_epp_flow_control_pool_saturation", "gauge",
-               [({"inference_pool": self.pool}, gauges[("llm_d_epp_average_kv_cache_utilization",
-                                                        "inference_pool_average_kv_cache_utilization")])])
+        family(gw.FLOW_SATURATION.canonical, "gauge", [({gw.FLOW_POOL: self.pool}, kv)])
         return "".join(lines)
