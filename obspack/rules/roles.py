@@ -28,6 +28,7 @@ Role = Literal["prefill", "decode"]
 PREFILL_ROLES = ("prefill", "encode-prefill")  # llm-d role values of pods that only prefill
 DECODE_ROLES = ("decode",)  # ... that only decode
 VALUES: dict[Role, tuple[str, ...]] = {"prefill": PREFILL_ROLES, "decode": DECODE_ROLES}
+ONLY: tuple[Role, ...] = ("decode", "prefill")  # the roles a pod may only do, in the order they are told apart
 POD = ("namespace", "pod")
 SET = '!=""'
 
@@ -112,7 +113,7 @@ def _labelled_roles(cfg: ObspackConfig) -> str:
     if not cfg.disaggregation.role_label:
         return ""
     label = ksm_label(cfg.disaggregation.role_label)
-    values = [(value, role) for role in ("decode", "prefill") for value in VALUES[role]]  # type: ignore[index]
+    values = [(value, role) for role in ONLY for value in VALUES[role]]
     assert all(value.endswith(role) for value, role in values), values
     regex = "|".join(f"{value[: -len(role)]}({role})" for value, role in values) + "|.*"
     taken = "".join(f"${i}" for i in range(1, len(values) + 1))
@@ -127,16 +128,15 @@ def _named_roles(cfg: ObspackConfig) -> str:
     (the two name patterns exclude each other, so a pod is at most one)."""
     key = _key(cfg)
     named = [
-        f'label_replace(\n  {_named(cfg, role)},\n  "role", "{role}", "", ""\n)'
-        for role in ("decode", "prefill")
-        if _regexes(cfg)[role]  # type: ignore[index]
+        f'label_replace(\n  {_named(cfg, role)},\n  "role", "{role}", "", ""\n)' for role in ONLY if _regexes(cfg)[role]
     ]
     if not named:
         return ""
     joined = f"\nor on ({key})\n".join(named)
+    wrapped = f"(\n{textwrap.indent(joined, '  ')}\n)"
     if not cfg.disaggregation.role_label:
-        return joined
-    return f"(\n{textwrap.indent(joined, '  ')}\n)\nunless on ({key})\n{_labelled(cfg, SET)}"
+        return wrapped if len(named) > 1 else joined
+    return f"{wrapped}\nunless on ({key})\n{_labelled(cfg, SET)}"
 
 
 def role_of(cfg: ObspackConfig, every: str, other: str = "") -> str:
@@ -145,7 +145,7 @@ def role_of(cfg: ObspackConfig, every: str, other: str = "") -> str:
 
     Each source is read once for both roles (the alerts that carry `role` join this at every evaluation)."""
     key = _key(cfg)
-    parts = [f"(\n{textwrap.indent(e, '  ')}\n)" if "\nor on" in e else e for e in (_labelled_roles(cfg), _named_roles(cfg)) if e]
+    parts = [e for e in (_labelled_roles(cfg), _named_roles(cfg)) if e]
     rest = f'label_replace(\n{textwrap.indent(every, "  ")},\n  "role", "{other}", "", ""\n)' if other else every
     return f"\nor on ({key})\n".join([*parts, rest])
 
