@@ -143,8 +143,10 @@ def mig_shares() -> str:
 
 def dcgm_held(cfg: ObspackConfig) -> str:
     """GPUs per pod from the attribution record: whole GPUs count 1, MIG instances their share (a profile
-    of another shape counts 1: never less than it may cost). The record is read once."""
-    info = f'label_replace(\n{_indent(c.GPU_INFO)},\n  "mig_g", "g$1", "GPU_I_PROFILE", {promql_string(MIG_PROFILE)}\n)'
+    of another shape counts 1: never less than it may cost). The record is read once and counted per pod
+    and profile first, so the shares are looked up per pod, not per GPU."""
+    per_profile = f"count by ({c.by(cfg, 'namespace', 'pod', 'model_name', 'modelName', 'Hostname', 'GPU_I_PROFILE')}) ({c.GPU_INFO})"
+    info = f'label_replace(\n{_indent(per_profile)},\n  "mig_g", "g$1", "GPU_I_PROFILE", {promql_string(MIG_PROFILE)}\n)'
     info = f'label_replace(\n{_indent(info)},\n  "mig_slices", "s$1$2", "modelName", {promql_string(MIG_FOUR_SLICES)}\n)'
     shared = f"{info}\n* on (mig_g, mig_slices) group_left ()\n(\n  {mig_shares()}\n)"
     return f"sum by ({c.by(cfg, *HELD)}) (\n{_indent(_copy(shared, 'node', 'Hostname'))}\n)"

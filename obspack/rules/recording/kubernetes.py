@@ -36,6 +36,15 @@ def vllm_source_selectors(cfg: ObspackConfig, with_container: bool) -> list[str]
     return sources
 
 
+def vllm_image_pods(cfg: ObspackConfig) -> str:
+    """One series per pod with a vLLM container by its image or name, from raw series: with the engines'
+    pods (`vllm_leaders`) and their LWS workers, every vLLM pod. What this adds is the pods whose engine
+    series are missing (crash-looping, not scraped yet)."""
+    engine = "vllm:num_requests_running"
+    legs = [s for s in vllm_source_selectors(cfg, with_container=False) if not s.startswith(engine)]
+    return f"group by ({c.by(cfg, 'namespace', 'pod')}) (\n  " + "\n  or\n  ".join(legs) + "\n)"
+
+
 def vllm_leaders(cfg: ObspackConfig) -> str:
     """One series per pod serving vLLM engine metrics, with its model: the leaders of LWS groups."""
     pod = c.by(cfg, "namespace", "pod")
