@@ -19,10 +19,11 @@ The whole file is a valid Alertmanager config (`amtool check-config` passes), bu
   engine or pod-wide, so one pod's KV cache pages once.
 - Inhibition (same cluster and namespace): a dead endpoint picker (InferenceGatewayPickerDown) or an
   InferencePool without ready endpoints (InferencePoolNoReadyEndpoints) mutes the symptoms of the engines
-  behind it (targets down, zero throughput, SLO burn, flow-control rejections), so the outage pages once.
-  The memory-plane alerts that explain an empty pool (OOM kills, restarts, host and GPU memory) stay.
-  An InferencePool selects pods of its own namespace, and engine alerts carry no pool: with two pools in
-  one namespace, the empty one mutes the other's engine symptoms too.
+  behind it (targets down, zero throughput, SLO burn), so the outage pages once, where the pool is the
+  only one of its namespace (the outage's `only_pool_in_namespace="true"`): an InferencePool selects pods
+  of its own namespace, but engine alerts carry no pool, so beside a second pool they page. The pool's
+  own flow-control rejections are muted under its empty pool (same `inference_pool`). The memory-plane
+  alerts that explain an empty pool (OOM kills, restarts, host and GPU memory) stay.
 
 Receivers are placeholders without integrations: add `pagerduty_configs`, `slack_configs`,
 `webhook_configs` and so on to the `obspack-*` receivers.
@@ -30,8 +31,10 @@ Receivers are placeholders without integrations: add `pagerduty_configs`, `slack
 
 from __future__ import annotations
 
+from obspack.catalogue.gateway import FLOW_POOL
 from obspack.config import ObspackConfig, Severity
 from obspack.rules import alerts
+from obspack.rules.alerts.gateway import ONLY_POOL
 from obspack.rules.alerts.slo import ALERT as BURN
 
 DEFAULT_RECEIVER = "default"
@@ -51,7 +54,8 @@ IMBALANCE = "VLLMPrefillDecodeImbalance"
 DOWN_CAUSES = ("VLLMContainerOOMKilled", "VLLMContainerRestarted")
 # A pool outage (its picker dead, or no endpoint ready) and what it makes every engine behind it report.
 POOL_OUTAGES = ("InferenceGatewayPickerDown", "InferencePoolNoReadyEndpoints")
-POOL_SYMPTOMS = ("VLLMTargetDown", "VLLMZeroThroughput", BURN, "InferenceGatewayFlowControlRejections")
+POOL_SYMPTOMS = ("VLLMTargetDown", "VLLMZeroThroughput", BURN)
+EMPTY_POOL, REJECTIONS = "InferencePoolNoReadyEndpoints", "InferenceGatewayFlowControlRejections"
 
 
 def team_receivers(team: str) -> tuple[str, str]:
@@ -177,7 +181,15 @@ def inhibit_rules(cfg: ObspackConfig) -> list[dict[str, object]]:
     if outages and symptoms:
         source = _eq("alertname", outages[0]) if len(outages) == 1 else _one_of("alertname", outages)
         target = _eq("alertname", symptoms[0]) if len(symptoms) == 1 else _one_of("alertname", symptoms)
-        rules.append({"source_matchers": [source], "target_matchers": [target], "equal": [cfg.cluster_label, "namespace"]})
+        rules.append(
+            {
+                "source_matchers": [source, _eq(ONLY_POOL, "true")],
+                "target_matchers": [target],
+                "equal": [cfg.cluster_label, "namespace"],
+            }
+        )
+    if {EMPTY_POOL, REJECTIONS} <= enabled:
+        rules.append(_inhibit(EMPTY_POOL, [REJECTIONS], [cfg.cluster_label, "namespace", FLOW_POOL]))
     if BURN in enabled:
         rules.append(
             {

@@ -67,7 +67,7 @@ def block_impact(context, missing=missing):
     if 0: yield None
     _block_vars = {}
     pass
-    yield "All requests to the pool's models fail with 503 (flow control reports them as `RejectedNoEndpoints`).\nThe example Alertmanager configuration mutes the engine symptoms of the namespace while this fires, so\nthe outage pages once; the OOM kill, restart and memory alerts that explain it stay.\n"
+    yield 'All requests to the pool\'s models fail with 503 (flow control reports them as `RejectedNoEndpoints`).\nWhere the pool is the only one of its namespace (`only_pool_in_namespace="true"` on this alert), the example\nAlertmanager configuration mutes the engine symptoms of the namespace while this fires, so the outage pages\nonce; beside a second pool they page too, as obspack cannot tell which pool an engine serves. The pool\'s\nflow-control rejections are muted; the OOM kill, restart and memory alerts that explain the outage stay.\n'
 
 def block_confirm(context, missing=missing):
     resolve = context.resolve_or_missing
@@ -136,4 +136,4 @@ def block_escalate(context, missing=missing):
     yield '- The pods are ready but the EPP keeps reporting none: to the owners of the gateway.\n- No GPU capacity to schedule the pods: to the cluster platform team.\n'
 
 blocks = {'now': block_now, 'meaning': block_meaning, 'impact': block_impact, 'confirm': block_confirm, 'causes': block_causes, 'fixes': block_fixes, 'verify': block_verify, 'escalate': block_escalate}
-debug_info = '1=17&2=20&3=23&4=26&5=29&6=34&16=45&21=52&25=62&30=72&34=82&39=86&41=93&47=103&53=113&57=123&60=128'
+debug_info = '1=17&2=20&3=23&4=26&5=29&6=34&16=45&21=52&25=62&32=72&36=82&41=86&43=93&49=103&55=113&59=123&62=128'

@@ -63,7 +63,7 @@ def block_impact(context, missing=missing):
     yield "With `failureMode: FailClose` every request to the pool's models fails at the gateway; the engines\nbehind it go idle and look healthy."
     if (context.call((undefined(name='has_alert') if l_0_has_alert is missing else l_0_has_alert), 'VLLMTargetDown', _block_vars=_block_vars) or context.call((undefined(name='has_alert') if l_0_has_alert is missing else l_0_has_alert), 'VLLMZeroThroughput', _block_vars=_block_vars)):
         pass
-        yield ' The\nexample Alertmanager configuration mutes the engine symptoms of the same namespace while this fires.'
+        yield ' Where its\npool is the only one of the namespace (`only_pool_in_namespace="true"` on this alert), the example Alertmanager\nconfiguration mutes the engine symptoms of the namespace while this fires; beside a second pool they page too,\nas obspack cannot tell which pool an engine serves.'
 
 def block_confirm(context, missing=missing):
     resolve = context.resolve_or_missing
@@ -134,4 +134,4 @@ def block_escalate(context, missing=missing):
     yield "- The EPP crashes again on the previous image: to the owners of the gateway (platform team).\n- The gateway itself (Envoy, Istio, kgateway) cannot reach a running EPP: to the gateway's owners.\n"
 
 blocks = {'now': block_now, 'meaning': block_meaning, 'impact': block_impact, 'confirm': block_confirm, 'causes': block_causes, 'fixes': block_fixes, 'verify': block_verify, 'escalate': block_escalate}
-debug_info = '1=17&2=20&3=23&4=26&5=29&6=34&27=44&32=54&34=64&37=68&41=78&46=80&51=88&58=98&65=108&69=119&73=121&76=126'
+debug_info = '1=17&2=20&3=23&4=26&5=29&6=34&27=44&32=54&34=64&39=68&43=78&48=80&53=88&60=98&67=108&71=119&75=121&78=126'

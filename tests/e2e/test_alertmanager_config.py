@@ -83,10 +83,13 @@ def test_inhibitions_pair_each_warning_with_the_critical_that_explains_it() -> N
     assert oom["target_matchers"] == ['alertname="VLLMHostMemoryNearLimit"']
     assert oom["equal"] == ["cluster", "namespace", "pod", "container"]
     pool = rules['alertname=~"InferenceGatewayPickerDown|InferencePoolNoReadyEndpoints"']
+    # engine alerts carry no pool: only an outage that is its namespace's only pool mutes them
+    assert pool["source_matchers"][1:] == ['only_pool_in_namespace="true"']
     assert pool["equal"] == ["cluster", "namespace"]
-    assert pool["target_matchers"] == [
-        'alertname=~"VLLMTargetDown|VLLMZeroThroughput|VLLMErrorBudgetBurn|InferenceGatewayFlowControlRejections"'
-    ]
+    assert pool["target_matchers"] == ['alertname=~"VLLMTargetDown|VLLMZeroThroughput|VLLMErrorBudgetBurn"']
+    empty = rules['alertname="InferencePoolNoReadyEndpoints"']
+    assert empty["target_matchers"] == ['alertname="InferenceGatewayFlowControlRejections"']
+    assert empty["equal"] == ["cluster", "namespace", "inference_pool"]
     down = rules['alertname="VLLMTargetDown"']
     assert down["equal"] == ["cluster", "namespace", "pod"]
     targets = down["target_matchers"][0]
@@ -101,12 +104,12 @@ def test_disabled_alerts_leave_routes_and_inhibitions() -> None:
     picker_off = example(alerts={"InferenceGatewayPickerDown": {"enabled": False}, "VLLMZeroThroughput": {"enabled": False}})
     pool = [r for r in picker_off["inhibit_rules"] if r["equal"] == ["cluster", "namespace"]]
     assert pool == [{
-        "source_matchers": ['alertname="InferencePoolNoReadyEndpoints"'],
-        "target_matchers": ['alertname=~"VLLMTargetDown|VLLMErrorBudgetBurn|InferenceGatewayFlowControlRejections"'],
+        "source_matchers": ['alertname="InferencePoolNoReadyEndpoints"', 'only_pool_in_namespace="true"'],
+        "target_matchers": ['alertname=~"VLLMTargetDown|VLLMErrorBudgetBurn"'],
         "equal": ["cluster", "namespace"],
     }]
     both_off = example(alerts={a: {"enabled": False} for a in ("InferenceGatewayPickerDown", "InferencePoolNoReadyEndpoints")})
-    assert not [r for r in both_off["inhibit_rules"] if r["equal"] == ["cluster", "namespace"]]
+    assert not [r for r in both_off["inhibit_rules"] if "Inference" in r["source_matchers"][0]]
 
 
 # --- amtool -----------------------------------------------------------------------------------------------
@@ -208,6 +211,13 @@ INHIBITION_CASES = [
     ("engine down in another namespace", alert("VLLMTargetDown", "critical", "llama-1", namespace="llm"), None),
     ("engine down in another cluster", alert("VLLMTargetDown", "critical", "llama-1", "staging", namespace="gateway"),
      None),
+    # prod/shared holds two pools, llama (empty) and qwen: an engine alert there may be qwen's, so it pages;
+    # the empty pool's own flow-control rejections do not, the other pool's do
+    ("engine down beside a second pool", alert("VLLMTargetDown", "critical", "qwen-1", namespace="shared"), None),
+    ("rejections of the empty pool", alert("InferenceGatewayFlowControlRejections", "warning", "", namespace="shared",
+     inference_pool="llama"), "InferencePoolNoReadyEndpoints"),
+    ("rejections of the other pool", alert("InferenceGatewayFlowControlRejections", "warning", "", namespace="shared",
+     inference_pool="qwen"), None),
 ]  # fmt: skip
 
 SOURCES = [
@@ -215,7 +225,9 @@ SOURCES = [
     alert("VLLMKVCacheUsageCritical", "critical", "kv-2", model_name="m", engine="1"),
     alert("VLLMContainerOOMKilled", "critical", "mem-0", container="vllm"),
     alert("VLLMTargetDown", "critical", "down-0"),
-    alert("InferenceGatewayPickerDown", "critical", "", namespace="gateway", job="llm-d-router-epp"),
+    alert("InferenceGatewayPickerDown", "critical", "", namespace="gateway", job="llm-d-router-epp",
+          only_pool_in_namespace="true"),
+    alert("InferencePoolNoReadyEndpoints", "critical", "", namespace="shared", inference_pool="llama"),
 ]
 
 

@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 from obspack.catalogue import gateway as g
 from obspack.pack.shipped_tests import alerts as base
+from obspack.rules.alerts.gateway import ONLY_POOL
 
 JOB = "llm-d-router-epp"  # the router chart's Service name for pool "llama"; the Prometheus job
 REPLICAS = ("10.8.0.11:9090", "10.8.0.12:9090")
@@ -80,7 +81,8 @@ def picker_down(b: base.Builder) -> base.Incident:
     _target(b, inc, _replica(b, "prod-a", "secured", 0), f"0x{n}")
     # a web app's target that is down
     _target(b, inc, {**b.where("prod-a", "web", "shop-0"), "instance": "10.8.1.9:8080", "job": "web/shop"}, f"0x{n}")
-    epp = {b.cfg.cluster_label: "prod-a", "namespace": "llm-d", "job": _job(b)}
+    # its pool is the only one of its namespace: the engine alerts there are the pool's
+    epp = {b.cfg.cluster_label: "prod-a", "namespace": "llm-d", "job": _job(b), ONLY_POOL: "true"}
     inc.expect("InferenceGatewayPickerDown", base.on_time(down, t.for_), [(epp, 0)])
     inc.expect("InferenceGatewayPickerDown", down - 2, [])
     return inc
@@ -88,8 +90,9 @@ def picker_down(b: base.Builder) -> base.Incident:
 
 def no_ready_endpoints(b: base.Builder) -> base.Incident:
     t = b.cfg.alerts.InferencePoolNoReadyEndpoints
-    inc = base.Incident("InferencePoolNoReadyEndpoints: a pool that had endpoints loses them, each era, once per pool; "
-                        "a healthy pool beside it, the other cluster, a pool that never had any stay quiet")
+    inc = base.Incident("InferencePoolNoReadyEndpoints: a pool that had endpoints loses them, each era, once per pool, "
+                        "marked where it is its namespace's only pool; a healthy pool beside it, the other cluster, "
+                        "a pool that never had any stay quiet")
     empty = 10
     n = int(empty + base.minutes(t.for_)) + 10
     lost = f"3x{empty - 1} 0x{n - empty}"
@@ -102,7 +105,8 @@ def no_ready_endpoints(b: base.Builder) -> base.Incident:
         _epp(b, inc, metric, {**_replica(b, "prod-a", "llm-d", 1), g.POOL: "mistral"}, f"0x{n}")
     # a pool created before its model servers: never had an endpoint
     _pool_gauge(b, inc, g.READY, DUAL, "prod-a", "staging", "llama", f"0x{n}")
-    firing = [(_pool(b, "prod-a", "llm-d", "llama"), 0), (_pool(b, "prod-a", "gaie", "qwen"), 0)]
+    # llama shares prod-a/llm-d with mistral: the namespace's engine alerts may be either pool's
+    firing = [(_pool(b, "prod-a", "llm-d", "llama"), 0), ({**_pool(b, "prod-a", "gaie", "qwen"), ONLY_POOL: "true"}, 0)]
     inc.expect("InferencePoolNoReadyEndpoints", base.on_time(empty, t.for_), firing)
     inc.expect("InferencePoolNoReadyEndpoints", empty - 2, [])
     return inc

@@ -32,6 +32,26 @@ def _as_pool(cfg: ObspackConfig, expr: str, *keep: str) -> str:
     return f"max by ({c.by(cfg, 'namespace', g.FLOW_POOL, *keep)}) (\n{_indent(renamed)}\n)"
 
 
+# Set to "true" on a pool outage whose namespace holds one pool: the engine alerts of that namespace are
+# then the pool's, and the example Alertmanager config mutes them under the outage (engine alerts carry no
+# pool, so with two pools in a namespace they cannot be told apart, and nothing is muted there).
+ONLY_POOL = "only_pool_in_namespace"
+
+
+def _alone(cfg: ObspackConfig, outage: str, s: str, lookback: str, cover: str = "") -> str:
+    """`outage` with ONLY_POOL="true" where its namespace had one pool within `lookback`, unchanged
+    elsewhere. `cover` has a series for every namespace the outage can name (by default, those with a pool)."""
+    ns = c.by(cfg, "namespace")
+    pools = "\nor\n".join(
+        f"group by ({c.by(cfg, 'namespace', g.POOL)}) (present_over_time({m}{s}[{lookback}]))"
+        for m in (g.READY.canonical, g.READY.legacy)
+    )
+    counted = f"count by ({ns}) (\n{_indent(pools)}\n)"
+    cover = cover or f"group by ({ns}) (\n{_indent(pools)}\n)"
+    one = f'label_replace(\n{_indent(counted)} == 1,\n  "{ONLY_POOL}", "true", "", ""\n)'
+    return f"(\n{_indent(outage)}\n)\n* on ({ns}) group_left ({ONLY_POOL})\n(\n{_indent(one)}\n  or on ({ns})\n{_indent(cover)}\n)"
+
+
 def picker_down(cfg: ObspackConfig) -> AlertRule:
     t = cfg.alerts.InferenceGatewayPickerDown
     s = c.selector(cfg.selectors.epp)
@@ -48,7 +68,8 @@ def picker_down(cfg: ObspackConfig) -> AlertRule:
     # keeps the pool routed.
     return AlertRule(
         alert="InferenceGatewayPickerDown",
-        expr=f"max by ({epp}) (\n{_indent(down)}\n)\nunless on ({epp})\nmax by ({epp}) (up{s} == 1)",
+        expr=_alone(cfg, f"max by ({epp}) (\n{_indent(down)}\n)\nunless on ({epp})\nmax by ({epp}) (up{s} == 1)", s,
+                    t.lookback, f"group by ({c.by(cfg, 'namespace')}) (up{s})"),
         for_=t.for_,
         severity=t.severity,
         summary="The inference pool's endpoint picker (EPP) is down: requests through the gateway fail "
@@ -71,7 +92,7 @@ def pool_no_ready_endpoints(cfg: ObspackConfig) -> AlertRule:
     empty = f"(\n{_indent(g.once(g.READY, s, pool))}\n) == 0\nand on ({pool})\n(\n{_indent(had)}\n) > 0"
     return AlertRule(
         alert="InferencePoolNoReadyEndpoints",
-        expr=_as_pool(cfg, empty),
+        expr=_alone(cfg, _as_pool(cfg, empty), s, t.lookback),
         for_=t.for_,
         severity=t.severity,
         summary="An InferencePool has no ready endpoint: the gateway rejects every request to it.",
