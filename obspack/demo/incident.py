@@ -7,7 +7,7 @@
   in its own prefix cache, by design (their KV arrives from the prefill pod), and gets no
   VLLMPrefixCacheHitRateLow ticket.
 - `vllm-noprefix-0`: its prompts stop sharing a prefix, the same 1% local hit rate without a connector
-  (VLLMPrefixCacheHitRateLow, info, to the ticket queue).
+  (VLLMPrefixCacheHitRateLow, info, to the ticket queue); once ticketed, they share it again.
 - `vllm-kv-0`: the KV cache saturates, first above the warning ratio (VLLMKVCacheUsageHigh, to chat),
   then above the critical one (VLLMKVCacheUsageCritical, to the pager; the warning is inhibited).
 - `vllm-stall-0`: the engine stalls with requests in flight (VLLMZeroThroughput, labelled team:
@@ -85,10 +85,16 @@ def start_incident(stack: Stack) -> list[Onset]:
     ]
 
 
+def share_prefix_again(stack: Stack) -> None:
+    """The prompts of `vllm-noprefix-0` share their prefix again (the hit rate over the alert's window climbs
+    back as the window fills, in about two thirds of it: sooner than the end of the incident)."""
+    stack.set_load(NO_PREFIX, fv.NORMAL)
+
+
 def saturate_kv_cache(stack: Stack) -> Onset:
     return Onset("VLLMKVCacheUsageCritical", KV, stack.set_load(KV, fv.KV_FULL))
 
 
 def end_incident(stack: Stack) -> None:
-    for pod in (KV, STALL, BACKLOG, DOWN, NO_PREFIX):
+    for pod in (KV, STALL, BACKLOG, DOWN, NO_PREFIX):  # NO_PREFIX: already back if share_prefix_again ran
         stack.set_load(pod, fv.NORMAL)

@@ -80,6 +80,12 @@ def test_incident_fires_routes_inhibits_and_resolves(stack: Stack) -> None:
         exporter = stack.wait_alert(ALERTMANAGER, "ObspackExporterTargetDown", DOWN, "suppressed")
         assert inhibited_by(exporter) == [down.last["fingerprint"]]
 
+        # Prompts without a shared prefix, no connector: a ticket. (The decode pod, same local hit rate: none,
+        # test_quiet_pods_raise_nothing.) Then they share it again.
+        pending_then_firing(stack, PREFIX, incident.NO_PREFIX, started)
+        check_delivered(stack, PREFIX, incident.NO_PREFIX, INFO | MODEL, "vllm-prefix-cache-hit-rate-low", "obspack-ticket")
+        incident.share_prefix_again(stack)
+
         # KV cache at 98.5%: the critical alert pages and mutes the warning.
         saturated = now(stack)
         onsets.append(incident.saturate_kv_cache(stack))
@@ -102,12 +108,6 @@ def test_incident_fires_routes_inhibits_and_resolves(stack: Stack) -> None:
         check_delivered(
             stack, "VLLMZeroThroughput", STALL, team, "vllm-zero-throughput", "obspack-team-ml-platform-pager"
         )
-
-        # Prompts without a shared prefix, no connector: a ticket. (The decode pod, same local hit rate: none,
-        # test_quiet_pods_raise_nothing.)
-        pending_then_firing(stack, PREFIX, incident.NO_PREFIX, started)
-        check_delivered(stack, PREFIX, incident.NO_PREFIX, INFO | MODEL, "vllm-prefix-cache-hit-rate-low", "obspack-ticket")
-
         # Every receiver got its notification; the inhibited exporter alert notified nobody.
         notified = set(incident.NOTIFIED)
         wait_until(lambda: notified <= deliveries(stack, "firing"), 30, f"notifications {notified}")
