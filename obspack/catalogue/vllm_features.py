@@ -66,6 +66,10 @@ EXPIRED = "expired"  # the kind of the counters of blocks that expired unread; t
 FAILED_KINDS = tuple(sorted({kind for pairs in KV_TRANSFER_FAILURES.values() for _, kind in pairs} - {EXPIRED}))
 KV_TRANSFER_TIMES = {"nixl": NIXL_XFER_TIME, "mooncake": MOONCAKE_XFER_TIME}
 KV_TRANSFER_BYTES = {"nixl": NIXL_BYTES, "mooncake": MOONCAKE_BYTES}
+# The bucket bounds (+Inf left out) of the transfer histograms in vLLM 0.33 (the NIXL connector's stats; the
+# Mooncake connector's take the same): seconds per transfer, and bytes per transfer (2 KiB times powers of 4).
+KV_TRANSFER_TIME_BOUNDS = (0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 5.0)
+KV_TRANSFER_BYTES_BOUNDS = tuple(float(2048 * 4**i) for i in range(12))
 
 # KV offload and external prefix caches
 KV_OFFLOAD_ALLOCATION_FAILURES = (

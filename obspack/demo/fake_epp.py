@@ -26,7 +26,8 @@ SCHEDULING_S = 0.0015  # each request's pick takes this long (all in one bucket)
 
 
 class FakeEPP(LocalServer):
-    """The EPP of `pool`, routing `model` to the pods `endpoints()` returns (name, fake vLLM)."""
+    """The EPP of `pool`, routing `model` to those of the pods `endpoints()` returns (name, fake vLLM) that
+    serve it."""
 
     def __init__(self, pool: str, model: str, endpoints: Callable[[], Sequence[tuple[str, FakeVLLM]]]) -> None:
         self.pool, self.model, self.endpoints = pool, model, endpoints
@@ -41,7 +42,7 @@ class FakeEPP(LocalServer):
         return 404, TEXT, b"not found\n"
 
     def exposition(self) -> str:
-        ready = [(name, fake) for name, fake in self.endpoints() if not fake.down]
+        ready = [(name, fake) for name, fake in self.endpoints() if not fake.down and fake.engine.model_name == self.model]
         loads = {name: [e.load for e in fake.engines] for name, fake in ready}
         with self._count_lock:
             now = time.monotonic()

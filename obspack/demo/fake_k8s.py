@@ -2,8 +2,9 @@
 dcgm-exporter, served the way the real ones serve them, so the memory-plane rules run on real scrapes.
 
 `Cluster` holds the pods: each has a vLLM container (image, host-RAM working set, memory request and
-limit, restarts, last termination) on a node, and the GPUs it holds (framebuffer used of total). Steer it
-with `set_host_memory`, `set_vram` and `terminate`; `add` places a new pod. `FakeSources` serves it on
+limit, restarts, last termination) on a node, the GPUs it holds (framebuffer used of total), its owner and
+its Kubernetes labels, and (but on a LeaderWorkerSet worker) the obspack exporter sidecar. Steer it with
+`set_host_memory`, `set_vram` and `terminate`; `add` places a new pod. `FakeSources` serves it on
 127.0.0.1, one path per exporter:
 
 - `/nodes/<node>/metrics/cadvisor`: the node's kubelet. Every container's working set, spec limit and
@@ -11,7 +12,9 @@ with `set_host_memory`, `set_vram` and `terminate`; `add` places a new pod. `Fak
   A restart gives the container a new cgroup (`id`): the old one's series stop, as the real kubelet's do.
 - `/kube-state-metrics/metrics`: container info (image), resource requests and limits (memory and
   `nvidia_com_gpu`), the restart counter and, once a container terminated, the sticky
-  `last_terminated_reason` and `last_terminated_exitcode`.
+  `last_terminated_reason` and `last_terminated_exitcode`; each pod's owner (`kube_pod_owner`: a
+  ReplicaSet, or the StatefulSets of a LeaderWorkerSet) and its allowlisted labels (`kube_pod_labels`,
+  keys sanitised as kube-state-metrics does: `llm-d.ai/role` is `label_llm_d_ai_role`).
 - `/nodes/<node>/dcgm`: the node's dcgm-exporter: each GPU's framebuffer (MiB), utilisation,
   temperature, power and last XID, with `pod`, `namespace` and `container` of the pod holding it, and an
   idle GPU with no pod. Scraped with `honor_labels: true` these labels stay; with the default `false`
@@ -31,6 +34,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 
 from obspack.demo.fake_vllm import CONTENT_TYPE
 from obspack.demo.serving import TEXT, Answer, LocalServer
+from obspack.rules.roles import ksm_label
 
 GIB = 1024**3
 VLLM_IMAGE = "docker.io/vllm/vllm-openai:v0.33.0"
@@ -38,7 +42,12 @@ EXPORTER_IMAGE = "ghcr.io/obspack/obspack:latest"
 GPU_MODEL = "NVIDIA H100 80GB HBM3"
 FB_TOTAL_MIB = 81559  # an H100 80GB as DCGM reports it
 VLLM_CONTAINER = "vllm"
+SIDECAR = "obspack-exporter"
 PREALLOCATED = 0.9  # vLLM's default --gpu-memory-utilization
+# The labels LeaderWorkerSet puts on the pods of a group (kube-state-metrics shows them where allowlisted).
+LWS_NAME = "leaderworkerset.sigs.k8s.io/name"
+LWS_GROUP_INDEX = "leaderworkerset.sigs.k8s.io/group-index"
+LWS_WORKER_INDEX = "leaderworkerset.sigs.k8s.io/worker-index"
 
 
 @dataclass
@@ -68,10 +77,21 @@ class Pod:
     last_exit_code: int = 0
     container_id: int = 1  # a restart gives the container a new cgroup
     started_at: float = field(default_factory=time.time)  # the vLLM container's current run, unix seconds
+    labels: dict[str, str] = field(default_factory=dict)  # Kubernetes labels kube-state-metrics shows
+    owner: tuple[str, str] = ("", "")  # (kind, name); empty: the ReplicaSet of a Deployment, named as its pods
+    sidecar: bool = True  # runs the obspack exporter next to vLLM (a LeaderWorkerSet worker does not)
 
     @property
     def uid(self) -> str:
         return f"uid-{self.namespace}-{self.name}"
+
+    @property
+    def containers(self) -> tuple[str, ...]:
+        return (VLLM_CONTAINER, SIDECAR) if self.sidecar else (VLLM_CONTAINER,)
+
+    @property
+    def owned_by(self) -> tuple[str, str]:
+        return self.owner if self.owner[0] else ("ReplicaSet", self.name.rsplit("-", 1)[0])
 
 
 @dataclass
@@ -82,13 +102,17 @@ class Cluster:
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _gpus_placed: dict[str, int] = field(default_factory=dict)
 
-    def add(self, name: str, namespace: str, node: str, gpus: int = 1, vram: float = PREALLOCATED) -> Pod:
-        """Place a pod on a node with `gpus` GPUs, each with `vram` of its framebuffer used."""
+    def add(
+        self, name: str, namespace: str, node: str, gpus: int = 1, vram: float = PREALLOCATED, *,
+        labels: dict[str, str] | None = None, owner: tuple[str, str] = ("", ""), sidecar: bool = True,
+    ) -> Pod:
+        """Place a pod on a node with `gpus` GPUs, each with `vram` of its framebuffer used; `labels`,
+        `owner` and `sidecar` as in `Pod`."""
         with self._lock:
             first = self._gpus_placed.get(node, 0)
             self._gpus_placed[node] = first + gpus
             held = [Gpu(i, f"GPU-{node}-{i}", vram) for i in range(first, first + gpus)]
-            pod = Pod(name, namespace, node, held)
+            pod = Pod(name, namespace, node, held, labels=dict(labels or {}), owner=owner, sidecar=sidecar)
             self.pods[name] = pod
             return pod
 
@@ -120,7 +144,8 @@ class Cluster:
         """Copies of the pods, for one consistent exposition."""
         with self._lock:
             return [
-                Pod(**{**p.__dict__, "gpus": [Gpu(**g.__dict__) for g in p.gpus]}) for p in self.pods.values()
+                Pod(**{**p.__dict__, "gpus": [Gpu(**g.__dict__) for g in p.gpus], "labels": dict(p.labels)})
+                for p in self.pods.values()
             ]
 
 
@@ -136,11 +161,13 @@ def _cadvisor(pods: list[Pod], node: str) -> Iterator[Metric]:
     for pod in (p for p in pods if p.node == node):
         cgroup = f"/kubepods/burstable/pod{pod.uid}"
         vllm_bytes = int(pod.memory_limit * pod.working_set_ratio)
-        sidecar_bytes = 200 * 1024**2
+        sidecar_bytes = 200 * 1024**2 if pod.sidecar else 0
         for container, image, value, cap in (
             (VLLM_CONTAINER, VLLM_IMAGE, vllm_bytes, pod.memory_limit),
-            ("obspack-exporter", EXPORTER_IMAGE, sidecar_bytes, GIB),
+            (SIDECAR, EXPORTER_IMAGE, sidecar_bytes, GIB),
         ):
+            if container not in pod.containers:
+                continue
             cid = f"{cgroup}/{container}-{pod.container_id}"
             values = [pod.namespace, pod.name, container, image, cid, f"k8s_{container}_{pod.name}"]
             working_set.add_metric(values, value)
@@ -175,8 +202,15 @@ def _kube_state_metrics(pods: list[Pod]) -> Iterator[Metric]:
     exit_code = GaugeMetricFamily(
         "kube_pod_container_status_last_terminated_exitcode", "Exit code of the last termination.", labels=base
     )
+    who_pod = ["namespace", "pod", "uid"]
+    owner = GaugeMetricFamily(
+        "kube_pod_owner", "Information about the Pod's owner.", labels=[*who_pod, "owner_kind", "owner_name", "owner_is_controller"]
+    )
     for pod in pods:
-        for container, image in ((VLLM_CONTAINER, VLLM_IMAGE), ("obspack-exporter", EXPORTER_IMAGE)):
+        owner.add_metric([pod.namespace, pod.name, pod.uid, *pod.owned_by, "true"], 1)
+        for container, image in ((VLLM_CONTAINER, VLLM_IMAGE), (SIDECAR, EXPORTER_IMAGE)):
+            if container not in pod.containers:
+                continue
             who = [pod.namespace, pod.name, pod.uid, container]
             info.add_metric([*who, image, image], 1)
             restarts.add_metric(who, pod.restarts if container == VLLM_CONTAINER else 0)
@@ -188,7 +222,14 @@ def _kube_state_metrics(pods: list[Pod]) -> Iterator[Metric]:
         if pod.last_reason:
             reason.add_metric([*vllm, pod.last_reason], 1)
             exit_code.add_metric(vllm, pod.last_exit_code)
-    yield from (info, limits, requests, restarts, reason, exit_code)
+    yield from (info, limits, requests, restarts, reason, exit_code, owner)
+    # One family, one label set: every pod has the label names any pod has, empty where it lacks the label.
+    keys = sorted({ksm_label(key) for pod in pods for key in pod.labels})
+    labels = GaugeMetricFamily("kube_pod_labels", "Kubernetes labels converted to Prometheus labels.", labels=[*who_pod, *keys])
+    for pod in pods:
+        mine = {ksm_label(key): value for key, value in pod.labels.items()}
+        labels.add_metric([pod.namespace, pod.name, pod.uid, *(mine.get(key, "") for key in keys)], 1)
+    yield labels
 
 
 _DCGM_FIELDS = (

@@ -14,9 +14,17 @@ The exposition follows vLLM 0.33 with one API server: every engine series has th
 bucket bounds, and `vllm:cache_config_info` carries the cache settings as labels. The API server's
 `http_requests_total{handler,method,status}` counts the requests on /v1/chat/completions, a share
 `error_ratio` of them answered 5xx (the availability SLO reads it); as in vLLM, a status's series
-appears at its first request, so a healthy pod has no 5xx series. Families that only exist with extra
-flags (spec decode, LoRA, KV connectors) and the `python_*`, `process_*` and other `http_*` families are
-left out: obspack reads none of them.
+appears at its first request, so a healthy pod has no 5xx series. The external prefix-cache counters
+are there on every engine, as in vLLM (zero without a KV connector).
+
+A prefill or decode engine of a disaggregated pair (`role`, with the NIXL connector as `kv_connector`)
+adds what vLLM's NIXL connector exports there: its failure counters on both sides (a prefill engine sees
+a request's blocks expire unread now and then), and on the decode side the transfer time and bytes
+histograms, the requests fetching KV by stage, and its prompts counted as external prefix-cache hits (the
+KV arrives from the prefill pod: its local prefix-cache hit rate is near zero by design, see `DECODE`);
+its waiting requests wait for that KV (`deferred`). Families that only exist with other flags (spec
+decode, LoRA, offload), the connector's series obspack does not read, and the `python_*`, `process_*` and
+other `http_*` families are left out.
 """
 
 from __future__ import annotations
@@ -30,6 +38,7 @@ from dataclasses import dataclass, replace
 from prometheus_client.utils import floatToGoString
 
 from obspack.catalogue import vllm
+from obspack.catalogue import vllm_features as vf
 from obspack.demo.serving import TEXT, Answer, LocalServer
 
 DEFAULT_MODEL = "meta-llama/Llama-3.1-8B-Instruct"
@@ -71,6 +80,15 @@ QUEUE_BACKLOG = Load(
     queue_s=5.0,
 )
 STALLED = Load(running=16, waiting=11, kv_usage=0.5, requests_per_s=0.0)
+# The two halves of a disaggregated pair serving NORMAL's traffic. The prefill engine computes each prompt
+# and one token; the decode engine gets the prompt's KV over the connector and generates the rest, so it
+# finds almost nothing in its own prefix cache.
+PREFILL = Load(
+    running=4, waiting=0, kv_usage=0.2, requests_per_s=2.5, generation_tokens_per_request=1.0, itl_s=0.0, ttft_s=0.12
+)
+DECODE = Load(running=24, waiting=2, kv_usage=0.45, requests_per_s=2.5, prefix_hit_ratio=0.01)
+# A pod whose prompts stopped sharing a prefix (say, a request id at the head of the system prompt).
+NO_PREFIX = replace(NORMAL, prefix_hit_ratio=0.01)
 
 SCENARIOS: dict[str, Load] = {
     "normal": NORMAL,
@@ -79,11 +97,21 @@ SCENARIOS: dict[str, Load] = {
     "kv-full": KV_FULL,
     "queue-backlog": QUEUE_BACKLOG,
     "stalled": STALLED,
+    "prefill": PREFILL,
+    "decode": DECODE,
+    "no-prefix": NO_PREFIX,
 }
 
 _SPREAD = 0.6  # sigma of the log-normal spread of each observation around its median
 
 FINISHED_REASONS = (("stop", 0.9), ("length", 0.095), ("abort", 0.005), ("error", 0.0), ("repetition", 0.0))
+
+ROLES = ("prefill", "decode")  # the sides of a disaggregated pair (llm-d's role label values)
+CONNECTORS = ("nixl",)  # the KV connectors the fake serves
+RECEIVED_SHARE = 0.97  # share of a decode engine's prompt tokens whose KV arrives from the prefill pod
+EXPIRED_SHARE = 0.001  # requests whose blocks a prefill engine freed unread (aborted before decode read them)
+KV_BYTES_PER_TOKEN = 131072  # Llama-3.1-8B in bf16: 2 (K and V) x 32 layers x 8 KV heads x 128 x 2 bytes
+KV_TRANSFER_S = 0.02  # median seconds of one request's KV transfer (NVLink between the pair's GPUs)
 
 
 class _Histogram:
@@ -136,9 +164,14 @@ class Engine:
         clock: Callable[[], float] = time.monotonic,
         history_s: float = 7200.0,
         engine: str = ENGINE,
+        role: str = "",
+        kv_connector: str = "",
     ) -> None:
+        if bool(role) != bool(kv_connector) or (role and role not in ROLES) or (kv_connector and kv_connector not in CONNECTORS):
+            raise ValueError(f"a disaggregated engine has a role {ROLES} and a connector {CONNECTORS}: {role!r}, {kv_connector!r}")
         self.model_name = model_name
         self.engine = engine  # the data-parallel rank, vLLM's `engine` label
+        self.role, self.kv_connector = role, kv_connector  # "" and "": not disaggregated
         self._clock = clock
         self._lock = threading.Lock()
         self._created = round(time.time() - history_s, 3)
@@ -148,13 +181,19 @@ class Engine:
             "prefix_queries": 0.0,
             "prefix_hits": 0.0,
             "preemptions": 0.0,
+            "external_queries": 0.0,
+            "external_hits": 0.0,
+            "kv_expired": 0.0,
             "http_2xx": 0.0,
             "http_5xx": 0.0,
             **{f"success_{reason}": 0.0 for reason, _ in FINISHED_REASONS},
         }
         self._histograms = {name: _Histogram(bounds) for name, (_, bounds) in _HISTOGRAMS.items()}
-        # A server that has been up a while: counters start from `history_s` seconds of normal load.
-        self._advance(NORMAL, history_s)
+        if role == "decode":
+            self._histograms.update({name: _Histogram(bounds) for name, (_, bounds) in _transfer_histograms(kv_connector).items()})
+        # A server that has been up a while: counters start from `history_s` seconds of normal load (its
+        # role's, on a disaggregated engine).
+        self._advance({"prefill": PREFILL, "decode": DECODE}.get(role, NORMAL), history_s)
         self._load = load
         self._last = clock()
 
@@ -195,6 +234,11 @@ class Engine:
         c["prefix_queries"] += prompt
         c["prefix_hits"] += prompt * load.prefix_hit_ratio
         c["preemptions"] += load.preemptions_per_s * dt
+        if self.role == "decode":  # the connector is queried for every prompt; the prefill pod holds most
+            c["external_queries"] += prompt
+            c["external_hits"] += prompt * RECEIVED_SHARE
+        if self.role == "prefill":
+            c["kv_expired"] += finished * EXPIRED_SHARE
         c["http_2xx"] += finished * (1 - load.error_ratio)
         c["http_5xx"] += finished * load.error_ratio
         for reason, share in FINISHED_REASONS:
@@ -209,8 +253,12 @@ class Engine:
         h[vllm.PROMPT_TOKENS].observe_many(finished, load.prompt_tokens_per_request)
         h[vllm.GENERATION_TOKENS].observe_many(finished, load.generation_tokens_per_request)
         if load.running and finished:
-            steps = dt / load.itl_s
+            steps = dt / (load.itl_s or load.ttft_s)
             h[vllm.ITERATION_TOKENS].observe_many(steps, (prompt + generated) / steps)
+        if self.role == "decode":
+            times, sizes = _transfer_histograms(self.kv_connector)
+            h[times].observe_many(finished, KV_TRANSFER_S)
+            h[sizes].observe_many(finished, load.prompt_tokens_per_request * KV_BYTES_PER_TOKEN)
 
     # --- writing ---------------------------------------------------------------------------------------
 
@@ -243,6 +291,21 @@ class Engine:
         yield f"# HELP {name}_created {help_text}\n# TYPE {name}_created gauge\n"
         yield f"{name}_created{{{base}}} {floatToGoString(self._created)}\n"
 
+    def _connector_lines(self) -> Iterator[str]:
+        """The KV connector's counters on both sides, and the decode side's requests fetching KV by stage."""
+        if not self.kv_connector:
+            return
+        one = self._labels()
+        for name, kind in vf.KV_TRANSFER_FAILURES[self.kv_connector]:
+            value = self._counters["kv_expired"] if kind == vf.EXPIRED else 0.0
+            yield from self._counter(name.removesuffix("_total"), f"KV transfers of kind {kind}.", [(one, value)])
+        if self.role == "decode":
+            stages = {"waiting_to_start": 0, "in_progress": self._load.waiting, "completed_waiting": 0}
+            yield from self._gauge(
+                vf.KV_FETCH_BY_STAGE, "Requests fetching KV from a prefill engine, by stage.",
+                [(self._labels(stage=stage), n) for stage, n in stages.items()],
+            )  # fmt: skip
+
     def _lines(self) -> Iterator[str]:
         load, c, one = self._load, self._counters, self._labels()
         yield from self._gauge(
@@ -251,10 +314,11 @@ class Engine:
         yield from self._gauge(
             vllm.NUM_REQUESTS_WAITING, "Requests waiting in the queue.", [(one, load.waiting)]
         )
+        deferred = load.waiting if self.role == "decode" else 0  # a decode engine's requests wait for their KV
         yield from self._gauge(
-            "vllm:num_requests_waiting_by_reason",
+            vf.WAITING_BY_REASON,
             "Waiting requests by reason; the reasons add up to vllm:num_requests_waiting.",
-            [(self._labels(reason="capacity"), load.waiting), (self._labels(reason="deferred"), 0)],
+            [(self._labels(reason="capacity"), load.waiting - deferred), (self._labels(reason="deferred"), deferred)],
         )
         yield from self._gauge(
             "vllm:engine_sleep_state",
@@ -284,8 +348,16 @@ class Engine:
             "Finished requests by finish reason.",
             [(self._labels(finished_reason=r), c[f"success_{r}"]) for r, _ in FINISHED_REASONS],
         )
+        external = ((vf.EXTERNAL_PREFIX_QUERIES, "Prompt tokens looked up through the KV connector.", "external_queries"),
+                    (vf.EXTERNAL_PREFIX_HITS, "Prompt tokens the KV connector supplied.", "external_hits"))  # fmt: skip
+        for name, help_text, key in external:
+            yield from self._counter(name.removesuffix("_total"), help_text, [(one, c[key])])
+        yield from self._connector_lines()
         for name, (help_text, _) in _HISTOGRAMS.items():
             yield from self._histogram(name, help_text, self._histograms[name])
+        if self.role == "decode":
+            for name, (help_text, _) in _transfer_histograms(self.kv_connector).items():
+                yield from self._histogram(name, help_text, self._histograms[name])
         route = 'handler="/v1/chat/completions",method="POST"'
         yield from self._counter(  # a status's series appears at its first request, as the instrumentator's do
             "http_requests",
@@ -306,6 +378,14 @@ class Engine:
         labels = ",".join(f'{k}="{v}"' for k, v in sorted(info.items()))
         yield "# HELP vllm:cache_config_info Cache settings of the engine.\n# TYPE vllm:cache_config_info gauge\n"
         yield f"vllm:cache_config_info{{{labels}}} 1.0\n"
+
+
+def _transfer_histograms(connector: str) -> dict[str, tuple[str, tuple[float, ...]]]:
+    """The transfer time and bytes histograms a decode engine of `connector` serves: {name: (help, bounds)}."""
+    return {
+        vf.KV_TRANSFER_TIMES[connector]: ("Seconds per KV transfer.", vf.KV_TRANSFER_TIME_BOUNDS),
+        vf.KV_TRANSFER_BYTES[connector]: ("Bytes per KV transfer.", vf.KV_TRANSFER_BYTES_BOUNDS),
+    }
 
 
 def _escape(value: str) -> str:
@@ -329,10 +409,15 @@ class FakeVLLM(LocalServer):
         model_name: str = DEFAULT_MODEL,
         port: int = 0,
         engines: int = 1,
+        role: str = "",
+        kv_connector: str = "",
     ) -> None:
         # Data-parallel engines behind one API server (`--data-parallel-size`): one /metrics, each engine's
-        # series under its own `engine` label; `engine` is the first.
-        self.engines = [Engine(load, model_name=model_name, engine=str(rank)) for rank in range(engines)]
+        # series under its own `engine` label; `engine` is the first. `role` and `kv_connector`: see Engine.
+        self.engines = [
+            Engine(load, model_name=model_name, engine=str(rank), role=role, kv_connector=kv_connector)
+            for rank in range(engines)
+        ]
         self.engine = self.engines[0]
         self.payload = payload
         self.down = False

@@ -50,6 +50,7 @@ from typing import IO
 
 from obspack.catalogue import gateway as gw
 from obspack.catalogue import vllm
+from obspack.catalogue import vllm_features as vf
 
 MIB = 1024 * 1024
 GIB = 1024 * MIB
@@ -70,9 +71,9 @@ GPUS_PER_NODE = 8
 # catalogue. Most V1 pods run the newest release, one in twelve an 0.11 engine.
 RELEASES = {"0.33": vllm.V1.release, "0.11": "0.11.0", "0.6": vllm.V0.release}
 # KV connector histograms of vLLM 0.33 (nixl/stats.py, mooncake/stats.py, offloading/metrics.py)
-NIXL_TIME = (0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 5.0)
+NIXL_TIME = vf.KV_TRANSFER_TIME_BOUNDS
 NIXL_POST = (0.001, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 5.0)
-NIXL_BYTES = tuple(float(2048 * 4**i) for i in range(12))
+NIXL_BYTES = vf.KV_TRANSFER_BYTES_BOUNDS
 NIXL_DESCRIPTORS = (10.0, 20.0, 30.0, 50.0, 75.0, 100.0, 200.0, 400.0, 1000.0, 2000.0, 4000.0, 10000.0, 20000.0, 50000.0)
 OFFLOAD_SIZE = (1e6, 5e6, 1e7, 2e7, 4e7, 6e7, 8e7, 1e8, 1.5e8, 2e8)
 LOOKUP_DELAY = (1e-05, 5e-05, 0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0)

@@ -10,6 +10,10 @@
   reason=Error, to chat). After the restart vLLM reserves its usual 90% again and the GPU alert resolves.
 - `vllm-new-0` appears in the middle of it on gpu-node-a (honor_labels: true, workload in `pod`), its
   GPU already near full: the GPU alert must fire as fast for a pod Prometheus has never seen.
+- `vllm-lws-0` and `vllm-lws-0-1`: a LeaderWorkerSet group spreading one 70B engine over two nodes. Only
+  the leader serves vLLM's /metrics; the worker holds GPUs and host RAM. The worker's RAM creeps with
+  `vllm-ram-0`'s: VLLMHostMemoryNearLimit names the worker pod (to chat), and no VLLMTargetDown ever
+  fires for it (Prometheus has no vLLM target there). The leader stays quiet.
 - `vllm-healthy-0` runs at vLLM's normal 90% VRAM preallocation and half its RAM limit: no alert.
 
 Then every pod recovers and every alert resolves. Each step returns the wall-clock time at which the
@@ -28,14 +32,21 @@ HEALTHY = incident.HEALTHY  # the engine incident's healthy pod: 90% VRAM, half 
 RAM = "vllm-ram-0"
 CUDA = "vllm-cuda-0"
 NEW = "vllm-new-0"
+LWS = "vllm-lws"  # the LeaderWorkerSet: leader `vllm-lws-0`, worker `vllm-lws-0-1`
+LEADER = f"{LWS}-0"
+WORKER = f"{LWS}-0-1"
+LWS_MODEL = "meta-llama/Llama-3.1-70B-Instruct"
 
 PODS = [
     next(p for p in incident.PODS if p.name == HEALTHY),
     PodSpec(RAM, fv.NORMAL, node="gpu-node-a"),
     PodSpec(CUDA, fv.NORMAL, node="gpu-node-b"),
+    # pipeline parallel over two nodes, two GPUs each
+    PodSpec(LEADER, fv.NORMAL, node="gpu-node-a", gpus=2, model=LWS_MODEL, lws=(LWS, 0)),
+    PodSpec(WORKER, fv.IDLE, node="gpu-node-b", gpus=2, model=LWS_MODEL, lws=(LWS, 1)),
 ]
 NEW_POD = PodSpec(NEW, fv.NORMAL, node="gpu-node-a", vram=0.99)
-QUIET = (HEALTHY,)
+QUIET = (HEALTHY, LEADER)
 
 RAM_CREEP = (0.7, 0.85, 0.93)  # working set / limit, one step per scrape; the warning is at 0.9
 RAM_RELOADING = 0.95  # the restarted container loads the weights into host RAM again
@@ -44,6 +55,7 @@ VRAM_FULL = 0.99
 # (alert, pod, receiver) of every notification the incident should cause.
 NOTIFIED = [
     ("VLLMHostMemoryNearLimit", RAM, "obspack-chat"),
+    ("VLLMHostMemoryNearLimit", WORKER, "obspack-chat"),
     ("VLLMContainerOOMKilled", RAM, "obspack-pager"),
     ("VLLMGPUMemoryNearFull", CUDA, "obspack-chat"),
     ("VLLMContainerRestarted", CUDA, "obspack-chat"),
@@ -56,18 +68,21 @@ FIRES = {
     RAM: {"VLLMHostMemoryNearLimit", "VLLMContainerOOMKilled"},
     CUDA: {"VLLMGPUMemoryNearFull", "VLLMContainerRestarted"},
     NEW: {"VLLMGPUMemoryNearFull"},
+    WORKER: {"VLLMHostMemoryNearLimit"},  # and never VLLMTargetDown: only its leader serves vLLM metrics
+    LEADER: set(),
     HEALTHY: set(),
 }
 
 
-def creep_host_memory(stack: Stack) -> Onset:
-    """Host RAM of `vllm-ram-0` creeps to 93% of its limit, a scrape interval per step."""
-    crossed = 0.0
+def creep_host_memory(stack: Stack) -> list[Onset]:
+    """Host RAM of `vllm-ram-0` and of the LWS worker creeps to 93% of its limit, a scrape interval per step."""
+    crossed: dict[str, float] = {}
     for ratio in RAM_CREEP:
-        crossed = stack.set_host_memory(RAM, ratio)
+        for pod in (RAM, WORKER):
+            crossed[pod] = stack.set_host_memory(pod, ratio)
         if ratio != RAM_CREEP[-1]:
             stack.sleep_scrape()
-    return Onset("VLLMHostMemoryNearLimit", RAM, crossed)
+    return [Onset("VLLMHostMemoryNearLimit", pod, at) for pod, at in crossed.items()]
 
 
 def fill_vram(stack: Stack) -> Onset:
@@ -93,4 +108,5 @@ def new_pod_appears(stack: Stack) -> Onset:
 
 def recover(stack: Stack) -> None:
     stack.set_host_memory(RAM, 0.5)
+    stack.set_host_memory(WORKER, 0.5)
     stack.set_vram(NEW, PREALLOCATED)

@@ -39,11 +39,18 @@ def _wait_all(
 
 
 def play_engine(stack: Stack) -> list[Lag]:
-    """KV cache, stall, backlog, target down; then the KV cache saturates; then recovery."""
-    _say("engine incident: KV cache 93%, engine stalled, queue backlog, vLLM 503")
+    """KV cache, stall, backlog, target down, prompts without a shared prefix; then the KV cache saturates;
+    then recovery."""
+    _say(
+        "engine incident: KV cache 93%, engine stalled, queue backlog, vLLM 503; the prompts of "
+        f"{incident.NO_PREFIX} stop sharing a prefix (1% prefix-cache hits, like the decode pod "
+        f"{incident.DECODE}, whose prompts' KV arrives over NIXL)"
+    )
     lags = [measure(stack, onset) for onset in incident.start_incident(stack)]
     stack.wait_alert(ALERTMANAGER, "ObspackExporterTargetDown", incident.DOWN, "suppressed")
-    _say("KV cache at 98.5%")
+    stack.wait_alert(ALERTMANAGER, PREFIX, incident.NO_PREFIX, "active")
+    _say(f"KV cache at 98.5%; the prompts of {incident.NO_PREFIX} share their prefix again")
+    incident.share_prefix_again(stack)
     lags.append(measure(stack, incident.saturate_kv_cache(stack)))
     stack.wait_alert(ALERTMANAGER, "VLLMKVCacheUsageHigh", incident.KV, "suppressed")
     stack.wait_alert(ALERTMANAGER, "VLLMZeroThroughput", incident.STALL, "active")
@@ -56,9 +63,12 @@ def play_engine(stack: Stack) -> list[Lag]:
 
 def play_memory_planes(stack: Stack) -> list[Lag]:
     """Host RAM to the OOM kill, VRAM to a CUDA OOM crash, a new pod with a full GPU; then recovery."""
-    _say("memory planes: VRAM of vllm-cuda-0 fills up, host RAM of vllm-ram-0 creeps to its limit")
+    _say(
+        f"memory planes: VRAM of {mp.CUDA} fills up; host RAM of {mp.RAM} and of {mp.WORKER} (the worker of "
+        f"the LeaderWorkerSet {mp.LWS}: no vLLM /metrics of its own) creeps to its limit"
+    )
     vram = mp.fill_vram(stack)
-    lags = [measure(stack, vram), measure(stack, mp.creep_host_memory(stack))]
+    lags = [measure(stack, vram), *(measure(stack, onset) for onset in mp.creep_host_memory(stack))]
     _say("the kernel OOM-kills vllm-ram-0 (exit 137); CUDA out of memory crashes vllm-cuda-0 (Error)")
     lags += [measure(stack, mp.kernel_kills(stack)), measure(stack, mp.cuda_oom_crash(stack))]
     stack.wait_alert(ALERTMANAGER, "VLLMHostMemoryNearLimit", mp.RAM, "suppressed")
@@ -121,13 +131,44 @@ def _summary(stack: Stack, lags: list[Lag]) -> None:
         )
     _say("how late each alert fired after its condition showed at the exporters")
     print(table(lags, stack.interval_s))
+    _say("what stayed quiet")
+    print(quiet_report(stack))
     print(f"\nrendered pack: {stack.pack}\nlogs and configs: {stack.workdir}")
 
 
+def quiet_report(stack: Stack) -> str:
+    """What fired over the whole run on the pods that must stay quiet, and the two silences the service's
+    pods are there to show (from the watcher and the receivers: what happened, not what should have)."""
+    assert stack.watcher is not None and stack.webhook is not None
+    watcher, sent = stack.watcher, stack.webhook.deliveries()
+
+    def fired(pod: str) -> list[str]:
+        return sorted({t.labels["alertname"] for t in watcher.tracks(PROMETHEUS, pod=pod) if "firing" in t.went_through()})
+
+    def tickets(pod: str) -> int:
+        return sum(1 for _, status, labels in sent
+                   if status == "firing" and labels.get("alertname") == PREFIX and labels.get("pod") == pod)  # fmt: skip
+
+    quiet = list(dict.fromkeys((*incident.QUIET, *mp.QUIET)))
+    lines = [f"   {pod:<20} {', '.join(fired(pod)) or 'no alert fired'}" for pod in quiet]
+    lines.append(
+        f"   {incident.DECODE}: {tickets(incident.DECODE)} {PREFIX} tickets at 1% local prefix-cache hits (its "
+        f"prompts' KV arrives over NIXL from {incident.PREFILL}); {incident.NO_PREFIX}, no connector: "
+        f"{tickets(incident.NO_PREFIX)}"
+    )
+    worker = fired(mp.WORKER)
+    lines.append(
+        f"   {mp.WORKER} (LeaderWorkerSet worker): {', '.join(worker) or 'no alert'}; "
+        f"VLLMTargetDown {'FIRED' if 'VLLMTargetDown' in worker else 'never'} (only its leader serves vLLM metrics)"
+    )
+    return "\n".join(lines)
+
+
+PREFIX = "VLLMPrefixCacheHitRateLow"
 POOL = "llama-3-1-8b"  # the InferencePool in front of the pods, with its endpoint picker (obspack.demo.fake_epp)
 
 # How long a run takes, as README.md, docs/e2e.md and `obspack demo --help` say (tests/demo/test_demo_failures.py
-# holds them to it): 193 s and the issue's 185 s on 2 shared cores. Most of it is `for` durations and windows.
+# holds them to it): 197 s with the P/D pair and the LWS group (193 s before), the issue's 185 s, on 2 shared cores. Most of it is `for` durations and windows.
 TYPICAL_MINUTES = 3.5
 
 
@@ -143,7 +184,11 @@ def play(workdir: Path | None = None, keep: bool = False) -> None:
     printer = _Printer(stack)
     started = time.monotonic()
     try:
-        _say(f"rendering the pack; starting {len(pods)} fake vLLM pods, their exporters and nodes, Prometheus, Alertmanager")
+        workers = sum(p.worker for p in pods)
+        _say(
+            f"rendering the pack; starting {len(pods) - workers} fake vLLM pods and {workers} LeaderWorkerSet worker, "
+            "their exporters and nodes, Prometheus, Alertmanager"
+        )
         # A server that does not start is one line naming it, its last error and its log (no alert timeline
         # and logs of the others to read through: nothing was played yet).
         stack.start(on_change=printer.change)

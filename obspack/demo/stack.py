@@ -12,7 +12,8 @@ failed start.
 Kubernetes is simulated the way Prometheus sees it:
 - vLLM and exporter targets come from file-based service discovery, with the `namespace`, `pod`,
   `container` and cluster labels Kubernetes discovery would add; `add_pod` writes a new pod's targets,
-  and Prometheus picks them up as it would a new pod.
+  and Prometheus picks them up as it would a new pod. A LeaderWorkerSet worker has neither: only its
+  group's leader serves vLLM's /metrics.
 - The nodes' cAdvisor, kube-state-metrics (two HA replicas) and dcgm-exporter are fake_k8s.FakeSources,
   scraped as kube-prometheus-stack does: cAdvisor and kube-state-metrics with `honor_labels: true`,
   dcgm-exporter on gpu-node-a with `honor_labels: true` (workload in `pod`) and on gpu-node-b with the
@@ -35,10 +36,18 @@ from typing import Any, TypeVar
 
 import yaml
 
+from obspack.config import ObspackConfig
 from obspack.conventions import MARKER
 from obspack.demo.clients import GONE, Alertmanager, AlertTrack, Change, Watcher, wait_until
 from obspack.demo.fake_epp import FakeEPP
-from obspack.demo.fake_k8s import PREALLOCATED, Cluster, FakeSources
+from obspack.demo.fake_k8s import (
+    LWS_GROUP_INDEX,
+    LWS_NAME,
+    LWS_WORKER_INDEX,
+    PREALLOCATED,
+    Cluster,
+    FakeSources,
+)
 from obspack.demo.fake_vllm import DEFAULT_MODEL, FakeVLLM, Load
 from obspack.demo.processes import (
     Server,
@@ -73,8 +82,9 @@ def e2e_config(interval_s: int = INTERVAL_S) -> str:
     four, longer than VLLMTargetDown that inhibits it by more than a scrape and an evaluation: the exporter
     sees a dead engine before Prometheus' own scrape does, 7.4 s before at a 5 s interval in one loaded
     run), rule groups and scrapes on the stack's interval, and the config-driven windows cut to fit a short
-    run (the restart windows to 45s: at least `for` plus two rule evaluations). The recording rules' fixed
-    5m windows need no change: a rate has its two samples after two scrapes."""
+    run (the restart windows to 45s: at least `for` plus two rule evaluations; the prefix-cache hit rate's
+    to six scrapes). The recording rules' fixed 5m windows need no change: a rate has its two samples after
+    two scrapes."""
     two, muted = f"{2 * interval_s}s", f"{4 * interval_s}s"
     return f"""\
 # obspack config of the end-to-end demo: short `for` durations so alerts fire within seconds.
@@ -98,7 +108,7 @@ alerts:
   VLLMZeroThroughput: {{for: {two}, window: {4 * interval_s}s, labels: {{team: ml-platform}}}}
   VLLMTargetDown: {{for: {two}, lookback: 10m}}
   VLLMRequestPreemptions: {{for: {two}}}
-  VLLMPrefixCacheHitRateLow: {{for: {two}, window: 1m}}
+  VLLMPrefixCacheHitRateLow: {{for: {two}, window: {6 * interval_s}s}}
   VLLMKVCacheFragmentationHigh: {{for: {two}}}
   VLLMCUDAAllocatorFragmentationHigh: {{for: {two}}}
   ObspackExporterTargetDown: {{for: {muted}}}  # longer than VLLMTargetDown, which inhibits it
@@ -124,15 +134,41 @@ class Tools:
 
 @dataclass(frozen=True)
 class PodSpec:
-    """One simulated vLLM pod: its name, the load its engine starts with, its node and GPUs."""
+    """One simulated vLLM pod: its name, the load its engine starts with, its node and GPUs, and its place in
+    the service: one side of a disaggregated prefill/decode pair, or a pod of a LeaderWorkerSet group."""
 
     name: str
-    load: Load
+    load: Load  # of every engine; a LeaderWorkerSet worker serves none (its load is not read)
     namespace: str = NAMESPACE
     node: str = "gpu-node-a"
     gpus: int = 1
     vram: float = PREALLOCATED  # framebuffer used / total on its GPUs at start
     engines: int = 1  # data-parallel engines behind its API server
+    model: str = DEFAULT_MODEL
+    role: str = ""  # "prefill" or "decode" on a disaggregated pair: llm-d's role label on the pod
+    kv_connector: str = ""  # the connector the pair's KV goes over ("nixl"), with `role`
+    lws: tuple[str, int] | None = None  # (LeaderWorkerSet, worker index) in group 0: 0 leads, others work
+
+    @property
+    def worker(self) -> bool:
+        """A LeaderWorkerSet worker: GPUs and host RAM, no vLLM /metrics and no exporter sidecar."""
+        return self.lws is not None and self.lws[1] > 0
+
+    @property
+    def owner(self) -> tuple[str, str]:
+        """Its owner as kube-state-metrics shows it: LWS runs its leaders in a StatefulSet named after it, and
+        each group's workers in one named after their leader pod; ("", ""): a Deployment's ReplicaSet."""
+        if self.lws is None:
+            return ("", "")
+        name, index = self.lws
+        return ("StatefulSet", f"{name}-0" if index else name)
+
+    def labels(self, role_label: str) -> dict[str, str]:
+        """Its Kubernetes labels that kube-state-metrics is allowed to show (`role_label`: llm-d's)."""
+        labels = {role_label: self.role} if self.role and role_label else {}
+        if self.lws is not None:
+            labels |= {LWS_NAME: self.lws[0], LWS_GROUP_INDEX: "0", LWS_WORKER_INDEX: str(self.lws[1])}
+        return labels
 
 
 def local_alertmanager_config(example: dict[str, Any], webhook: WebhookReceiver) -> dict[str, Any]:
@@ -233,6 +269,10 @@ class Stack:
         return str((yaml.safe_load(self.config) or {}).get("cluster_label", "cluster"))
 
     @property
+    def role_label(self) -> str:
+        return ObspackConfig.model_validate(yaml.safe_load(self.config) or {}).disaggregation.role_label
+
+    @property
     def targets(self) -> Path:
         return self.workdir / "targets"
 
@@ -305,11 +345,17 @@ class Stack:
         return time.time()
 
     def _start_pod(self, pod: PodSpec) -> None:
-        fake = FakeVLLM(pod.load, engines=pod.engines)
-        self._cleanup.callback(fake.stop)
-        self.fakes[pod.name] = fake
-        self.exporters[pod.name] = self._start_exporter(pod)
-        self.cluster.add(pod.name, pod.namespace, pod.node, pod.gpus, pod.vram)
+        if not pod.worker:
+            fake = FakeVLLM(
+                pod.load, engines=pod.engines, model_name=pod.model, role=pod.role, kv_connector=pod.kv_connector
+            )
+            self._cleanup.callback(fake.stop)
+            self.fakes[pod.name] = fake
+            self.exporters[pod.name] = self._start_exporter(pod)
+        self.cluster.add(
+            pod.name, pod.namespace, pod.node, pod.gpus, pod.vram,
+            labels=pod.labels(self.role_label), owner=pod.owner, sidecar=not pod.worker,
+        )  # fmt: skip
 
     def _write_targets(self) -> None:
         """The file-based discovery files of the vLLM and exporter jobs, replaced atomically."""
@@ -420,20 +466,22 @@ class Stack:
         time.sleep(self.interval_s)
 
     def wait_for_data(self, timeout: float | None = None) -> float:
-        """Wait until every pod has rates (two scrapes) from vLLM and from its exporter and GPU attribution,
-        then until the rules have run twice on them; return the seconds waited."""
+        """Wait until every pod that serves vLLM has rates (two scrapes) from vLLM and from its exporter,
+        and every pod (LeaderWorkerSet workers too) its GPU attribution, then until the rules have run twice
+        on them; return the seconds waited."""
         assert self.prometheus is not None
         prometheus = self.prometheus
         pods = {p.name for p in self.pods}
+        serving = {p.name for p in self.pods if not p.worker}
         started = time.monotonic()
 
         def ready() -> bool:
             found = [
-                prometheus.query("namespace_pod_model:vllm_generation_tokens:rate5m"),
-                prometheus.query(f'obspack_target_up{{job="{EXPORTER_JOB}"}} == 1'),
-                prometheus.query("namespace_pod_model:vllm_gpu:count"),
+                (prometheus.query("namespace_pod_model:vllm_generation_tokens:rate5m"), serving),
+                (prometheus.query(f'obspack_target_up{{job="{EXPORTER_JOB}"}} == 1'), serving),
+                (prometheus.query("namespace_pod_model:vllm_gpu:count"), pods),
             ]
-            return all({r["metric"]["pod"] for r in rows} >= pods for rows in found)
+            return all({r["metric"]["pod"] for r in rows} >= want for rows, want in found)
 
         self.wait_until(ready, timeout or self.wait_s, "the first scrapes of every pod")
         time.sleep(2.5 * self.interval_s)  # two rule evaluations on two samples: one-sample verdicts cleared

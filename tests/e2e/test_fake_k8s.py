@@ -7,7 +7,7 @@ import urllib.request
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from obspack.demo.fake_k8s import FB_TOTAL_MIB, Cluster, FakeSources, exposition
+from obspack.demo.fake_k8s import FB_TOTAL_MIB, LWS_WORKER_INDEX, Cluster, FakeSources, exposition
 
 
 def samples(cluster: Cluster, path: str) -> dict[str, list[tuple[dict[str, str], float]]]:
@@ -78,3 +78,31 @@ def test_served_over_http_with_the_exposition_content_type() -> None:
             assert e.code == 404
     finally:
         sources.stop()
+
+
+def test_owners_and_labels_tell_a_leaderworkerset_worker_and_a_decode_pod() -> None:
+    """kube-state-metrics names each pod's owner (a LeaderWorkerSet worker's StatefulSet is named after its
+    leader pod) and its allowlisted labels, keys sanitised; the worker runs no exporter sidecar, so cAdvisor
+    and kube-state-metrics show only its vLLM container."""
+    c = Cluster()
+    c.add("vllm-pd-decode-0", "llm", "gpu-node-a", labels={"llm-d.ai/role": "decode"})
+    c.add("vllm-lws-0", "llm", "gpu-node-a", 2, owner=("StatefulSet", "vllm-lws"), labels={LWS_WORKER_INDEX: "0"})
+    c.add("vllm-lws-0-1", "llm", "gpu-node-b", 2, owner=("StatefulSet", "vllm-lws-0"), labels={LWS_WORKER_INDEX: "1"},
+          sidecar=False)  # fmt: skip
+    ksm = samples(c, "/kube-state-metrics/metrics")
+    owners = {lb["pod"]: (lb["owner_kind"], lb["owner_name"]) for lb, _ in ksm["kube_pod_owner"]}
+    assert owners == {
+        "vllm-pd-decode-0": ("ReplicaSet", "vllm-pd-decode"),
+        "vllm-lws-0": ("StatefulSet", "vllm-lws"),
+        "vllm-lws-0-1": ("StatefulSet", "vllm-lws-0"),
+    }
+    labels = {lb["pod"]: lb for lb, _ in ksm["kube_pod_labels"]}
+    assert labels["vllm-pd-decode-0"]["label_llm_d_ai_role"] == "decode"
+    assert labels["vllm-lws-0-1"]["label_leaderworkerset_sigs_k8s_io_worker_index"] == "1"
+    containers = {(lb["pod"], lb["container"]) for lb, _ in ksm["kube_pod_container_info"]}
+    assert ("vllm-lws-0-1", "vllm") in containers and ("vllm-lws-0-1", "obspack-exporter") not in containers
+    assert ("vllm-lws-0", "obspack-exporter") in containers
+    ws = samples(c, "/nodes/gpu-node-b/metrics/cadvisor")["container_memory_working_set_bytes"]
+    assert {lb["container"] for lb, _ in ws} == {"vllm", ""}
+    gpus = {lb["pod"] for lb, _ in samples(c, "/nodes/gpu-node-b/dcgm")["DCGM_FI_DEV_FB_USED"]}
+    assert gpus == {"vllm-lws-0-1", ""}, "the worker's GPUs are its own"

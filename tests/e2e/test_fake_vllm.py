@@ -9,10 +9,12 @@ import urllib.request
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from obspack.catalogue import vllm_features as vf
 from obspack.config import ObspackConfig
 from obspack.demo import fake_vllm as fv
 from obspack.exporter import derive
 from obspack.exporter.parse import check_payload, parse_needed
+from obspack.rules.alerts.vllm import CONNECTOR_SHARE
 
 ALERTS = ObspackConfig().alerts
 
@@ -157,3 +159,71 @@ def test_server_serves_metrics_and_goes_down_on_request() -> None:
             urllib.request.urlopen(fake.url, timeout=2)
         assert err.value.code == 503
         assert fake.scrapes == 1
+
+
+def _by_name(engine: fv.Engine) -> dict[str, dict[frozenset[tuple[str, str]], float]]:
+    out: dict[str, dict[frozenset[tuple[str, str]], float]] = {}
+    for (name, labels), v in samples(engine).items():
+        out.setdefault(name, {})[labels] = v
+    return out
+
+
+def _one(series: dict[str, dict[frozenset[tuple[str, str]], float]], name: str, **labels: str) -> float:
+    return sum(v for key, v in series.get(name, {}).items() if set(labels.items()) <= key)
+
+
+def test_a_nixl_decode_engine_gets_its_prompts_kv_through_the_connector() -> None:
+    """What a NIXL decode engine exports and the pack reads: the connector supplies its prompts (external
+    hits), its own prefix cache almost never hits, its waiting requests wait for KV (deferred), transfers
+    are timed and sized, and nothing failed. A plain engine has the external counters at zero and no NIXL."""
+    clock = Clock()
+    decode = fv.Engine(fv.DECODE, clock=clock, role="decode", kv_connector="nixl")
+    plain = fv.Engine(fv.NO_PREFIX, clock=clock)
+    before = _by_name(decode)
+    clock.now += 60
+    d, p = _by_name(decode), _by_name(plain)
+
+    def moved(name: str) -> float:
+        return _one(d, name) - _one(before, name)
+
+    queries, hits = moved(vf.EXTERNAL_PREFIX_QUERIES), moved(vf.EXTERNAL_PREFIX_HITS)
+    assert queries == pytest.approx(60 * fv.DECODE.requests_per_s * fv.DECODE.prompt_tokens_per_request, abs=1)
+    assert hits / queries == pytest.approx(fv.RECEIVED_SHARE, rel=0.01)
+    assert hits / queries > CONNECTOR_SHARE, "the connector supplies most prompts: the prefix-cache alert leaves it out"
+    local = moved("vllm:prefix_cache_hits_total") / moved("vllm:prefix_cache_queries_total")
+    assert local < ALERTS.VLLMPrefixCacheHitRateLow.ratio, "the local hit rate alone would fire"
+    assert _one(d, vf.WAITING_BY_REASON, reason="deferred") == fv.DECODE.waiting
+    assert _one(d, vf.WAITING_BY_REASON, reason="capacity") == 0
+    assert _one(d, vf.KV_FETCH_BY_STAGE, stage="in_progress") == fv.DECODE.waiting
+    assert moved(f"{vf.NIXL_XFER_TIME}_count") == pytest.approx(60 * fv.DECODE.requests_per_s, abs=1)
+    assert moved(f"{vf.NIXL_BYTES}_sum") > 0
+    assert [_one(d, name) for name, _ in vf.KV_TRANSFER_FAILURES["nixl"]] == [0, 0, 0]
+
+    # The plain engine: the same local hit rate, no connector.
+    assert _one(p, vf.EXTERNAL_PREFIX_QUERIES) == _one(p, vf.EXTERNAL_PREFIX_HITS) == 0
+    assert not [name for name in p if "nixl" in name or name == vf.KV_FETCH_BY_STAGE]
+    assert _one(p, vf.WAITING_BY_REASON, reason="capacity") == fv.NO_PREFIX.waiting
+
+
+def test_a_nixl_prefill_engine_generates_one_token_per_request_and_sees_a_few_blocks_expire() -> None:
+    clock = Clock()
+    prefill = fv.Engine(fv.PREFILL, clock=clock, role="prefill", kv_connector="nixl")
+    before = _by_name(prefill)
+    clock.now += 100
+    after = _by_name(prefill)
+    finished = fv.PREFILL.requests_per_s * 100
+    assert _one(after, "vllm:generation_tokens_total") - _one(before, "vllm:generation_tokens_total") == pytest.approx(
+        finished, abs=1
+    )
+    expired = next(name for name, kind in vf.KV_TRANSFER_FAILURES["nixl"] if kind == vf.EXPIRED)
+    assert 0 < _one(after, expired) < ALERTS.VLLMKVTransferFailures.expired_ratio * _one(
+        after, "vllm:request_success_total"
+    ), "a few, well under the alert's share"
+    assert not [name for name in after if name.startswith((vf.NIXL_XFER_TIME, vf.NIXL_BYTES, vf.KV_FETCH_BY_STAGE))]
+    assert _one(after, vf.EXTERNAL_PREFIX_HITS) == 0  # it computes its prompts itself
+
+
+@pytest.mark.parametrize(("role", "connector"), [("decode", ""), ("", "nixl"), ("both", "nixl"), ("decode", "lmcache")])
+def test_a_disaggregated_engine_needs_a_role_and_a_known_connector(role: str, connector: str) -> None:
+    with pytest.raises(ValueError, match="role"):
+        fv.Engine(role=role, kv_connector=connector)

@@ -2,6 +2,9 @@
 second by a real Prometheus that loads the rule files `obspack render` wrote, sending to a real
 Alertmanager that runs the pack's example routes and inhibitions, with receivers plugged into a local
 webhook. The incident is obspack.demo.incident (the one `scripts/demo.sh` narrates).
+
+Among the quiet pods is the decode side of a prefill/decode pair over NIXL: 1% of its prompt tokens hit its
+own prefix cache, as for `vllm-noprefix-0`, which gets its ticket; the decode pod gets none.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from collections.abc import Iterator
 import pytest
 
 from obspack.config import ObspackConfig
-from obspack.demo import incident
+from obspack.demo import incident, lag
 from obspack.demo.clients import ALERTMANAGER, PROMETHEUS, wait_until
 from obspack.demo.fake_vllm import DEFAULT_MODEL
 from obspack.demo.lag import measure
@@ -32,6 +35,8 @@ from tests.e2e.checks import (
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 
 KV, STALL, BACKLOG, DOWN = incident.KV, incident.STALL, incident.BACKLOG, incident.DOWN
+INFO = {"severity": "info"}
+PREFIX = "VLLMPrefixCacheHitRateLow"
 # Alerts allowed to go pending (never firing) on a quiet pod before it has two samples: see
 # test_quiet_pods_raise_nothing and docs/e2e.md.
 FIRST_SCRAPE_ARTEFACTS = {"VLLMZeroThroughput"}
@@ -75,6 +80,12 @@ def test_incident_fires_routes_inhibits_and_resolves(stack: Stack) -> None:
         exporter = stack.wait_alert(ALERTMANAGER, "ObspackExporterTargetDown", DOWN, "suppressed")
         assert inhibited_by(exporter) == [down.last["fingerprint"]]
 
+        # Prompts without a shared prefix, no connector: a ticket. (The decode pod, same local hit rate: none,
+        # test_quiet_pods_raise_nothing.) Then they share it again.
+        pending_then_firing(stack, PREFIX, incident.NO_PREFIX, started)
+        check_delivered(stack, PREFIX, incident.NO_PREFIX, INFO | MODEL, "vllm-prefix-cache-hit-rate-low", "obspack-ticket")
+        incident.share_prefix_again(stack)
+
         # KV cache at 98.5%: the critical alert pages and mutes the warning.
         saturated = now(stack)
         onsets.append(incident.saturate_kv_cache(stack))
@@ -97,7 +108,6 @@ def test_incident_fires_routes_inhibits_and_resolves(stack: Stack) -> None:
         check_delivered(
             stack, "VLLMZeroThroughput", STALL, team, "vllm-zero-throughput", "obspack-team-ml-platform-pager"
         )
-
         # Every receiver got its notification; the inhibited exporter alert notified nobody.
         notified = set(incident.NOTIFIED)
         wait_until(lambda: notified <= deliveries(stack, "firing"), 30, f"notifications {notified}")
@@ -122,7 +132,10 @@ def test_incident_fires_routes_inhibits_and_resolves(stack: Stack) -> None:
 
 
 def test_quiet_pods_raise_nothing(stack: Stack) -> None:
-    """A healthy pod under normal load and an idle pod: no alert fires, none reaches Alertmanager.
+    """A healthy pod under normal load, an idle pod and a prefill/decode pair: no alert fires, none reaches
+    Alertmanager. The decode pod's own prefix cache hits 1% of its prompt tokens, under the alert's ratio
+    with traffic over its minimum: it is quiet because its prompts' KV comes from the prefill pod (its role
+    label, its name, and the connector's hits each say so), not for lack of data.
 
     Before a pod has two samples, rate-based rules cannot judge it; VLLMZeroThroughput is known to go
     pending then on busy pods (it resolves at the second scrape), so the strict check starts once every
@@ -138,6 +151,13 @@ def test_quiet_pods_raise_nothing(stack: Stack) -> None:
             assert prometheus.query(f'min(up{{pod="{pod}"}}) == 1 and count(up{{pod="{pod}"}}) == 2'), pod
             assert prometheus.query(f'namespace_pod_model:vllm_kv_cache_usage:max{{pod="{pod}"}}'), pod
             assert prometheus.query(f'obspack_vllm_kv_cache_blocks{{pod="{pod}"}}'), pod
+            if pod == incident.DECODE:
+                t = ObspackConfig().alerts.VLLMPrefixCacheHitRateLow
+                window = f"{lag.window_seconds(stack, PREFIX):g}s"
+                queries = f'sum(rate(vllm:prefix_cache_queries_total{{pod="{pod}"}}[{window}]))'
+                local = f'sum(rate(vllm:prefix_cache_hits_total{{pod="{pod}"}}[{window}])) / {queries}'
+                assert prometheus.query(f"{local} < {t.ratio} and {queries} > {t.min_query_tokens_per_second}"), pod
+                assert prometheus.query(f'kube_pod_labels{{pod="{pod}", label_llm_d_ai_role="decode"}}'), pod
 
             seen = watcher.tracks(PROMETHEUS, pod=pod)
             assert not [t.labels["alertname"] for t in seen if "firing" in t.went_through()], "fired"

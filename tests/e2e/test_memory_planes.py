@@ -1,6 +1,7 @@
 """The two memory planes, live: host RAM creeping into the kernel's OOM kill, and VRAM filling up into a
 CUDA out-of-memory crash, next to a healthy pod at vLLM's normal 90% VRAM preallocation, and a pod that
-appears in the middle with its GPU already full. The pods' cAdvisor, kube-state-metrics (two replicas)
+appears in the middle with its GPU already full; a LeaderWorkerSet group whose worker (no vLLM /metrics of
+its own) creeps in host RAM alongside, next to its quiet leader. The pods' cAdvisor, kube-state-metrics (two replicas)
 and dcgm-exporter series (both label modes) come from fake exporters that a real Prometheus scrapes every
 5 s with the pack's rules evaluated every 5 s; alerts go through a real Alertmanager with the pack's
 example routes and inhibitions. The incident is obspack.demo.memory_planes (scripts/demo.sh plays it too).
@@ -54,16 +55,18 @@ def gpu_labels(stack: Stack, pod: str) -> dict[str, str]:
 def test_both_memory_planes_fire_route_inhibit_resolve_on_time(stack: Stack) -> None:
     lags: list[Lag] = []
     with explained(stack):
-        # VRAM of vllm-cuda-0 fills up; host RAM of vllm-ram-0 creeps to its limit.
+        # VRAM of vllm-cuda-0 fills up; host RAM of vllm-ram-0 and of the LWS worker creeps to its limit.
         started = now(stack)
         vram = mp.fill_vram(stack)
         ram = mp.creep_host_memory(stack)
-        lags += [measure(stack, vram), measure(stack, ram)]
-        pending_then_firing(stack, "VLLMHostMemoryNearLimit", mp.RAM, started)
+        lags += [measure(stack, vram), *(measure(stack, onset) for onset in ram)]
+        for pod in (mp.RAM, mp.WORKER):
+            pending_then_firing(stack, "VLLMHostMemoryNearLimit", pod, started)
         pending_then_firing(stack, "VLLMGPUMemoryNearFull", mp.CUDA, started)
-        check_delivered(
-            stack, "VLLMHostMemoryNearLimit", mp.RAM, WARNING | VLLM, "vllm-host-memory-near-limit", "obspack-chat"
-        )
+        for pod in (mp.RAM, mp.WORKER):  # the worker by its own name, though it serves no vLLM metrics
+            check_delivered(
+                stack, "VLLMHostMemoryNearLimit", pod, WARNING | VLLM, "vllm-host-memory-near-limit", "obspack-chat"
+            )
         check_delivered(
             stack,
             "VLLMGPUMemoryNearFull",
@@ -117,8 +120,11 @@ def test_both_memory_planes_fire_route_inhibit_resolve_on_time(stack: Stack) -> 
         expected = {(a, p, r) for a, p, r in notified if (a, p) not in muted_pairs}
         wait_until(lambda: expected <= deliveries(stack, "resolved"), 30, f"resolved notifications {expected}")
 
-        # Exactly the alerts each pod should fire, and none on the healthy pod.
+        # Exactly the alerts each pod should fire, and none on the healthy pod or the LWS leader; the worker,
+        # whose vLLM Prometheus never scrapes, never VLLMTargetDown.
         assert {pod: fired(stack, pod) for pod in mp.FIRES} == mp.FIRES
+        assert stack.watcher is not None
+        assert not stack.watcher.tracks(PROMETHEUS, "VLLMTargetDown", pod=mp.WORKER), "not even pending"
     report_lags(stack, "Memory planes: lag from the exporters showing the condition to firing", lags)
 
 
@@ -134,8 +140,21 @@ def test_both_dcgm_label_modes_come_from_the_real_scrape(stack: Stack) -> None:
     assert sorted(r["metric"]["pod"] for r in attributed) == sorted([mp.CUDA, mp.RAM])
 
 
+def test_the_lws_worker_is_a_vllm_pod_of_its_leaders_model_with_no_vllm_target(stack: Stack) -> None:
+    """The worker serves no vLLM metrics, yet its GPUs count for its leader's model (kube_pod_owner: its
+    StatefulSet is named after the leader pod) and its container is a vLLM container for the memory plane."""
+    assert stack.prometheus is not None
+    prometheus = stack.prometheus
+    assert not prometheus.query(f'up{{pod="{mp.WORKER}"}}'), "Prometheus has no target on the worker"
+    assert prometheus.query(f'up{{pod="{mp.LEADER}", job="vllm"}} == 1')
+    gpus = prometheus.query(f'namespace_pod_model_gpu:vllm_gpu:info{{pod="{mp.WORKER}"}}')
+    assert {r["metric"].get("model_name") for r in gpus} == {mp.LWS_MODEL}
+    assert len(gpus) == len(stack.cluster.pods[mp.WORKER].gpus)
+    assert prometheus.query(f'namespace_pod_container:vllm_container_memory_working_set_bytes:ratio_limit{{pod="{mp.WORKER}"}}')
+
+
 def test_healthy_pod_at_vllms_preallocation_raises_nothing(stack: Stack) -> None:
-    """90% VRAM, half the RAM limit, two GPUs: scraped, attributed, and silent."""
+    """90% VRAM, half the RAM limit, two GPUs: scraped, attributed, and silent (the LWS leader too)."""
     assert stack.watcher is not None and stack.prometheus is not None
     with explained(stack):
         for pod in mp.QUIET:
