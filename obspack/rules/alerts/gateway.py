@@ -46,10 +46,16 @@ def _alone(cfg: ObspackConfig, outage: str, s: str, lookback: str, cover: str = 
         f"group by ({c.by(cfg, 'namespace', g.POOL)}) (present_over_time({m}{s}[{lookback}]))"
         for m in (g.READY.canonical, g.READY.legacy)
     )
-    counted = f"count by ({ns}) (\n{_indent(pools)}\n)"
+    alone = f"count by ({ns}) (\n{_indent(pools)}\n) == 1"
     cover = cover or f"group by ({ns}) (\n{_indent(pools)}\n)"
-    one = f'label_replace(\n{_indent(counted)} == 1,\n  "{ONLY_POOL}", "true", "", ""\n)'
-    return f"(\n{_indent(outage)}\n)\n* on ({ns}) group_left ({ONLY_POOL})\n(\n{_indent(one)}\n  or on ({ns})\n{_indent(cover)}\n)"
+    marked = f'label_replace(\n{_indent(alone)},\n  "{ONLY_POOL}", "true", "", ""\n)'
+    # the legs are disjoint, so a plain `or`: VictoriaMetrics' `or on (...)` gives the right leg's series
+    # the label the left one set
+    rest = f"{cover}\nunless on ({ns})\n{alone}"
+    return (
+        f"(\n{_indent(outage)}\n)\n* on ({ns}) group_left ({ONLY_POOL})\n"
+        f"(\n{_indent(marked)}\n  or\n  (\n{_indent(_indent(rest))}\n  )\n)"
+    )
 
 
 def picker_down(cfg: ObspackConfig) -> AlertRule:
