@@ -49,8 +49,8 @@ def _alone(cfg: ObspackConfig, outage: str, s: str, lookback: str, cover: str = 
     alone = f"count by ({ns}) (\n{_indent(pools)}\n) == 1"
     cover = cover or f"group by ({ns}) (\n{_indent(pools)}\n)"
     marked = f'label_replace(\n{_indent(alone)},\n  "{ONLY_POOL}", "true", "", ""\n)'
-    # the legs are disjoint, so a plain `or`: VictoriaMetrics' `or on (...)` gives the right leg's series
-    # the label the left one set
+    # the legs are disjoint, so a plain `or`: VictoriaMetrics keeps the namespaces where `== 1` fails as
+    # gaps of the left leg, and `or on (...)` fills them from the right leg, with the left leg's mark
     rest = f"{cover}\nunless on ({ns})\n{alone}"
     return (
         f"(\n{_indent(outage)}\n)\n* on ({ns}) group_left ({ONLY_POOL})\n"
