@@ -1,0 +1,78 @@
+"""The fleet page's two feature records (obspack/rules/recording/vllm.py), on a real promtool: per model,
+each engine counted once whatever its per-process (`pid`) copies, router copies (no model_name) left out,
+and a model whose engines are all awake shows 0 engines asleep, not nothing."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from obspack import conventions as c
+from obspack.catalogue import vllm_features as f
+from obspack.config import ObspackConfig
+from obspack.rules.recording import vllm
+from tests.support.tools import require_tool
+
+
+def _series(metric: str, pod: str, model: str, value: float, **labels: str) -> dict[str, str]:
+    where = ", ".join(f'{k}="{v}"' for k, v in {"cluster": "a", "namespace": "ns", "pod": pod, **labels}.items())
+    if model:
+        where += f', model_name="{model}"'
+    return {"series": f"{metric}{{{where}}}", "values": f"{value:g}x10"}
+
+
+def _check(tmp_path: Path, record: str, expr: str, series: list[dict[str, str]], expected: list[dict[str, object]]) -> None:
+    (tmp_path / "rules.yaml").write_text(yaml.safe_dump({"groups": [{"name": "t", "rules": [{"record": record, "expr": expr}]}]}))
+    test = {
+        "rule_files": ["rules.yaml"],
+        "evaluation_interval": "1m",
+        "tests": [{
+            "interval": "1m",
+            "input_series": series,
+            "promql_expr_test": [{"expr": record, "eval_time": "5m", "exp_samples": expected}],
+        }],
+    }  # fmt: skip
+    (tmp_path / "test.yaml").write_text(yaml.safe_dump(test))
+    done = subprocess.run([require_tool("promtool"), "test", "rules", "test.yaml"], capture_output=True, text=True,
+                          cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.tool
+def test_requests_waiting_for_their_kv_per_model_and_stage(tmp_path: Path) -> None:
+    m = f.KV_FETCH_BY_STAGE
+    series = [
+        # a decode pod served by two API processes: the same gauge twice, under two pids
+        _series(m, "d-0", "llama", 3, engine="0", stage="waiting_to_start", pid="11"),
+        _series(m, "d-0", "llama", 3, engine="0", stage="waiting_to_start", pid="12"),
+        _series(m, "d-0", "llama", 1, engine="0", stage="in_progress", pid="11"),
+        _series(m, "d-0", "llama", 1, engine="0", stage="in_progress", pid="12"),
+        # a second decode pod of the model, two data-parallel engines
+        _series(m, "d-1", "llama", 2, engine="0", stage="waiting_to_start"),
+        _series(m, "d-1", "llama", 4, engine="1", stage="waiting_to_start"),
+        # the production-stack router's copy: no model_name, left out
+        _series(m, "router", "", 50, stage="waiting_to_start"),
+    ]
+    keep = 'cluster="a", namespace="ns", model_name="llama"'
+    _check(tmp_path, c.KV_FETCH_BY_STAGE, vllm.kv_fetch_by_stage(ObspackConfig()), series, [
+        {"labels": f'{c.KV_FETCH_BY_STAGE}{{{keep}, stage="in_progress"}}', "value": 1},
+        {"labels": f'{c.KV_FETCH_BY_STAGE}{{{keep}, stage="waiting_to_start"}}', "value": 9},
+    ])  # fmt: skip
+
+
+@pytest.mark.tool
+def test_engines_asleep_per_model_zero_while_all_are_awake(tmp_path: Path) -> None:
+    m = f.SLEEP_STATE
+    series = []
+    for pod, model, awake in (("q-0", "qwen", 0), ("q-1", "qwen", 1), ("l-0", "llama", 1)):
+        for pid in ("11", "12"):  # every state reported by two API processes
+            series.append(_series(m, pod, model, awake, engine="0", sleep_state="awake", pid=pid))
+            series.append(_series(m, pod, model, 1 - awake, engine="0", sleep_state="weights_offloaded", pid=pid))
+    series.append(_series(m, "router", "", 0, sleep_state="awake"))  # a copy without model_name
+    _check(tmp_path, c.ENGINES_ASLEEP, vllm.engines_asleep(ObspackConfig()), series, [
+        {"labels": f'{c.ENGINES_ASLEEP}{{cluster="a", namespace="ns", model_name="llama"}}', "value": 0},
+        {"labels": f'{c.ENGINES_ASLEEP}{{cluster="a", namespace="ns", model_name="qwen"}}', "value": 1},
+    ])  # fmt: skip
