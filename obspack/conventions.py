@@ -68,6 +68,8 @@ REQUEST_RATE = record_name("namespace_model_finished_reason", "vllm_request_succ
 # Feature gauges per model, for the fleet page's feature rows (series only where an engine runs the feature).
 KV_FETCH_BY_STAGE = record_name("namespace_model_stage", "vllm_num_requests_kv_fetch", "sum")
 ENGINES_ASLEEP = record_name("namespace_model", "vllm_engines_asleep", "sum")
+# The share of requests refused at admission per pod, only while the pod refuses (no series otherwise).
+REFUSED_SHARE = record_name("namespace_pod_model", "vllm_admission_rejections", "ratio_rate5m")
 # The engine records per model and prefill/decode role (`role`: prefill, decode, both), for the
 # disaggregated-serving page (obspack/rules/recording/roles.py): the per-pod averages and the fullest KV cache
 # of each side, and the tokens each side processes.
@@ -104,6 +106,11 @@ COST_DASHBOARD = "vllm-cost"
 def latency_bucket_record(family: str) -> str:
     """Per-model histogram buckets summed over pods, for fleet percentiles."""
     return record_name("namespace_model_le", f"vllm_{family}_seconds_bucket", "rate5m")
+
+
+def transfer_time_record(connector: str) -> str:
+    """A KV connector's transfer-time buckets per model (`nixl`, `mooncake`), for the transfer-time graphs."""
+    return latency_bucket_record(f"{connector}_xfer_time")
 
 
 def window_record(level: str, metric: str, op: str, window: str) -> str:

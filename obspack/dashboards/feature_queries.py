@@ -1,9 +1,10 @@
 """Queries of the feature rows (obspack/dashboards/features.py) and of the queue's reasons.
 
 They read raw series: each feature's series exist only on the engines that use it, and recording them
-would cost every fleet series for what a few pods run. Two per-model gauges are the exception (requests
-waiting for their KV by stage, engines asleep): their records are a few series per model, and the raw
-gauges of 1,000 pods cost ~0.5 s per graph. Per-pod graphs draw the TOP pods at each step.
+would cost every fleet series for what a few pods run. A few per-model (or filtered) records are the
+exception, each a few series per model where the feature runs, where the raw series of 1,000 pods cost
+~0.35-0.8 s per graph: requests waiting for their KV by stage, engines asleep, the KV transfer time's
+buckets, and the refused share of the pods refusing now. Per-pod graphs draw the TOP pods at each step.
 Every engine series is narrowed with `model_name!=""` (production-stack's router copies have none), except
 LoRA's info series, which have no model_name: they are read per pod and joined to the pod's model.
 """
@@ -80,13 +81,13 @@ def transfer_failures_per_pod(cfg: ObspackConfig) -> str:
 
 
 def transfer_time(cfg: ObspackConfig, quantile: float) -> str:
-    """Per model and connector: NIXL's and Mooncake's histograms have their own buckets, which one quantile
-    must not mix."""
-    per_model = c.by(cfg, *PER_MODEL, "le")
+    """Per model and connector, from the per-model bucket records (obspack/rules/recording/vllm.py), as the
+    fleet latency graphs: NIXL's and Mooncake's histograms have their own buckets, which one quantile must
+    not mix. Per model: the pod filter does not narrow it."""
     buckets = _either(
         *(
-            f'label_replace(sum by ({per_model}) ({_rate(cfg, f"{m}_bucket")}), "connector", "{name}", "", "")'
-            for name, m in f.KV_TRANSFER_TIMES.items()
+            f'label_replace({q.rec(cfg, c.transfer_time_record(name), q.MODEL)}, "connector", "{name}", "", "")'
+            for name in f.KV_TRANSFER_TIMES
         )
     )
     return f"histogram_quantile({quantile}, (\n  {buckets}\n))"
@@ -205,10 +206,8 @@ def refused(cfg: ObspackConfig) -> str:
 
 
 def refused_share_per_pod(cfg: ObspackConfig) -> str:
-    pm = c.by(cfg, *PER_POD)
-    rejected = _sum(cfg, PER_POD, _rate(cfg, f.ADMISSION_REJECTIONS))
-    finished = _sum(cfg, PER_POD, _rate(cfg, f.REQUEST_SUCCESS))
-    return q.extremes(f"{rejected}\n/ on ({pm})\n({rejected} + on ({pm}) {finished})")
+    """The pods refusing now with the highest refused share (the record has no series for the others)."""
+    return q.extremes(q.rec(cfg, c.REFUSED_SHARE))
 
 
 def engines_asleep(cfg: ObspackConfig) -> str:

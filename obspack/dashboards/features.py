@@ -87,8 +87,9 @@ def transfer_time(cfg: ObspackConfig, no_data: str | None = None) -> p.Panel:
         unit=p.SECONDS,
         description=(
             "How long a decode pod takes to read a request's KV cache from its prefill pod (NIXL or "
-            "Mooncake), per model and connector. A rising p99 shows a congested or degraded network path before "
-            "transfers fail or expire; compare with the failures graph."
+            "Mooncake), per model and connector, over 5 minutes (the pod filter does not narrow it). A rising "
+            "p99 shows a congested or degraded network path before transfers fail or expire; compare with the "
+            "failures graph."
         ),
         no_data=no_data,
     )
@@ -356,13 +357,15 @@ def admission(cfg: ObspackConfig) -> RowPanel:
                 p.target(fq.refused_share_per_pod(cfg), POD_LEGEND),
                 unit=p.PERCENT_UNIT,
                 description=(
-                    "Refused requests over all the requests that reached each pod (the 20 highest). "
+                    "Refused requests over all the requests that reached each pod over 5 minutes: the 20 highest "
+                    "of the pods refusing now (nothing while none refuses). "
                     + marks.say(cfg, "VLLMAdmissionRejections", f"Above the dashed line ({percent(t.ratio)}) VLLMAdmissionRejections fires; ")
                     + "one pod far above the others gets more than its share from the load balancer."
                 ),
                 **marks.dashed(cfg, "green", ("VLLMAdmissionRejections", t.ratio, "red")),
                 links=runbook,
                 data_links=[triage_from_series(cfg)],
+                no_data="No pod in the selection refused a request in the last 5 minutes",
             ),
         ],
     )

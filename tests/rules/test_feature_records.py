@@ -76,3 +76,50 @@ def test_engines_asleep_per_model_zero_while_all_are_awake(tmp_path: Path) -> No
         {"labels": f'{c.ENGINES_ASLEEP}{{cluster="a", namespace="ns", model_name="llama"}}', "value": 0},
         {"labels": f'{c.ENGINES_ASLEEP}{{cluster="a", namespace="ns", model_name="qwen"}}', "value": 1},
     ])  # fmt: skip
+
+
+@pytest.mark.tool
+def test_refused_share_only_for_the_pods_refusing(tmp_path: Path) -> None:
+    """Refused over refused and finished, per pod; a pod whose counter stands still has no series."""
+    rejected, finished = f.ADMISSION_REJECTIONS, f.REQUEST_SUCCESS
+
+    def counter(metric: str, pod: str, per_minute: int, **labels: str) -> dict[str, str]:
+        where = ", ".join(f'{k}="{v}"' for k, v in {"cluster": "a", "namespace": "ns", "pod": pod, "model_name": "m", **labels}.items())
+        return {"series": f"{metric}{{{where}}}", "values": f"0+{per_minute}x10"}
+
+    series = [
+        counter(rejected, "busy", 60, engine="0", reason="max_num_queued_reqs"),
+        counter(rejected, "busy", 0, engine="0", reason="max_num_queued_tokens"),
+        counter(finished, "busy", 120, engine="0", finished_reason="stop"),
+        counter(finished, "busy", 60, engine="0", finished_reason="length"),
+        # the other side: the same feature on, nothing refused
+        counter(rejected, "calm", 0, engine="0", reason="max_num_queued_reqs"),
+        counter(finished, "calm", 120, engine="0", finished_reason="stop"),
+    ]
+    _check(tmp_path, c.REFUSED_SHARE, vllm.refused_share(ObspackConfig()), series, [
+        {"labels": f'{c.REFUSED_SHARE}{{cluster="a", namespace="ns", pod="busy", model_name="m"}}', "value": 0.25},
+    ])  # fmt: skip
+
+
+@pytest.mark.tool
+def test_transfer_time_buckets_per_model_for_each_connector(tmp_path: Path) -> None:
+    """Each connector's buckets summed over the model's decode pods, by `le`; router copies left out."""
+    group = vllm.transfer_time_group(ObspackConfig())
+    nixl = next(r for r in group.rules if r.record == c.transfer_time_record("nixl"))  # type: ignore[union-attr]
+    family = f.KV_TRANSFER_TIMES["nixl"]
+
+    def bucket(pod: str, model: str, le: str, per_minute: int) -> dict[str, str]:
+        where = f'cluster="a", namespace="ns", pod="{pod}", engine="0", le="{le}"' + (f', model_name="{model}"' if model else "")
+        return {"series": f"{family}_bucket{{{where}}}", "values": f"0+{per_minute}x10"}
+
+    series = [
+        bucket("d-0", "m", "0.1", 60), bucket("d-0", "m", "+Inf", 120),
+        bucket("d-1", "m", "0.1", 0), bucket("d-1", "m", "+Inf", 60),
+        bucket("router", "", "+Inf", 6000),
+    ]
+    record = nixl.record  # type: ignore[union-attr]
+    keep = 'cluster="a", namespace="ns", model_name="m"'
+    _check(tmp_path, record, nixl.expr, series, [
+        {"labels": f'{record}{{{keep}, le="+Inf"}}', "value": 3},
+        {"labels": f'{record}{{{keep}, le="0.1"}}', "value": 1},
+    ])  # fmt: skip
