@@ -4,17 +4,15 @@ and a model whose engines are all awake shows 0 engines asleep, not nothing."""
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
-import yaml
 
 from obspack import conventions as c
 from obspack.catalogue import vllm_features as f
 from obspack.config import ObspackConfig
 from obspack.rules.recording import vllm
-from tests.support.tools import require_tool
+from tests.support.tools import promtool_record_test
 
 
 def _series(metric: str, pod: str, model: str, value: float, **labels: str) -> dict[str, str]:
@@ -25,20 +23,8 @@ def _series(metric: str, pod: str, model: str, value: float, **labels: str) -> d
 
 
 def _check(tmp_path: Path, record: str, expr: str, series: list[dict[str, str]], expected: list[dict[str, object]]) -> None:
-    (tmp_path / "rules.yaml").write_text(yaml.safe_dump({"groups": [{"name": "t", "rules": [{"record": record, "expr": expr}]}]}))
-    test = {
-        "rule_files": ["rules.yaml"],
-        "evaluation_interval": "1m",
-        "tests": [{
-            "interval": "1m",
-            "input_series": series,
-            "promql_expr_test": [{"expr": record, "eval_time": "5m", "exp_samples": expected}],
-        }],
-    }  # fmt: skip
-    (tmp_path / "test.yaml").write_text(yaml.safe_dump(test))
-    done = subprocess.run([require_tool("promtool"), "test", "rules", "test.yaml"], capture_output=True, text=True,
-                          cwd=tmp_path)  # fmt: skip
-    assert done.returncode == 0, done.stdout + done.stderr
+    check = {"expr": record, "eval_time": "5m", "exp_samples": expected}
+    promtool_record_test(tmp_path, [{"record": record, "expr": expr}], series, [check])
 
 
 @pytest.mark.tool

@@ -17,7 +17,7 @@ from obspack.config import ObspackConfig
 from obspack.rules import roles
 from obspack.rules.recording import roles as roles_recording
 from obspack.rules.recording import slo
-from tests.support.tools import require_tool
+from tests.support.tools import promtool_record_test, require_tool
 
 MODEL = "m"
 FAST, SLOW = 0.1, 30.0  # seconds: under and over the default TTFT threshold
@@ -87,9 +87,7 @@ def test_engine_records_per_model_and_role(tmp_path: Path) -> None:
     """The disaggregated-serving page's records (obspack/rules/recording/roles.py): each pod's engine records
     go to its role's aggregate, per model; a model without disaggregation is all `both`."""
     cfg = ObspackConfig()
-    group = roles_recording.group(cfg)
-    rules = {"groups": [{"name": group.name, "rules": [{"record": r.record, "expr": r.expr} for r in group.rules]}]}  # type: ignore[union-attr]
-    (tmp_path / "rules.yaml").write_text(yaml.safe_dump(rules))
+    rules = [{"record": r.record, "expr": r.expr} for r in roles_recording.group(cfg).rules]  # type: ignore[union-attr]
     pods = (  # pod, model, role, requests waiting, KV cache usage, prompt tokens/s
         ("p-0", "llama", "prefill", 4, 0.2, 900),
         ("p-1", "llama", "prefill", 2, 0.4, 700),
@@ -114,20 +112,8 @@ def test_engine_records_per_model_and_role(tmp_path: Path) -> None:
             {"labels": f'{record}{{{where}, model_name="{model}", role="{role}"}}', "value": value} for model, role, value in samples
         ]}  # fmt: skip
 
-    test = {
-        "rule_files": ["rules.yaml"],
-        "evaluation_interval": "1m",
-        "tests": [{
-            "interval": "1m",
-            "input_series": series,
-            "promql_expr_test": [
-                expect(c.ROLE_WAITING, ("llama", "prefill", 3), ("llama", "decode", 1), ("qwen", "both", 3)),
-                expect(c.ROLE_KV_USAGE_MAX, ("llama", "prefill", 0.4), ("llama", "decode", 0.9), ("qwen", "both", 0.5)),
-                expect(c.ROLE_PROMPT_RATE, ("llama", "prefill", 1600), ("llama", "decode", 100), ("qwen", "both", 300)),
-            ],
-        }],
-    }  # fmt: skip
-    (tmp_path / "test.yaml").write_text(yaml.safe_dump(test))
-    done = subprocess.run([require_tool("promtool"), "test", "rules", "test.yaml"], capture_output=True, text=True,
-                          cwd=tmp_path)  # fmt: skip
-    assert done.returncode == 0, done.stdout + done.stderr
+    promtool_record_test(tmp_path, rules, series, [
+        expect(c.ROLE_WAITING, ("llama", "prefill", 3), ("llama", "decode", 1), ("qwen", "both", 3)),
+        expect(c.ROLE_KV_USAGE_MAX, ("llama", "prefill", 0.4), ("llama", "decode", 0.9), ("qwen", "both", 0.5)),
+        expect(c.ROLE_PROMPT_RATE, ("llama", "prefill", 1600), ("llama", "decode", 100), ("qwen", "both", 300)),
+    ])  # fmt: skip
