@@ -65,6 +65,20 @@ PROMPT_RATE = record_name("namespace_pod_model", "vllm_prompt_tokens", "rate5m")
 PREEMPTION_RATE = record_name("namespace_pod_model", "vllm_num_preemptions", "rate5m")
 PREFIX_HIT_RATIO = record_name("namespace_pod_model", "vllm_prefix_cache_hit", "ratio_rate5m")
 REQUEST_RATE = record_name("namespace_model_finished_reason", "vllm_request_success", "rate5m")
+# Feature gauges per model, for the fleet page's feature rows (series only where an engine runs the feature).
+KV_FETCH_BY_STAGE = record_name("namespace_model_stage", "vllm_num_requests_kv_fetch", "sum")
+ENGINES_ASLEEP = record_name("namespace_model", "vllm_engines_asleep", "sum")
+# The share of requests refused at admission per pod, only while the pod refuses (no series otherwise).
+REFUSED_SHARE = record_name("namespace_pod_model", "vllm_admission_rejections", "ratio_rate5m")
+# The engine records per model and prefill/decode role (`role`: prefill, decode, both), for the
+# disaggregated-serving page (obspack/rules/recording/roles.py): the per-pod averages and the fullest KV cache
+# of each side, and the tokens each side processes.
+ROLE_WAITING = record_name("namespace_model_role", "vllm_num_requests_waiting", "avg")
+ROLE_RUNNING = record_name("namespace_model_role", "vllm_num_requests_running", "avg")
+ROLE_KV_USAGE = record_name("namespace_model_role", "vllm_kv_cache_usage", "avg")
+ROLE_KV_USAGE_MAX = record_name("namespace_model_role", "vllm_kv_cache_usage", "max")
+ROLE_PROMPT_RATE = record_name("namespace_model_role", "vllm_prompt_tokens", "rate5m")
+ROLE_GENERATION_RATE = record_name("namespace_model_role", "vllm_generation_tokens", "rate5m")
 
 # The autoscaling signal: per model, the queue per engine and the KV cache usage against their targets
 # (`signal` label: queue, kv_cache), and the larger of the two, which an autoscaler holds at 1.
@@ -92,6 +106,11 @@ COST_DASHBOARD = "vllm-cost"
 def latency_bucket_record(family: str) -> str:
     """Per-model histogram buckets summed over pods, for fleet percentiles."""
     return record_name("namespace_model_le", f"vllm_{family}_seconds_bucket", "rate5m")
+
+
+def transfer_time_record(connector: str) -> str:
+    """A KV connector's transfer-time buckets per model (`nixl`, `mooncake`), for the transfer-time graphs."""
+    return latency_bucket_record(f"{connector}_xfer_time")
 
 
 def window_record(level: str, metric: str, op: str, window: str) -> str:

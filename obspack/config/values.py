@@ -62,7 +62,7 @@ RULE_LABELS = frozenset({
     "long", "short", "connector", "kind", "signal", "horizontalpodautoscaler", "scaledObject", "scaledResource",
     "exported_namespace", "GPU_I_PROFILE", "node", "node_pool", "state", "role", "tokens", "workload",
     "workload_type", "team_name", "owner_kind", "owner_name", "replicaset", "mig_g", "mig_slices", "hostname",
-    "name", "inference_pool", "leader", "decision_type",
+    "name", "inference_pool", "leader", "decision_type", "stage",
 })
 
 

@@ -11,7 +11,7 @@ from obspack.config import ObspackConfig
 from obspack.dashboards import marks
 from obspack.dashboards import panels as p
 from obspack.dashboards import queries as q
-from obspack.rules.alerts.autoscaling import pending_gpu_pods
+from obspack.rules.alerts.autoscaling import pending_gpu_pod_set
 
 MODEL_LEGEND = "{{namespace}} {{model_name}}"
 HPA_LEGEND = "{{namespace}}/{{horizontalpodautoscaler}}"
@@ -43,7 +43,7 @@ def hpa(cfg: ObspackConfig, metric: str) -> str:
 def pending(cfg: ObspackConfig) -> str:
     """vLLM pods that ask for GPUs and cannot be scheduled (the pods VLLMAutoscalerScaleUpBlocked fires on,
     before its `for`); 0, not "No data", when there are none."""
-    waiting = pending_gpu_pods(cfg, q.scope(cfg, "cluster", "namespace"))
+    waiting = pending_gpu_pod_set(cfg, q.scope(cfg, "cluster", "namespace"))
     return f"count by ({c.by(cfg, 'namespace')}) (\n{waiting}\n)\nor on ()\nvector(0)"
 
 

@@ -25,6 +25,9 @@ NOT_IN_USE = (
     "disaggregation.role_label, else the pod name patterns)"
 )
 NO_TRANSFERS = "Not in use: no engine in the selection moves KV cache through NIXL or Mooncake"
+NO_TRANSFER_FAILURES = f"{features.NO_TRANSFER_FAILURES} (or none moves KV cache through NIXL or Mooncake)"
+# The per-role graphs read records per model and role (obspack/rules/recording/roles.py).
+PER_MODEL = " Per model and role: the pod filter does not narrow it (the triage page shows one pod)."
 NO_EPP = "Not in use: no llm-d endpoint picker with P/D disaggregation reports its decisions"
 
 
@@ -52,13 +55,13 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
         ),
         p.timeseries(
             "Requests waiting per pod, by role",
-            p.target(rq.by_role(cfg, c.WAITING, "avg"), ROLE_LEGEND),
+            p.target(rq.by_role(cfg, c.ROLE_WAITING), ROLE_LEGEND),
             unit=p.SHORT,
             description=(
                 "Average queue per pod of each role. A queue on the prefill side with idle decoders means "
                 "prefill is short (or the P:D ratio is off); on decode pods, requests waiting for their KV "
                 f"from a prefill pod count too (the fleet page splits them by reason). Above {t.waiting_per_pod:g} "
-                "requests waiting for capacity per pod, a side counts as saturated." + said
+                "requests waiting for capacity per pod, a side counts as saturated." + said + PER_MODEL
             ),
             thresholds=p.above(None, t.waiting_per_pod),
             draw_thresholds=marks.on(cfg, "VLLMPrefillDecodeImbalance"),
@@ -66,23 +69,23 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
         ),
         p.timeseries(
             "Requests running per pod, by role",
-            p.target(rq.by_role(cfg, c.RUNNING, "avg"), ROLE_LEGEND),
+            p.target(rq.by_role(cfg, c.ROLE_RUNNING), ROLE_LEGEND),
             unit=p.SHORT,
             description=(
                 "Average batch per pod of each role. Prefill pods run each request for one step (max_tokens 1), "
                 "decode pods for the whole answer, so decode batches are larger by design; llm-d's own "
-                "imbalance alert compares these averages."
+                "imbalance alert compares these averages." + PER_MODEL
             ),
         ),
         p.timeseries(
             "KV cache usage per pod, by role",
-            p.target(rq.by_role(cfg, c.KV_USAGE, "avg"), "avg " + ROLE_LEGEND),
-            p.target(rq.by_role(cfg, c.KV_USAGE, "max"), "max " + ROLE_LEGEND),
+            p.target(rq.by_role(cfg, c.ROLE_KV_USAGE), "avg " + ROLE_LEGEND),
+            p.target(rq.by_role(cfg, c.ROLE_KV_USAGE_MAX), "max " + ROLE_LEGEND),
             unit=p.PERCENT_UNIT,
             description=(
                 "Average and fullest KV cache of each role. High on prefill pods: decode pods are not pulling "
                 "the KV they hold (check the transfers below). High on decode pods: they are about to preempt. "
-                f"Above {percent(t.kv_ratio)} with requests waiting, a side counts as saturated."
+                f"Above {percent(t.kv_ratio)} with requests waiting, a side counts as saturated." + PER_MODEL
             ),
             thresholds=p.above(None, t.kv_ratio),
             soft_max=1,
@@ -90,20 +93,20 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
         p.section("Throughput"),
         p.timeseries(
             "Prompt tokens per second, by role",
-            p.target(rq.by_role(cfg, c.PROMPT_RATE), ROLE_LEGEND),
+            p.target(rq.by_role(cfg, c.ROLE_PROMPT_RATE), ROLE_LEGEND),
             unit=p.TOKENS_PER_SECOND,
             description=(
                 "Prompt tokens each role processes per second. Prefill pods compute them; decode pods count "
-                "them too but receive most of their KV (see the external prefix cache on the fleet page)."
+                "them too but receive most of their KV (see the external prefix cache on the fleet page)." + PER_MODEL
             ),
         ),
         p.timeseries(
             "Generation tokens per second, by role",
-            p.target(rq.by_role(cfg, c.GENERATION_RATE), ROLE_LEGEND),
+            p.target(rq.by_role(cfg, c.ROLE_GENERATION_RATE), ROLE_LEGEND),
             unit=p.TOKENS_PER_SECOND,
             description=(
                 "Output tokens each role generates per second. Decode pods carry nearly all of it; a prefill "
-                "pod generates one token per request."
+                "pod generates one token per request." + PER_MODEL
             ),
         ),
         p.section("KV transfers and routing"),
@@ -114,12 +117,12 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
             unit=p.PER_SECOND,
             description=(
                 "Failed KV reads or notifications (decode pods) and prefilled blocks that expired unread "
-                "(prefill pods), per pod (the 20 highest). "
+                "(prefill pods), per pod: the 20 highest of the pods where they happen (nothing while none fails). "
                 + marks.say(cfg, "VLLMKVTransferFailures", "A steady line fires VLLMKVTransferFailures.")
             ),
             links=marks.runbooks(cfg, "VLLMKVTransferFailures"),
             data_links=[triage_from_series(cfg)],
-            no_data=NO_TRANSFERS,
+            no_data=NO_TRANSFER_FAILURES,
         ),
         p.timeseries(
             "Endpoint picker P/D decisions per second",

@@ -1,7 +1,10 @@
 """Queries of the feature rows (obspack/dashboards/features.py) and of the queue's reasons.
 
 They read raw series: each feature's series exist only on the engines that use it, and recording them
-would cost every fleet series for what a few pods run. Per-pod graphs draw the TOP pods at each step.
+would cost every fleet series for what a few pods run. A few per-model (or filtered) records are the
+exception, each a few series per model where the feature runs, where the raw series of 1,000 pods cost
+~0.35-0.8 s per graph: requests waiting for their KV by stage, engines asleep, the KV transfer time's
+buckets, and the refused share of the pods refusing now. Per-pod graphs draw the TOP pods at each step.
 Every engine series is narrowed with `model_name!=""` (production-stack's router copies have none), except
 LoRA's info series, which have no model_name: they are read per pod and joined to the pod's model.
 """
@@ -70,18 +73,21 @@ def engines_slept_in_range(cfg: ObspackConfig) -> str:
 
 
 def transfer_failures_per_pod(cfg: ObspackConfig) -> str:
+    """The pods whose transfers fail or expire now (the TOP highest). Rates of zero are dropped before the
+    tags and `or` of six counters: every engine with a connector has all of its counters, mostly still, and
+    carrying them all through took ~2 s at 1,000 pods for lines of zero that topk picked at random."""
     keep = ("namespace", "pod", "model_name", "kind")
-    return q.extremes(transfer_failures(cfg, RATE, keep, q.scope(cfg, *q.ALL)))
+    return q.extremes(transfer_failures(cfg, RATE, keep, q.scope(cfg, *q.ALL), moving=True))
 
 
 def transfer_time(cfg: ObspackConfig, quantile: float) -> str:
-    """Per model and connector: NIXL's and Mooncake's histograms have their own buckets, which one quantile
-    must not mix."""
-    per_model = c.by(cfg, *PER_MODEL, "le")
+    """Per model and connector, from the per-model bucket records (obspack/rules/recording/vllm.py), as the
+    fleet latency graphs: NIXL's and Mooncake's histograms have their own buckets, which one quantile must
+    not mix. Per model: the pod filter does not narrow it."""
     buckets = _either(
         *(
-            f'label_replace(sum by ({per_model}) ({_rate(cfg, f"{m}_bucket")}), "connector", "{name}", "", "")'
-            for name, m in f.KV_TRANSFER_TIMES.items()
+            f'label_replace({q.rec(cfg, c.transfer_time_record(name), q.MODEL)}, "connector", "{name}", "", "")'
+            for name in f.KV_TRANSFER_TIMES
         )
     )
     return f"histogram_quantile({quantile}, (\n  {buckets}\n))"
@@ -92,11 +98,15 @@ def transferred_bytes(cfg: ObspackConfig) -> str:
 
 
 def kv_fetch_by_stage(cfg: ObspackConfig) -> str:
-    return _sum(cfg, (*PER_MODEL, "stage"), f"max without (pid) ({_vllm(cfg, f.KV_FETCH_BY_STAGE)})")
+    """Per model and stage, from its record (obspack/rules/recording/vllm.py): per model like the fleet
+    page's other queue panels, so the pod variable does not narrow it."""
+    return q.rec(cfg, c.KV_FETCH_BY_STAGE, q.MODEL)
 
 
 def deferred_waiting(cfg: ObspackConfig) -> str:
-    return _sum(cfg, PER_MODEL, f"max without (pid) ({_vllm(cfg, f.WAITING_BY_REASON, f.DEFERRED)})")
+    """Requests deferred for their KV, per model: the per-model reasons record, as the queue's reasons panel
+    reads it (the raw gauges of 1,000 pods took ~0.5 s)."""
+    return c.WAITING_BY_REASON + c.selector(q.scope(cfg, *q.MODEL), f.DEFERRED)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -196,15 +206,14 @@ def refused(cfg: ObspackConfig) -> str:
 
 
 def refused_share_per_pod(cfg: ObspackConfig) -> str:
-    pm = c.by(cfg, *PER_POD)
-    rejected = _sum(cfg, PER_POD, _rate(cfg, f.ADMISSION_REJECTIONS))
-    finished = _sum(cfg, PER_POD, _rate(cfg, f.REQUEST_SUCCESS))
-    return q.extremes(f"{rejected}\n/ on ({pm})\n({rejected} + on ({pm}) {finished})")
+    """The pods refusing now with the highest refused share (the record has no series for the others)."""
+    return q.extremes(q.rec(cfg, c.REFUSED_SHARE))
 
 
 def engines_asleep(cfg: ObspackConfig) -> str:
-    """Engines asleep per model (0 while all are awake)."""
-    return _sum(cfg, PER_MODEL, f"1 - max without (pid) ({_vllm(cfg, f.SLEEP_STATE, f.AWAKE)})")
+    """Engines asleep per model (0 while all are awake), from its record: per model, so the pod variable does
+    not narrow it (the next panels show which pods sleep)."""
+    return q.rec(cfg, c.ENGINES_ASLEEP, q.MODEL)
 
 
 def asleep_share_in_range(cfg: ObspackConfig) -> str:

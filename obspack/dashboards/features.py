@@ -87,11 +87,16 @@ def transfer_time(cfg: ObspackConfig, no_data: str | None = None) -> p.Panel:
         unit=p.SECONDS,
         description=(
             "How long a decode pod takes to read a request's KV cache from its prefill pod (NIXL or "
-            "Mooncake), per model and connector. A rising p99 shows a congested or degraded network path before "
-            "transfers fail or expire; compare with the failures graph."
+            "Mooncake), per model and connector, over 5 minutes (the pod filter does not narrow it). A rising "
+            "p99 shows a congested or degraded network path before transfers fail or expire; compare with the "
+            "failures graph."
         ),
         no_data=no_data,
     )
+
+
+# The failures panels draw only the pods whose transfers fail or expire now (feature_queries).
+NO_TRANSFER_FAILURES = "No KV transfer failed or expired in the range"
 
 
 def disaggregation(cfg: ObspackConfig) -> RowPanel:
@@ -107,7 +112,8 @@ def disaggregation(cfg: ObspackConfig) -> RowPanel:
                 unit=p.PER_SECOND,
                 description=(
                     "Failed reads, receives or notifications of KV cache between prefill and decode pods, and "
-                    "prefilled blocks that expired unread, per pod and connector (the 20 highest). Decode pods "
+                    "prefilled blocks that expired unread, per pod and connector: the 20 highest of the pods "
+                    "where they happen (nothing while none fails). Decode pods "
                     "count failed reads, prefill pods expired blocks. "
                     + marks.say(
                         cfg,
@@ -119,6 +125,7 @@ def disaggregation(cfg: ObspackConfig) -> RowPanel:
                 thresholds=p.above(None, max(t.rate, 1e-9)),
                 links=runbook,
                 data_links=[triage_from_series(cfg)],
+                no_data=NO_TRANSFER_FAILURES,
             ),
             transfer_time(cfg),
             p.timeseries(
@@ -138,8 +145,9 @@ def disaggregation(cfg: ObspackConfig) -> RowPanel:
                 unit=p.SHORT,
                 description=(
                     "Requests on decode pods whose KV cache is on its way, by stage (vLLM 0.32+), and every "
-                    "request the scheduler deferred (0.20+; KV transfers are the usual reason here). A growing "
-                    "count means transfers are slow or stuck: check the transfer time and failures."
+                    "request the scheduler deferred (0.20+; KV transfers are the usual reason here), per model "
+                    "(the pod filter does not narrow it). A growing count means transfers are slow or stuck: "
+                    "check the transfer time and failures."
                 ),
             ),
         ],
@@ -349,13 +357,15 @@ def admission(cfg: ObspackConfig) -> RowPanel:
                 p.target(fq.refused_share_per_pod(cfg), POD_LEGEND),
                 unit=p.PERCENT_UNIT,
                 description=(
-                    "Refused requests over all the requests that reached each pod (the 20 highest). "
+                    "Refused requests over all the requests that reached each pod over 5 minutes: the 20 highest "
+                    "of the pods refusing now (nothing while none refuses). "
                     + marks.say(cfg, "VLLMAdmissionRejections", f"Above the dashed line ({percent(t.ratio)}) VLLMAdmissionRejections fires; ")
                     + "one pod far above the others gets more than its share from the load balancer."
                 ),
                 **marks.dashed(cfg, "green", ("VLLMAdmissionRejections", t.ratio, "red")),
                 links=runbook,
                 data_links=[triage_from_series(cfg)],
+                no_data="No pod in the selection refused a request in the last 5 minutes",
             ),
         ],
     )
@@ -371,7 +381,8 @@ def sleep(cfg: ObspackConfig) -> RowPanel:
                 p.target(fq.engines_asleep(cfg), MODEL_LEGEND),
                 unit=p.SHORT,
                 description=(
-                    "Engines put to sleep (sleep mode: weights offloaded or discarded), per model. A sleeping "
+                    "Engines put to sleep (sleep mode: weights offloaded or discarded), per model (the pod "
+                    "filter does not narrow it; the table lists the pods). A sleeping "
                     "engine answers 503 and serves nothing on purpose, and obspack's serving alerts leave it "
                     "out; traffic still sent to it is a routing problem."
                 ),

@@ -10,12 +10,14 @@ from pathlib import Path
 import pytest
 import yaml
 
+from obspack import conventions as c
 from obspack import slos
 from obspack.catalogue import vllm_latency
 from obspack.config import ObspackConfig
 from obspack.rules import roles
+from obspack.rules.recording import roles as roles_recording
 from obspack.rules.recording import slo
-from tests.support.tools import require_tool
+from tests.support.tools import promtool_record_test, require_tool
 
 MODEL = "m"
 FAST, SLOW = 0.1, 30.0  # seconds: under and over the default TTFT threshold
@@ -78,3 +80,40 @@ def test_no_role_source_leaves_expressions_alone() -> None:
     assert not roles.known(cfg)
     assert roles.without(cfg, "x", "decode") == "x"
     assert roles.with_role(cfg, "x", "y") == "x"
+
+
+@pytest.mark.tool
+def test_engine_records_per_model_and_role(tmp_path: Path) -> None:
+    """The disaggregated-serving page's records (obspack/rules/recording/roles.py): each pod's engine records
+    go to its role's aggregate, per model; a model without disaggregation is all `both`."""
+    cfg = ObspackConfig()
+    rules = [{"record": r.record, "expr": r.expr} for r in roles_recording.group(cfg).rules]  # type: ignore[union-attr]
+    pods = (  # pod, model, role, requests waiting, KV cache usage, prompt tokens/s
+        ("p-0", "llama", "prefill", 4, 0.2, 900),
+        ("p-1", "llama", "prefill", 2, 0.4, 700),
+        ("d-0", "llama", "decode", 1, 0.9, 100),
+        ("q-0", "qwen", "both", 3, 0.5, 300),
+    )
+    where = 'cluster="a", namespace="ns"'
+    series = []
+    for pod, model, role, waiting, kv, prompt in pods:
+        engine = f'{where}, pod="{pod}", model_name="{model}"'
+        series += [
+            {"series": f"{c.WAITING}{{{engine}}}", "values": f"{waiting}x10"},
+            {"series": f"{c.KV_USAGE}{{{engine}}}", "values": f"{kv}x10"},
+            {"series": f"{c.PROMPT_RATE}{{{engine}}}", "values": f"{prompt}x10"},
+            {"series": f'{c.POD_COST_INFO}{{{where}, pod="{pod}", role="{role}", workload="w", workload_type="Deployment", team_name="t"}}',
+             "values": "1x10"},
+        ]
+    series.append({"series": f'{c.WAITING}{{{where}, pod="gone", model_name="llama"}}', "values": "50x10"})  # no owner: no role
+
+    def expect(record: str, *samples: tuple[str, str, float]) -> dict[str, object]:
+        return {"expr": record, "eval_time": "5m", "exp_samples": [
+            {"labels": f'{record}{{{where}, model_name="{model}", role="{role}"}}', "value": value} for model, role, value in samples
+        ]}  # fmt: skip
+
+    promtool_record_test(tmp_path, rules, series, [
+        expect(c.ROLE_WAITING, ("llama", "prefill", 3), ("llama", "decode", 1), ("qwen", "both", 3)),
+        expect(c.ROLE_KV_USAGE_MAX, ("llama", "prefill", 0.4), ("llama", "decode", 0.9), ("qwen", "both", 0.5)),
+        expect(c.ROLE_PROMPT_RATE, ("llama", "prefill", 1600), ("llama", "decode", 100), ("qwen", "both", 300)),
+    ])  # fmt: skip

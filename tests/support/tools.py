@@ -12,6 +12,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 
 from obspack.demo import processes
 
@@ -47,3 +48,20 @@ def amtool_route(amtool: str, config: Path, receiver: str, labels: list[str]) ->
     argv = [amtool, "config", "routes", "test", f"--config.file={config}", f"--verify.receivers={receiver}", *labels]
     run = subprocess.run(argv, capture_output=True, text=True)
     assert run.returncode == 0, run.stdout + run.stderr
+
+
+def promtool_record_test(
+    tmp_path: Path, rules: list[dict[str, str]], input_series: list[dict[str, str]], checks: list[dict[str, object]]
+) -> None:
+    """Run `promtool test rules` on recording `rules` (one group) with `input_series` at a 1m interval, and
+    assert that every `promql_expr_test` in `checks` holds."""
+    (tmp_path / "rules.yaml").write_text(yaml.safe_dump({"groups": [{"name": "t", "rules": rules}]}))
+    test = {
+        "rule_files": ["rules.yaml"],
+        "evaluation_interval": "1m",
+        "tests": [{"interval": "1m", "input_series": input_series, "promql_expr_test": checks}],
+    }
+    (tmp_path / "test.yaml").write_text(yaml.safe_dump(test))
+    done = subprocess.run([require_tool("promtool"), "test", "rules", "test.yaml"], capture_output=True, text=True,
+                          cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr

@@ -120,14 +120,39 @@ def pending_gpu_pods(cfg: ObspackConfig, scope: str = "") -> str:
     unschedulable = f"max by ({pod}) (kube_pod_status_unschedulable{c.selector(ksm, scope)})"
     blocked = f"({unschedulable} == 1)\n* on ({pod}) group_left ()\n(max by ({pod}) ({requests}) > 0)"
     # the namespace's mark reads the unschedulable pods (a few), not every pod's requests again
-    waiting = f"group by ({pod}) (kube_pod_status_unschedulable{c.selector(ksm, scope)} == 1)"
-    marks = [f"{waiting}\n  and on ({ns})\n  group by ({ns}) ({c.VLLM_POD}{c.selector(scope)})"]
+    waiting = _unschedulable(cfg, scope)
+    in_vllm_namespace = f"{waiting}\n  and on ({ns})\n  group by ({ns}) ({c.VLLM_POD}{c.selector(scope)})"
+    return f"{blocked}\nand on ({pod})\n(\n  {_vllm_marks(cfg, in_vllm_namespace)}\n)"
+
+
+def pending_gpu_pod_set(cfg: ObspackConfig, scope: str = "") -> str:
+    """The pods of pending_gpu_pods as a set (no value), for counting on a dashboard: every filter starts
+    from the unschedulable pods (a few) and only matches the fleet's GPU requests and vLLM pods against
+    them (`and`), where the alert's joins aggregate every pod's requests at each step of a range."""
+    pod, ns = c.by(cfg, "namespace", "pod"), c.by(cfg, "namespace")
+    ksm = cfg.selectors.kube_state_metrics
+    waiting = _unschedulable(cfg, scope)
+    requests = f"kube_pod_container_resource_requests{c.selector(ksm, GPU_RESOURCES, scope)}"
+    asking = f"(({requests} and on ({pod}) {waiting}) > 0)"
+    in_vllm_namespace = f"{waiting}\n  and on ({ns})\n  {c.VLLM_POD}{c.selector(scope)}"
+    return f"{waiting}\nand on ({pod})\n{asking}\nand on ({pod})\n(\n  {_vllm_marks(cfg, in_vllm_namespace)}\n)"
+
+
+def _unschedulable(cfg: ObspackConfig, scope: str) -> str:
+    pod = c.by(cfg, "namespace", "pod")
+    return f"group by ({pod}) (kube_pod_status_unschedulable{c.selector(cfg.selectors.kube_state_metrics, scope)} == 1)"
+
+
+def _vllm_marks(cfg: ObspackConfig, in_vllm_namespace: str) -> str:
+    """What tells a pending pod is vLLM's: its namespace runs vLLM, its container's name, or its owner."""
+    pod = c.by(cfg, "namespace", "pod")
+    ksm = cfg.selectors.kube_state_metrics
+    marks = [in_vllm_namespace]
     if cfg.vllm_containers.name_regex:
         named = c.selector(ksm, GPU_RESOURCES, f"container=~{promql_string(cfg.vllm_containers.name_regex)}")
         marks.append(f"group by ({pod}) (kube_pod_container_resource_requests{named})")
     marks += [f"group by ({pod}) (kube_pod_owner{c.selector(ksm, owner)})" for owner in autoscaled_owners(cfg)]
-    vllm = "\n  or\n  ".join(marks)
-    return f"{blocked}\nand on ({pod})\n(\n  {vllm}\n)"
+    return "\n  or\n  ".join(marks)
 
 
 def scale_up_blocked(cfg: ObspackConfig) -> AlertRule:

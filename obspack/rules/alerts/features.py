@@ -30,16 +30,19 @@ def tagged_rates(
     window: str,
     keep: tuple[str, ...] = POD_MODEL,
     *extra: str,
+    moving: bool = False,
 ) -> str:
     """The summed rates of several counters per `keep` and the tags (but `kind`) each is given. Each
     counter is summed per `keep` first (fewer series through the rest: a range query pays per series and
     step) and then gets its tags (label_replace), so `or` keeps them all: rates drop the metric name, and
     `or` would otherwise keep only the first of two counters with the same labels. `extra` matchers narrow
-    the series (dashboards: their variables)."""
+    the series (dashboards: their variables). `moving` keeps only the rates above zero, before the sum:
+    what goes on through the tags and `or` is the pods that count now, not every pod of the fleet."""
     by = c.by(cfg, *(label for label in keep if label != "kind"))
+    positive = " > 0" if moving else ""
     terms = []
     for metric, tags in counters:
-        term = f"sum by ({by}) (rate({metric}{sel(cfg, *extra)}[{window}]))"
+        term = f"sum by ({by}) (rate({metric}{sel(cfg, *extra)}[{window}]){positive})"
         for label, value in tags.items():
             term = f'label_replace({term}, "{label}", "{value}", "", "")'
         terms.append(term)
@@ -49,17 +52,22 @@ def tagged_rates(
 
 
 def transfer_failures(
-    cfg: ObspackConfig, window: str, keep: tuple[str, ...] = POD_MODEL, *extra: str, kinds: Sequence[str] = ()
+    cfg: ObspackConfig,
+    window: str,
+    keep: tuple[str, ...] = POD_MODEL,
+    *extra: str,
+    kinds: Sequence[str] = (),
+    moving: bool = False,
 ) -> str:
     """Failed and expired KV transfers per second, per pod, model and connector (and `kind` if kept);
-    only the `kinds` given, if any."""
+    only the `kinds` given, if any; only the pods where they happen now if `moving`."""
     counters = [
         (metric, {"kind": kind, "connector": connector})
         for connector, pairs in f.KV_TRANSFER_FAILURES.items()
         for metric, kind in pairs
         if not kinds or kind in kinds
     ]
-    return tagged_rates(cfg, counters, window, keep, *extra)
+    return tagged_rates(cfg, counters, window, keep, *extra, moving=moving)
 
 
 def offload_allocation_failures(cfg: ObspackConfig, window: str, *extra: str) -> str:

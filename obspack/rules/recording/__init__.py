@@ -6,7 +6,7 @@ from __future__ import annotations
 from obspack.config import ObspackConfig
 from obspack.memo import per_config
 from obspack.rules.model import RuleGroup
-from obspack.rules.recording import autoscaling, cost, dcgm, kubernetes, slo, vllm
+from obspack.rules.recording import autoscaling, cost, dcgm, kubernetes, roles, slo, vllm
 
 
 @per_config
@@ -17,6 +17,7 @@ def all_recording_groups(cfg: ObspackConfig) -> tuple[RuleGroup, ...]:
         autoscaling.group(cfg),
         *dcgm.groups(cfg, after_attribution=cost.rules(cfg)),
         cost.price_group(cfg),
+        roles.group(cfg),
         *vllm.latency_groups(cfg),
         *slo.groups(cfg),
         *cost.goodput_groups(cfg),

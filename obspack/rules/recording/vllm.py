@@ -90,6 +90,25 @@ def waiting_by_reason(cfg: ObspackConfig) -> str:
     )
 
 
+def kv_fetch_by_stage(cfg: ObspackConfig) -> str:
+    """Requests on decode pods waiting for their KV from a prefill pod, per model and stage (vLLM 0.32+)."""
+    return f"sum by ({c.by(cfg, 'namespace', 'model_name', 'stage')}) (max without (pid) ({f.KV_FETCH_BY_STAGE}{sel(cfg)}))"
+
+
+def engines_asleep(cfg: ObspackConfig) -> str:
+    """Engines asleep per model (sleep mode), 0 while every engine of the model is awake."""
+    return f"sum by ({c.by(cfg, 'namespace', 'model_name')}) (1 - max without (pid) ({f.SLEEP_STATE}{sel(cfg, f.AWAKE)}))"
+
+
+def refused_share(cfg: ObspackConfig) -> str:
+    """Requests refused at admission over all that reached the pod (refused or finished), over 5m, for the pods
+    refusing now only (`> 0` first): the record has series only while a pod refuses."""
+    pm = c.by(cfg, *POD_MODEL)
+    rejected = counter_rate(cfg, (f.ADMISSION_REJECTIONS,), "5m")
+    finished = counter_rate(cfg, (f.REQUEST_SUCCESS,), "5m")
+    return f"({rejected} > 0)\n/ on ({pm})\n(\n{rejected}\n+ on ({pm})\n{finished}\n)"
+
+
 KV_USAGE = ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc")  # 0.9.2+ name first
 PREFIX_HITS = ("vllm:prefix_cache_hits_total", "vllm:gpu_prefix_cache_hits_total")
 PREFIX_QUERIES = ("vllm:prefix_cache_queries_total", "vllm:gpu_prefix_cache_queries_total")
@@ -126,6 +145,13 @@ def group(cfg: ObspackConfig) -> RuleGroup:
             record=c.PREFIX_HIT_RATIO,
             expr=f"{prefix_hits_rate(cfg, '5m')}\n/ on ({pm})\n({prefix_queries_rate(cfg, '5m')} > 0)",
         ),
+        # The fleet page's feature rows: a few series per model, where the raw gauges of 1,000 pods through
+        # `max without (pid)` and a sum took ~0.5 s per graph.
+        RecordingRule(record=c.KV_FETCH_BY_STAGE, expr=kv_fetch_by_stage(cfg)),
+        RecordingRule(record=c.ENGINES_ASLEEP, expr=engines_asleep(cfg)),
+        # ... and its refused share per pod: the raw counters of 1,000 pods (5,500 finished-request series)
+        # took ~0.8 s per graph; series only while a pod refuses.
+        RecordingRule(record=c.REFUSED_SHARE, expr=refused_share(cfg)),
         RecordingRule(
             record=c.REQUEST_RATE,
             expr=counter_rate(
@@ -158,4 +184,16 @@ def latency_groups(cfg: ObspackConfig) -> list[RuleGroup]:
             interval=cfg.rule_interval,
         )
         for family, metrics in sources.items()
-    ]
+    ] + [transfer_time_group(cfg)]
+
+
+def transfer_time_group(cfg: ObspackConfig) -> RuleGroup:
+    """KV transfer-time buckets per model and connector (NIXL, Mooncake: each its own buckets), for the
+    transfer-time graphs: a few series per model where a connector runs (104 at 1,000 pods), none elsewhere,
+    where the raw buckets took ~0.35 s per quantile."""
+    keep = ("namespace", "model_name", "le")
+    rules = tuple(
+        RecordingRule(record=c.transfer_time_record(name), expr=counter_rate(cfg, (f"{family}_bucket",), "5m", keep=keep))
+        for name, family in f.KV_TRANSFER_TIMES.items()
+    )
+    return RuleGroup(name=f"{c.GROUP_PREFIX}-vllm-kv-transfer.rules", rules=rules, interval=cfg.rule_interval)
