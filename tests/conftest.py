@@ -10,22 +10,22 @@ def default_config() -> ObspackConfig:
 
 # The longest files first. With `-n 2 --dist loadfile` a file runs whole on one worker, in the order the
 # files were collected: a long file collected last would run alone at the end while the other core idles.
-# Measured (seconds, one suite run on the 2-core machine, docs/benchmarks.md); the rest follow in path
-# order. The sort is stable, so tests keep their order within a file.
+# Seconds per file in the suite run of docs/benchmarks.md ("The test suite on two cores"; the machine was
+# loaded); the rest follow in path order. The sort is stable, so tests keep their order within a file.
 SLOW_FIRST = (
-    "tests/doctor/test_healthy_fleet.py",  # 200: one fleet, a dozen doctor runs
-    "tests/rules/test_promtool.py",  # 190: the defaults' shipped tests, whole, as users run them
+    "tests/rules/test_promtool.py",  # 213: the defaults' shipped tests whole, as users run them (164)
+    "tests/doctor/test_healthy_fleet.py",  # 161: one fleet, a dozen doctor runs
     "tests/doctor/test_broken_fleets.py",  # 130: four fleets, one after the other
-    "tests/e2e/test_memory_planes.py",  # 110: the e2e stacks wait on live timers, a core free meanwhile
-    "tests/e2e/test_service.py",  # 95
-    "tests/e2e/test_incident.py",  # 95
-    "tests/doctor/test_hostile.py",  # 75
-    "tests/doctor/test_victoriametrics.py",  # 70
-    "tests/rules/test_promtool_order.py",  # 70
-    "tests/test_config_fuzz.py",  # 55
-    "tests/rules/test_vmalert_replay.py",  # 50
-    "tests/rules/test_hostile_configs.py",  # 45
-    "tests/rules/test_slo.py",  # 45
+    "tests/e2e/test_memory_planes.py",  # 114: the live stacks wait on timers, leaving a core to the rest
+    "tests/e2e/test_service.py",  # 91
+    "tests/test_config_fuzz.py",  # 86
+    "tests/e2e/test_incident.py",  # 85
+    "tests/doctor/test_victoriametrics.py",  # 71
+    "tests/rules/test_slo.py",  # 70
+    "tests/doctor/test_hostile.py",  # 66
+    "tests/rules/test_promtool_order.py",  # 52
+    "tests/rules/test_hostile_configs.py",  # 50
+    "tests/rules/test_vmalert_replay.py",  # 47
     "tests/e2e/",
     "tests/doctor/",
     "tests/rules/",
