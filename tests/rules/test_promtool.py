@@ -64,7 +64,7 @@ def test_rendered_unit_tests_pass(name: str, tmp_path: Path) -> None:
     in test_promtool_order.py). The custom config's SLO file is left to tests/rules/test_slo.py, which runs
     the SLO tests in both orders and checks each SLO's cases for every config: half of this test's time.
     The defaults' files run whole, as users run them; the custom config's with the groups each file's checks
-    need (tests/support/needed.py: the same results, a fifth of the time)."""
+    need (tests/support/needed.py: the same results in a quarter of the time)."""
     rendered = render_named(name, tmp_path)
     files = sorted((rendered / "tests").glob("*_test.yaml"))
     slos = "VLLMErrorBudgetBurn" in (rendered / ALERTS_FILE).read_text()
