@@ -26,7 +26,7 @@ import promql_parser as pp
 from obspack.durations import format_s
 from obspack.pack import Pack
 from obspack.pack.walk import Target, Variable, targets, variables
-from obspack.promql import Matcher, grafana_to_promql, may_match
+from obspack.promql import Matcher, grafana_to_promql, hide_strings, may_match, operands
 from obspack.rules.model import AlertRule, RuleGroup
 
 _OPS = {
@@ -320,7 +320,8 @@ def _write(expr: str, producers: tuple[Producer, ...]) -> str:
     for producer in producers:
         by_name.setdefault(producer[0], []).append(producer)
 
-    def expand(node: pp.Expr) -> pp.Expr | None:
+    def written_out(node: pp.Expr) -> str | None:
+        """What replaces a selector of a record (the union of its rules' expressions), else None."""
         vector = node.vector_selector if isinstance(node, pp.MatrixSelector) else node
         if not isinstance(vector, pp.VectorSelector) or vector.name not in by_name:
             return None
@@ -342,9 +343,58 @@ def _write(expr: str, producers: tuple[Producer, ...]) -> str:
         if not parts:
             raise CannotInline(f"no rule of the pack writes {selector}")
         union = f"({parts[0]})" if len(parts) == 1 else "(" + " or ".join(f"({p})" for p in parts) + ")"
-        return pp.parse(union + RECENT if isinstance(node, pp.MatrixSelector) else union)
+        return union + RECENT if isinstance(node, pp.MatrixSelector) else union
 
-    return _compact(pp.transform(pp.parse(expr), pre_visit=expand))
+    tree = pp.parse(expr)
+    found: list[tuple[pp.Expr, str]] = []
+
+    def visit(node: pp.Expr) -> None:  # the nodes promql_parser.transform would visit, in its order
+        text = written_out(node)
+        if text is not None:
+            found.append((node, text))
+            return
+        for child in operands(node):
+            visit(child)
+
+    visit(tree)
+    if not found:
+        return _compact(tree)
+    spliced = _spliced(expr, found)
+    if spliced is not None:
+        return _compact(pp.parse(spliced))
+
+    def expand(node: pp.Expr) -> pp.Expr | None:
+        text = written_out(node)
+        return None if text is None else pp.parse(text)
+
+    return _compact(pp.transform(tree, pre_visit=expand))
+
+
+def _spliced(expr: str, found: list[tuple[pp.Expr, str]]) -> str | None:
+    """`expr` with the text of each found selector replaced, or None where the text cannot be matched to
+    them one for one (then promql_parser.transform does it: the same result, many times slower on the long
+    expressions written-out records make, since it converts every node it visits from Rust again)."""
+    hidden, restore = hide_strings(expr)
+    names = "|".join(sorted({re.escape(_name(node)) for node, _ in found}, key=len, reverse=True))
+    spans = [m.span() for m in re.finditer(rf"(?<![\w:])(?:{names})(?![\w:])\s*(?:\{{[^{{}}]*\}})?(?:\s*\[[^\]:]*\])?", hidden)]
+    if len(spans) != len(found):
+        return None
+    out, at = [], 0
+    for (start, end), (node, text) in zip(spans, found):
+        try:
+            same = str(pp.parse(restore(hidden[start:end]))) == str(node)
+        except ValueError:
+            same = False
+        if not same:
+            return None
+        out += [restore(hidden[at:start]), text]
+        at = end
+    return "".join([*out, restore(hidden[at:])])
+
+
+def _name(node: pp.Expr) -> str:
+    vector = node.vector_selector if isinstance(node, pp.MatrixSelector) else node
+    return vector.name  # type: ignore[union-attr, no-any-return]
 
 
 def _compact(expr: pp.Expr) -> str:

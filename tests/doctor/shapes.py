@@ -71,6 +71,15 @@ def _dcgm_old(labels: dict[str, str]) -> dict[str, str]:
     return labels
 
 
+@dataclass
+class _Series:
+    """What a series becomes, worked out at its first sample (a fleet file has hundreds of samples per series)."""
+
+    head: str  # the reshaped `name{labels` (the sample's closing brace, value and timestamp follow)
+    cuts: list[int]  # timestamps after which its samples are left out (a source stopped)
+    labels: dict[str, str] | None  # its labels before reshaping, until its first kept sample names its target
+
+
 class _Reshaper:
     def __init__(self, shape: Shape, summary: FleetSummary) -> None:
         self.shape = shape
@@ -78,29 +87,39 @@ class _Reshaper:
         self.left_out = {p.name for p in summary.pods if p.generation not in shape.generations}
         self.targets: dict[tuple[tuple[str, str], ...], None] = {}
         self.cl = shape.spec.cluster_label
+        self.series: dict[str, _Series | None] = {}
 
     def keep_family(self, name: str) -> bool:
         return not name.startswith(self.shape.drop)
 
     def sample(self, line: str) -> str | None:
-        name, _, rest = line.partition("{")
+        head, _, tail = line.rpartition("}")
+        if head not in self.series:
+            self.series[head] = self._series(head)
+        series = self.series[head]
+        if series is None or any(float(tail.split()[1]) > cut for cut in series.cuts):
+            return None
+        if series.labels is not None:
+            self._target(series.labels)
+            series.labels = None
+        return f"{series.head}}}{tail}"
+
+    def _series(self, head: str) -> _Series | None:
+        name, _, labels_text = head.partition("{")
         if name.startswith(self.shape.drop):
             return None
-        labels_text, _, tail = rest.rpartition("}")
-        for prefix, cut in self.cut.items():
-            if name.startswith(prefix) and float(tail.split()[1]) > cut:
-                return None
         labels = _parse(labels_text)
         if self.left_out and self.left_out & {labels.get("pod"), labels.get("exported_pod"), self._endpoint(labels)}:
             return None  # a pod left out is no endpoint of its pool either
-        self._target(labels)
+        cuts = [cut for prefix, cut in self.cut.items() if name.startswith(prefix)]
+        original = dict(labels)
         for prefix, stripped in self.shape.strip.items():
             if name.startswith(prefix):
                 for label in stripped:
                     labels.pop(label, None)
         if self.shape.dcgm_old and name.startswith("DCGM_"):
             labels = _dcgm_old(labels)
-        return f"{name}{{{_join(labels)}}}{tail}"
+        return _Series(f"{name}{{{_join(labels)}", cuts, original)
 
     @staticmethod
     def _endpoint(labels: Mapping[str, str]) -> str | None:

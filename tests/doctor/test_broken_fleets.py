@@ -3,6 +3,9 @@
 Each fleet has the rendered rules loaded and evaluated, so what the doctor predicts for the panels is held
 against what their queries really return (tests/doctor/oracle.py); every other finding it must make is
 listed, and nothing else may appear.
+
+Each fleet's server runs only while its tests do (evaluating the whole pack every 2 s takes about a fifth
+of a core): the fleets of one test are function fixtures, and the fleet of two tests comes last.
 """
 
 from __future__ import annotations
@@ -45,61 +48,6 @@ def single_value_variables(label: str) -> set[str]:
 
 
 # ---------------------------------------------------------------------------------------------------
-# One cluster without a cluster label, dcgm-exporter's old label names, no SM activity field, and no HTTP
-# counter (vLLM before 0.8.3): no availability SLO, while the latency SLOs, recorded under the same
-# names, stand
-
-
-@pytest.fixture(scope="module")
-def old_names(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    drop = ("DCGM_FI_PROF_SM_ACTIVE", "http_requests_total")
-    shape = Shape(ONE_CLUSTER, strip={"": ("cluster",)}, dcgm_old=True, drop=drop)
-    with serving(shape, tmp_path_factory.mktemp("old-names"), GROUPS) as served:
-        yield served
-
-
-def test_old_dcgm_names_and_no_cluster_label_fit_with_notes(old_names: Served) -> None:
-    code, report = oracle.doctor(old_names.prom.url, "--time", str(old_names.summary.end))
-    assert panel_findings(report) == oracle.panels(old_names.prom, PACK, report)
-    assert all(level == "note" for level, _ in panel_findings(report))
-    expected = {
-        ("note", "source", "cluster label"),
-        ("note", "source", "dcgm-exporter"),
-        *(("note", "variable", v) for v in single_value_variables("cluster")),
-        YOUNG_RECORDS,
-        NO_PRICES,
-    }
-    assert without_panels(report) == expected
-    assert code == 0
-    burns = [a for a in report["alerts"] if a["alert"] == "VLLMErrorBudgetBurn"]
-    assert len(burns) == 4 and all(a["can_fire"] for a in burns), "the latency SLOs burn without HTTP"
-    assert "DCGM_FI_PROF_GR_ENGINE_ACTIVE instead" in oracle.message(report, "dcgm-exporter")
-    dcgm = next(s for s in report["sources"] if s["title"] == "dcgm-exporter")["details"]
-    # every GPU a pod holds (a LeaderWorkerSet worker's too) by its old pod label; one idle GPU per node
-    holders = (*old_names.summary.pods, *old_names.summary.workers)
-    nodes = {(p.cluster, p.node_index) for p in holders}
-    assert dcgm["modes"] == {"pod_name": sum(len(p.gpus) for p in holders), "none": len(nodes)}
-
-
-def test_rules_that_are_not_loaded_are_one_problem(old_names: Served) -> None:
-    loaded = old_names.rules.read_text()
-    old_names.rules.write_text(yaml.safe_dump({"groups": []}))
-    old_names.prom.reload()
-    try:
-        code, report = oracle.doctor(old_names.prom.url, "--time", str(old_names.summary.end))
-    finally:
-        old_names.rules.write_text(loaded)
-        old_names.prom.reload()
-    assert code == 1
-    assert {f for f in without_panels(report) if f[0] == "problem"} == {("problem", "rules", "rule groups")}
-    assert "none of the pack's" in oracle.message(report, "rule groups")
-    assert "ruleSelector" in " ".join(report["advice"]["actions"])
-    assert not any(level == "problem" for level, _ in panel_findings(report)), (
-        "the fit does not need the rules"
-    )
-
-
-# ---------------------------------------------------------------------------------------------------
 # No kube-state-metrics, cAdvisor without image, an alert rule that fails to evaluate
 
 
@@ -112,7 +60,7 @@ def failing_groups() -> list[dict]:
     return groups
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def no_ksm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     shape = Shape(TWO_CLUSTERS, drop=("kube_",), strip={"container_": ("image",)})
     with serving(shape, tmp_path_factory.mktemp("no-ksm"), failing_groups()) as served:
@@ -152,7 +100,7 @@ def test_missing_kube_state_metrics_and_a_failing_rule(no_ksm: Served) -> None:
 # cAdvisor without container names, dcgm-exporter gone for 20 minutes, vLLM V1 only, no CUDA probe
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def gone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     shape = Shape(
         TWO_CLUSTERS,
@@ -199,7 +147,7 @@ def test_a_source_gone_a_label_missing_and_an_optional_probe_off(gone: Served, t
 # printed first, with everything it breaks under it and the fix.
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def partial_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     shape = Shape(TWO_CLUSTERS, strip={"DCGM_": ("cluster",)})
     with serving(shape, tmp_path_factory.mktemp("partial-cluster"), GROUPS) as served:
@@ -235,3 +183,58 @@ def test_a_cluster_label_missing_on_one_source_is_the_one_cause_printed_first(pa
     code, report = oracle.doctor(partial_cluster.prom.url, "--time", end)
     assert [c["kind"] for c in report["causes"]] == ["cluster"]
     assert panel_findings(report) == oracle.panels(partial_cluster.prom, PACK, report)
+
+
+# ---------------------------------------------------------------------------------------------------
+# One cluster without a cluster label, dcgm-exporter's old label names, no SM activity field, and no HTTP
+# counter (vLLM before 0.8.3): no availability SLO, while the latency SLOs, recorded under the same
+# names, stand
+
+
+@pytest.fixture(scope="module")  # two tests; last in the file, so it stops as the module ends
+def old_names(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    drop = ("DCGM_FI_PROF_SM_ACTIVE", "http_requests_total")
+    shape = Shape(ONE_CLUSTER, strip={"": ("cluster",)}, dcgm_old=True, drop=drop)
+    with serving(shape, tmp_path_factory.mktemp("old-names"), GROUPS) as served:
+        yield served
+
+
+def test_old_dcgm_names_and_no_cluster_label_fit_with_notes(old_names: Served) -> None:
+    code, report = oracle.doctor(old_names.prom.url, "--time", str(old_names.summary.end))
+    assert panel_findings(report) == oracle.panels(old_names.prom, PACK, report)
+    assert all(level == "note" for level, _ in panel_findings(report))
+    expected = {
+        ("note", "source", "cluster label"),
+        ("note", "source", "dcgm-exporter"),
+        *(("note", "variable", v) for v in single_value_variables("cluster")),
+        YOUNG_RECORDS,
+        NO_PRICES,
+    }
+    assert without_panels(report) == expected
+    assert code == 0
+    burns = [a for a in report["alerts"] if a["alert"] == "VLLMErrorBudgetBurn"]
+    assert len(burns) == 4 and all(a["can_fire"] for a in burns), "the latency SLOs burn without HTTP"
+    assert "DCGM_FI_PROF_GR_ENGINE_ACTIVE instead" in oracle.message(report, "dcgm-exporter")
+    dcgm = next(s for s in report["sources"] if s["title"] == "dcgm-exporter")["details"]
+    # every GPU a pod holds (a LeaderWorkerSet worker's too) by its old pod label; one idle GPU per node
+    holders = (*old_names.summary.pods, *old_names.summary.workers)
+    nodes = {(p.cluster, p.node_index) for p in holders}
+    assert dcgm["modes"] == {"pod_name": sum(len(p.gpus) for p in holders), "none": len(nodes)}
+
+
+def test_rules_that_are_not_loaded_are_one_problem(old_names: Served) -> None:
+    loaded = old_names.rules.read_text()
+    old_names.rules.write_text(yaml.safe_dump({"groups": []}))
+    old_names.prom.reload()
+    try:
+        code, report = oracle.doctor(old_names.prom.url, "--time", str(old_names.summary.end))
+    finally:
+        old_names.rules.write_text(loaded)
+        old_names.prom.reload()
+    assert code == 1
+    assert {f for f in without_panels(report) if f[0] == "problem"} == {("problem", "rules", "rule groups")}
+    assert "none of the pack's" in oracle.message(report, "rule groups")
+    assert "ruleSelector" in " ".join(report["advice"]["actions"])
+    assert not any(level == "problem" for level, _ in panel_findings(report)), (
+        "the fit does not need the rules"
+    )

@@ -139,6 +139,33 @@ def test_a_record_read_with_a_time_modifier_cannot_be_written_out_and_says_so() 
         needs.written(needs.records["x:b:sum"][0])
 
 
+# Readers whose text is where splicing could go wrong: each must be written out exactly as
+# promql_parser.transform writes it (the slow way, which the doctor falls back to when the text and the tree
+# do not match one for one).
+TRICKY = (
+    'x:a:sum{job="a\\"b", pod=~"p-\\\\d+"} / on (m) x:b:sum',  # escaped strings beside the records
+    'label_replace(x:a:sum, "note", "x:a:sum{m=\\"1\\"}", "", "")',  # a record's name inside a string
+    "max_over_time(x:a:sum[10m]) + avg_over_time(x:a:sum [5m:1m])",  # a window, a subquery
+    '{__name__="x:a:sum"} * 2',  # the name as a matcher
+    'sum by (m) (x:a:sum  {m!=""}) # x:a:sum in a comment\n + x:b:sum',
+    "x:a:summary + x:a:sum",  # a longer name that starts with a record's
+)
+
+
+@pytest.mark.parametrize("expr", TRICKY)
+def test_a_written_out_record_is_spliced_as_promql_parser_transforms_it(expr: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from obspack.doctor import needs as module
+
+    rules = (RecordingRule("x:a:sum", 'sum by (m) (a{job="j"})'), RecordingRule("x:b:sum", "sum by (m) (b)"))
+    needs = pack_of(*rules, RecordingRule("x:a:summary", "a"), RecordingRule("x:read", expr))
+    reader = needs.records["x:read"][0]
+    spliced = needs.written(reader)
+    module._write.cache_clear()
+    monkeypatch.setattr(module, "_spliced", lambda expr, found: None)
+    assert needs.written(reader) == spliced
+    module._write.cache_clear()
+
+
 # A record of four rules (one SLO each, the last two model branches of one SLO, with the same labels) and
 # readers that select it with each kind of matcher. promtool evaluates the real rules and the doctor's
 # written-out readers over the same series: both must give exactly the stated series and values.

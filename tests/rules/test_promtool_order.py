@@ -1,6 +1,7 @@
 """The shipped unit tests with the rule groups evaluated in reverse order, as a live Prometheus may run them
 (each group on its own timer): an alert one group hop from raw series still fires on time, and a hidden
-second hop fails. Apart from test_promtool.py so that the two files run on both cores of the suite."""
+second hop fails. Apart from test_promtool.py so that the two files run on both cores of the suite. Each file
+runs with the groups its checks need (tests/support/needed.py), in the same reversed order among them."""
 
 from pathlib import Path
 
@@ -9,6 +10,7 @@ import yaml
 
 from obspack.render.files import RECORDING_FILE
 from tests.rules.test_promtool import promtool, render_named
+from tests.support.needed import needed_only
 
 
 # The defaults, and the demo's config (`for` of seconds, where an extra hop shows most); the custom config
@@ -32,7 +34,7 @@ def test_rendered_unit_tests_pass_with_the_group_order_reversed(rendered: Path) 
     test_one_group_boundary_from_raw_series_to_the_alert holds every config to one hop)."""
     _reverse_group_order(rendered / "tests")
     files = sorted(f.name for f in (rendered / "tests").glob("*_test.yaml") if f.name != "slo_test.yaml")
-    done = promtool("test", "rules", *files, cwd=rendered / "tests")
+    done = promtool("test", "rules", *files, cwd=needed_only(rendered / "tests", files, rendered / "needed"))
     assert done.returncode == 0, done.stdout + done.stderr
 
 
@@ -50,9 +52,10 @@ def test_a_hidden_group_hop_fails_the_reversed_order_tests(rendered: Path) -> No
         spec = yaml.safe_load(test.read_text())
         spec["group_eval_order"].insert(len(doc["groups"]) - 1, "obspack-hidden-hop.rules")
         test.write_text(yaml.safe_dump(spec, sort_keys=False))
-    in_file_order = promtool("test", "rules", "memory-planes_test.yaml", cwd=rendered / "tests")
+    memory = ["memory-planes_test.yaml"]
+    in_file_order = promtool("test", "rules", *memory, cwd=needed_only(rendered / "tests", memory, rendered / "in-order"))
     assert in_file_order.returncode == 0, in_file_order.stdout + in_file_order.stderr
     _reverse_group_order(rendered / "tests")
-    reversed_order = promtool("test", "rules", "memory-planes_test.yaml", cwd=rendered / "tests")
+    reversed_order = promtool("test", "rules", *memory, cwd=needed_only(rendered / "tests", memory, rendered / "reversed"))
     assert reversed_order.returncode != 0
     assert "VLLMHostMemoryNearLimit" in reversed_order.stdout + reversed_order.stderr
