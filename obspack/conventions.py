@@ -108,9 +108,8 @@ def latency_bucket_record(family: str) -> str:
     return record_name("namespace_model_le", f"vllm_{family}_seconds_bucket", "rate5m")
 
 
-def transfer_time_record(connector: str) -> str:
-    """A KV connector's transfer-time buckets per model (`nixl`, `mooncake`), for the transfer-time graphs."""
-    return latency_bucket_record(f"{connector}_xfer_time")
+# The KV connectors' transfer-time buckets per model, `connector` naming each (`nixl`, `mooncake`).
+KV_TRANSFER_TIME = record_name("namespace_model_connector_le", "vllm_kv_transfer_time_seconds_bucket", "rate5m")
 
 
 def window_record(level: str, metric: str, op: str, window: str) -> str:

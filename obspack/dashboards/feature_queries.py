@@ -84,13 +84,7 @@ def transfer_time(cfg: ObspackConfig, quantile: float) -> str:
     """Per model and connector, from the per-model bucket records (obspack/rules/recording/vllm.py), as the
     fleet latency graphs: NIXL's and Mooncake's histograms have their own buckets, which one quantile must
     not mix. Per model: the pod filter does not narrow it."""
-    buckets = _either(
-        *(
-            f'label_replace({q.rec(cfg, c.transfer_time_record(name), q.MODEL)}, "connector", "{name}", "", "")'
-            for name in f.KV_TRANSFER_TIMES
-        )
-    )
-    return f"histogram_quantile({quantile}, (\n  {buckets}\n))"
+    return f"histogram_quantile({quantile}, {q.rec(cfg, c.KV_TRANSFER_TIME, q.MODEL)})"
 
 
 def transferred_bytes(cfg: ObspackConfig) -> str:

@@ -90,8 +90,7 @@ def test_refused_share_only_for_the_pods_refusing(tmp_path: Path) -> None:
 @pytest.mark.tool
 def test_transfer_time_buckets_per_model_for_each_connector(tmp_path: Path) -> None:
     """Each connector's buckets summed over the model's decode pods, by `le`; router copies left out."""
-    group = vllm.transfer_time_group(ObspackConfig())
-    nixl = next(r for r in group.rules if r.record == c.transfer_time_record("nixl"))  # type: ignore[union-attr]
+    (rule,) = vllm.transfer_time_group(ObspackConfig()).rules
     family = f.KV_TRANSFER_TIMES["nixl"]
 
     def bucket(pod: str, model: str, le: str, per_minute: int) -> dict[str, str]:
@@ -102,10 +101,15 @@ def test_transfer_time_buckets_per_model_for_each_connector(tmp_path: Path) -> N
         bucket("d-0", "m", "0.1", 60), bucket("d-0", "m", "+Inf", 120),
         bucket("d-1", "m", "0.1", 0), bucket("d-1", "m", "+Inf", 60),
         bucket("router", "", "+Inf", 6000),
+        # a Mooncake decode pod of the same model: its own buckets, under its own connector
+        {"series": f'{f.KV_TRANSFER_TIMES["mooncake"]}_bucket{{cluster="a", namespace="ns", pod="m-0", engine="0", '
+                   'le="+Inf", model_name="m"}', "values": "0+30x10"},
     ]
-    record = nixl.record  # type: ignore[union-attr]
-    keep = 'cluster="a", namespace="ns", model_name="m"'
-    _check(tmp_path, record, nixl.expr, series, [
+    record = rule.record  # type: ignore[union-attr]
+    keep = 'cluster="a", namespace="ns", model_name="m", connector="nixl"'
+    _check(tmp_path, record, rule.expr, series, [
+        {"labels": f'{record}{{cluster="a", namespace="ns", model_name="m", connector="mooncake", le="+Inf"}}',
+         "value": 0.5},
         {"labels": f'{record}{{{keep}, le="+Inf"}}', "value": 3},
         {"labels": f'{record}{{{keep}, le="0.1"}}', "value": 1},
     ])  # fmt: skip

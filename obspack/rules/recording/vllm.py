@@ -12,6 +12,8 @@
 
 from __future__ import annotations
 
+import textwrap
+
 from obspack import conventions as c
 from obspack.catalogue import vllm_features as f
 from obspack.catalogue.vllm import HAS_MODEL, POD_MODEL
@@ -188,12 +190,15 @@ def latency_groups(cfg: ObspackConfig) -> list[RuleGroup]:
 
 
 def transfer_time_group(cfg: ObspackConfig) -> RuleGroup:
-    """KV transfer-time buckets per model and connector (NIXL, Mooncake: each its own buckets), for the
-    transfer-time graphs: a few series per model where a connector runs (104 at 1,000 pods), none elsewhere,
-    where the raw buckets took ~0.35 s per quantile."""
+    """KV transfer-time buckets per model and connector (NIXL, Mooncake: each its own buckets, told apart by
+    `connector`), for the transfer-time graphs: a few series per model where a connector runs (104 at 1,000
+    pods), none elsewhere, where the raw buckets took ~0.35 s per quantile. One record for both connectors,
+    so it has series wherever either runs."""
     keep = ("namespace", "model_name", "le")
-    rules = tuple(
-        RecordingRule(record=c.transfer_time_record(name), expr=counter_rate(cfg, (f"{family}_bucket",), "5m", keep=keep))
+    legs = "\nor\n".join(
+        f'label_replace(\n{textwrap.indent(counter_rate(cfg, (f"{family}_bucket",), "5m", keep=keep), "  ")},\n'
+        f'  "connector", "{name}", "", ""\n)'
         for name, family in f.KV_TRANSFER_TIMES.items()
     )
+    rules = (RecordingRule(record=c.KV_TRANSFER_TIME, expr=legs),)
     return RuleGroup(name=f"{c.GROUP_PREFIX}-vllm-kv-transfer.rules", rules=rules, interval=cfg.rule_interval)
