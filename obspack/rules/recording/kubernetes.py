@@ -17,19 +17,19 @@ HAS_CONTAINER = 'container!=""'
 NOT_PAUSE = 'container!="POD"'
 
 
-def vllm_source_selectors(cfg: ObspackConfig, with_container: bool) -> list[str]:
+def vllm_source_selectors(cfg: ObspackConfig, with_container: bool, engines: bool = True) -> list[str]:
     """The raw selectors that mark a container as vLLM: its image (kube-state-metrics or cAdvisor), its name,
-    or the vLLM engine metrics scraped from it. Any one is enough. `with_container`: the engine series must
-    name their container (per-container level)."""
+    or the vLLM engine metrics scraped from it (unless `engines` is false). Any one is enough.
+    `with_container`: the engine series must name their container (per-container level)."""
     s = cfg.selectors
     image = f"=~{promql_string(cfg.vllm_containers.image_regex)}"
-    engine = c.selector(s.vllm, HAS_MODEL, HAS_CONTAINER if with_container else "")
     sources = [
         f"kube_pod_container_info{c.selector(s.kube_state_metrics, HAS_CONTAINER, 'image' + image)}",
         f"kube_pod_container_info{c.selector(s.kube_state_metrics, HAS_CONTAINER, 'image_spec' + image)}",
         f"container_memory_working_set_bytes{c.selector(s.cadvisor, HAS_CONTAINER, NOT_PAUSE, 'image' + image)}",
-        f"vllm:num_requests_running{engine}",
     ]
+    if engines:
+        sources.append(f"vllm:num_requests_running{c.selector(s.vllm, HAS_MODEL, HAS_CONTAINER if with_container else '')}")
     if cfg.vllm_containers.name_regex:
         name = promql_string(cfg.vllm_containers.name_regex)
         sources.append(f"kube_pod_container_info{c.selector(s.kube_state_metrics, 'container=~' + name)}")
@@ -40,8 +40,7 @@ def vllm_image_pods(cfg: ObspackConfig) -> str:
     """One series per pod with a vLLM container by its image or name, from raw series: with the engines'
     pods (`vllm_leaders`) and their LWS workers, every vLLM pod. What this adds is the pods whose engine
     series are missing (crash-looping, not scraped yet)."""
-    engine = "vllm:num_requests_running"
-    legs = [s for s in vllm_source_selectors(cfg, with_container=False) if not s.startswith(engine)]
+    legs = vllm_source_selectors(cfg, with_container=False, engines=False)
     return f"group by ({c.by(cfg, 'namespace', 'pod')}) (\n  " + "\n  or\n  ".join(legs) + "\n)"
 
 
