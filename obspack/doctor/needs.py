@@ -322,7 +322,7 @@ def _write(expr: str, producers: tuple[Producer, ...]) -> str:
 
     def written_out(node: pp.Expr) -> str | None:
         """What replaces a selector of a record (the union of its rules' expressions), else None."""
-        vector = node.vector_selector if isinstance(node, pp.MatrixSelector) else node
+        vector = _vector(node)
         if not isinstance(vector, pp.VectorSelector) or vector.name not in by_name:
             return None
         selector = Selector.of(vector)
@@ -392,9 +392,13 @@ def _spliced(expr: str, found: list[tuple[pp.Expr, str]]) -> str | None:
     return "".join([*out, restore(hidden[at:])])
 
 
+def _vector(node: pp.Expr) -> pp.Expr:
+    """The selector a node reads: a range's own vector selector, else the node itself."""
+    return node.vector_selector if isinstance(node, pp.MatrixSelector) else node
+
+
 def _name(node: pp.Expr) -> str:
-    vector = node.vector_selector if isinstance(node, pp.MatrixSelector) else node
-    return vector.name  # type: ignore[union-attr, no-any-return]
+    return _vector(node).name  # type: ignore[attr-defined, no-any-return]
 
 
 def _compact(expr: pp.Expr) -> str:
