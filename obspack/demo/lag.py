@@ -11,10 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import yaml
-
 from obspack import durations
-from obspack.config import ObspackConfig
 from obspack.demo.stack import Stack
 
 
@@ -45,7 +42,7 @@ def _seconds(duration: str) -> float:
 
 
 def _settings(stack: Stack, alert: str) -> object:
-    return getattr(ObspackConfig.model_validate(yaml.safe_load(stack.config) or {}).alerts, alert)
+    return getattr(stack.settings.alerts, alert)
 
 
 def for_seconds(stack: Stack, alert: str) -> float:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import json
 import os
 import subprocess
@@ -264,13 +265,18 @@ class Stack:
 
     # --- lifecycle ----------------------------------------------------------------------------------
 
+    @functools.cached_property
+    def settings(self) -> ObspackConfig:
+        """The obspack config the stack renders, parsed once."""
+        return ObspackConfig.model_validate(yaml.safe_load(self.config) or {})
+
     @property
     def cluster_label(self) -> str:
-        return str((yaml.safe_load(self.config) or {}).get("cluster_label", "cluster"))
+        return self.settings.cluster_label
 
     @property
     def role_label(self) -> str:
-        return ObspackConfig.model_validate(yaml.safe_load(self.config) or {}).disaggregation.role_label
+        return self.settings.disaggregation.role_label
 
     @property
     def targets(self) -> Path:
