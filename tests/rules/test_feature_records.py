@@ -15,11 +15,17 @@ from obspack.rules.recording import vllm
 from tests.support.tools import promtool_record_test
 
 
-def _series(metric: str, pod: str, model: str, value: float, **labels: str) -> dict[str, str]:
+def _series(metric: str, pod: str, model: str, value: float, *, values: str = "", **labels: str) -> dict[str, str]:
+    """A series of one pod (no model_name where `model` is empty): `value` throughout, or `values`."""
     where = ", ".join(f'{k}="{v}"' for k, v in {"cluster": "a", "namespace": "ns", "pod": pod, **labels}.items())
     if model:
         where += f', model_name="{model}"'
-    return {"series": f"{metric}{{{where}}}", "values": f"{value:g}x10"}
+    return {"series": f"{metric}{{{where}}}", "values": values or f"{value:g}x10"}
+
+
+def _counter(metric: str, pod: str, model: str, per_minute: int, **labels: str) -> dict[str, str]:
+    """A counter of one pod rising by `per_minute` each minute."""
+    return _series(metric, pod, model, 0, values=f"0+{per_minute}x10", **labels)
 
 
 def _check(tmp_path: Path, record: str, expr: str, series: list[dict[str, str]], expected: list[dict[str, object]]) -> None:
@@ -68,19 +74,14 @@ def test_engines_asleep_per_model_zero_while_all_are_awake(tmp_path: Path) -> No
 def test_refused_share_only_for_the_pods_refusing(tmp_path: Path) -> None:
     """Refused over refused and finished, per pod; a pod whose counter stands still has no series."""
     rejected, finished = f.ADMISSION_REJECTIONS, f.REQUEST_SUCCESS
-
-    def counter(metric: str, pod: str, per_minute: int, **labels: str) -> dict[str, str]:
-        where = ", ".join(f'{k}="{v}"' for k, v in {"cluster": "a", "namespace": "ns", "pod": pod, "model_name": "m", **labels}.items())
-        return {"series": f"{metric}{{{where}}}", "values": f"0+{per_minute}x10"}
-
     series = [
-        counter(rejected, "busy", 60, engine="0", reason="max_num_queued_reqs"),
-        counter(rejected, "busy", 0, engine="0", reason="max_num_queued_tokens"),
-        counter(finished, "busy", 120, engine="0", finished_reason="stop"),
-        counter(finished, "busy", 60, engine="0", finished_reason="length"),
+        _counter(rejected, "busy", "m", 60, engine="0", reason="max_num_queued_reqs"),
+        _counter(rejected, "busy", "m", 0, engine="0", reason="max_num_queued_tokens"),
+        _counter(finished, "busy", "m", 120, engine="0", finished_reason="stop"),
+        _counter(finished, "busy", "m", 60, engine="0", finished_reason="length"),
         # the other side: the same feature on, nothing refused
-        counter(rejected, "calm", 0, engine="0", reason="max_num_queued_reqs"),
-        counter(finished, "calm", 120, engine="0", finished_reason="stop"),
+        _counter(rejected, "calm", "m", 0, engine="0", reason="max_num_queued_reqs"),
+        _counter(finished, "calm", "m", 120, engine="0", finished_reason="stop"),
     ]
     _check(tmp_path, c.REFUSED_SHARE, vllm.refused_share(ObspackConfig()), series, [
         {"labels": f'{c.REFUSED_SHARE}{{cluster="a", namespace="ns", pod="busy", model_name="m"}}', "value": 0.25},
@@ -91,19 +92,17 @@ def test_refused_share_only_for_the_pods_refusing(tmp_path: Path) -> None:
 def test_transfer_time_buckets_per_model_for_each_connector(tmp_path: Path) -> None:
     """Each connector's buckets summed over the model's decode pods, by `le`; router copies left out."""
     (rule,) = vllm.transfer_time_group(ObspackConfig()).rules
-    family = f.KV_TRANSFER_TIMES["nixl"]
+    nixl, mooncake = (f"{f.KV_TRANSFER_TIMES[name]}_bucket" for name in ("nixl", "mooncake"))
 
-    def bucket(pod: str, model: str, le: str, per_minute: int) -> dict[str, str]:
-        where = f'cluster="a", namespace="ns", pod="{pod}", engine="0", le="{le}"' + (f', model_name="{model}"' if model else "")
-        return {"series": f"{family}_bucket{{{where}}}", "values": f"0+{per_minute}x10"}
+    def bucket(pod: str, model: str, le: str, per_minute: int, family: str = nixl) -> dict[str, str]:
+        return _counter(family, pod, model, per_minute, engine="0", le=le)
 
     series = [
         bucket("d-0", "m", "0.1", 60), bucket("d-0", "m", "+Inf", 120),
         bucket("d-1", "m", "0.1", 0), bucket("d-1", "m", "+Inf", 60),
         bucket("router", "", "+Inf", 6000),
         # a Mooncake decode pod of the same model: its own buckets, under its own connector
-        {"series": f'{f.KV_TRANSFER_TIMES["mooncake"]}_bucket{{cluster="a", namespace="ns", pod="m-0", engine="0", '
-                   'le="+Inf", model_name="m"}', "values": "0+30x10"},
+        bucket("m-0", "m", "+Inf", 30, mooncake),
     ]
     record = rule.record  # type: ignore[union-attr]
     keep = 'cluster="a", namespace="ns", model_name="m", connector="nixl"'
