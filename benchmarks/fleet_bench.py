@@ -12,10 +12,12 @@ two clusters, 1 h at a 30 s scrape interval), with every pod holding 8 GPUs (`--
    as it is written (the promtools and the generator share the cores);
 2. backfills the rendered recording rules with `promtool tsdb create-blocks-from rules`, dependency
    level by level (obspack/demo/prometheus.py);
-3. starts Prometheus with the rendered rule files (recording and alerts, every group at a 5 s or 10 s
-   interval) and reads each group's `prometheus_rule_group_last_duration_seconds` over a few
-   evaluations. The fleet's timestamps are shifted so that its last sample is about "now" when this
-   server starts: rules see fresh data, not stale;
+3. at the largest size, measures the rules live (benchmarks/fleet_live.py): the same fleet, written as
+   one snapshot per source and scrape, is scraped by a Prometheus that evaluates the rendered rule
+   files at the scrape interval (30 s, kube-prometheus-stack's default), as a user's server does:
+   data in its head, scrapes beside the rules. Once every [5m] window is full it reads each group's
+   `prometheus_rule_group_last_duration_seconds` for a few evaluations, the server's CPU per
+   interval and its missed iterations (`--no-live` skips this; it adds about 8 minutes);
 4. starts Prometheus without rules and times every dashboard target (range query over the whole hour,
    `step` = the scrape interval, as Grafana asks for a panel of ~1000 px when the datasource's scrape
    interval is 30 s; tables are instant queries at the end), with the variables as on first load
@@ -31,7 +33,7 @@ two clusters, 1 h at a 30 s scrape interval), with every pod holding 8 GPUs (`--
 
 It prints progress to stderr and writes the tables into the "Fleet scale" section of docs/benchmarks.md
 (other sections of that file are kept). Not part of CI: at 1000 pods the fleet is ~38 M samples and
-13 GB of OpenMetrics text (each file deleted once backfilled); the whole run takes about 8 minutes on
+13 GB of OpenMetrics text (each file deleted once backfilled); the whole run takes about 20 minutes on
 2 cores. It needs `prometheus` and `promtool` (2.42) on PATH.
 """
 
@@ -65,7 +67,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from benchmarks import fleet_report  # noqa: E402
+from benchmarks import fleet_live, fleet_report  # noqa: E402
 from benchmarks.fleet_queries import (  # noqa: E402
     NAIVE,
     Dashboard,
@@ -76,21 +78,16 @@ from benchmarks.fleet_queries import (  # noqa: E402
 )
 from obspack.demo import fleet  # noqa: E402
 from obspack.demo.fleet import FleetSpec, FleetSummary, Pod, write_openmetrics_by_source  # noqa: E402
-from obspack.demo.processes import find_tool  # noqa: E402
+from obspack.demo.processes import StackError, find_tool  # noqa: E402
 from obspack.demo.prometheus import Prometheus, backfill_rules, running_prometheus  # noqa: E402
 
 SESSION_S = 45.0  # restart the query server before Prometheus's first compaction (60 s after start)
-RULE_LIMIT_S = 50.0  # stop reading live rule evaluations after this long
+LIVE_WARM_S = 300  # the live rules are read once every [5m] window holds scraped data
 BACKFILL_INTERVAL = "60s"  # recording rules backfilled at Prometheus's default evaluation_interval
 QUERY_TIMEOUT_S = (
     2.5  # a query slower than this (10x the panel target) is reported as "> 2.5 s", not repeated
 )
 REPEAT_BUDGET_S = 1.5  # stop repeating a query once its runs add up to this
-
-
-def rule_interval(pods: int) -> str:
-    """Live evaluation interval: short, but long enough that big groups rarely overlap on 2 cores."""
-    return "5s" if pods < 500 else "10s"
 
 
 PROMTOOL_ENV = {"GOGC": "400"}  # promtool's parser allocates per sample: less GC, ~15% faster
@@ -263,58 +260,28 @@ class QueryServer:
 # Rule groups, evaluated live
 
 
-def fast_rule_files(pack: Path, out: Path, recording: list[dict[str, Any]], interval: str) -> list[Path]:
-    """The recording groups given and the rendered alerts, every group at `interval`."""
-    out.mkdir(parents=True, exist_ok=True)
-    alerts = yaml.safe_load((pack / "prometheus" / "alerts.yaml").read_text())["groups"]
-    files = []
-    for name, groups in (("recording-rules.yaml", recording), ("alerts.yaml", alerts)):
-        files.append(out / name)
-        fast = [{**g, "interval": interval} for g in groups]
-        files[-1].write_text(yaml.safe_dump({"groups": fast}, sort_keys=False))
-    return files
+def run_live(pods: int, settings: Settings, pack: Path, size_dir: Path) -> fleet_live.LiveResult:
+    """The same fleet scraped live for `LIVE_WARM_S` plus a few intervals, the pack's rules evaluated as a
+    user's Prometheus does (benchmarks/fleet_live.py)."""
+    warm = -(-LIVE_WARM_S // settings.scrape_s) + 1
+    steps = warm + settings.evaluations + 3  # the data keeps moving until the last evaluation read
+    spec = FleetSpec(pods=pods // 2, duration_s=(steps - 1) * settings.scrape_s, step_s=settings.scrape_s)
+    snapshots = size_dir / "live-snapshots"
+    log(f"{pods} pods: writing {steps} live snapshots per source")
+    try:
+        with gpu_dense(settings.gpus_per_pod):
+            fleet_live.write_snapshots(spec, snapshots)
+        rules = [pack / "prometheus" / "recording-rules.yaml", pack / "prometheus" / "alerts.yaml"]
+        log(f"{pods} pods: scraping them every {settings.scrape_s}s, {warm} scrapes before the rules are read")
+        return fleet_live.measure_live(
+            snapshots, list(fleet.SOURCES), steps, rules, settings.scrape_s, warm, settings.evaluations,
+            size_dir / "live", find_tool("prometheus") or "prometheus",
+        )  # fmt: skip
+    finally:
+        shutil.rmtree(snapshots, ignore_errors=True)
+        shutil.rmtree(size_dir / "live", ignore_errors=True)
 
 
-_GROUP = re.compile(
-    r'prometheus_rule_group_last_(duration_seconds|evaluation_timestamp_seconds)\{rule_group="[^;"]*/([^/;"]+);([^"]+)"\}'
-)
-
-
-def measure_rule_groups(data: Path, rule_files: list[Path], evaluations: int) -> dict[str, Any]:
-    """Each group's evaluation durations (the server's own metric) over `evaluations` evaluations after
-    a warm-up one."""
-    durations: dict[str, list[float]] = {}
-    seen: dict[str, float] = {}
-    slowest_rule: dict[str, tuple[float, str]] = {}
-    with running_prometheus(data, rule_files=rule_files) as prom:
-        started = time.monotonic()
-        while time.monotonic() - started < RULE_LIMIT_S:
-            time.sleep(0.5)
-            latest: dict[str, dict[str, float]] = {}
-            for key, value in own_metrics(prom).items():
-                m = _GROUP.fullmatch(key)
-                if m:
-                    latest.setdefault(f"{m.group(2)}: {m.group(3)}", {})[m.group(1)] = value
-            for group, values in latest.items():
-                stamp = values.get("evaluation_timestamp_seconds", 0.0)
-                if stamp > 0 and stamp != seen.get(group):
-                    # The first evaluation is a warm-up: it creates every record's series in the head.
-                    if group in seen:
-                        durations.setdefault(group, []).append(values["duration_seconds"])
-                    seen[group] = stamp
-            if latest and all(len(durations.get(g, [])) >= evaluations for g in latest):
-                break
-        for group in prom.get("rules")["groups"]:  # unchecked: the shape drops each rule's evaluationTime
-            rules = sorted(group["rules"], key=lambda r: -r.get("evaluationTime", 0))
-            if rules:
-                name = rules[0].get("name", "")
-                slowest_rule[f"{Path(group['file']).name}: {group['name']}"] = (
-                    rules[0]["evaluationTime"],
-                    name,
-                )
-    for leftover in ("wal", "chunks_head"):  # this server's rule results at "now": not part of the fleet
-        shutil.rmtree(data / leftover, ignore_errors=True)
-    return {"durations": durations, "slowest_rule": slowest_rule}
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -329,7 +296,14 @@ class SizeResult:
     samples: int
     text_bytes: int
     phases: dict[str, float] = field(default_factory=dict)
-    freshness_s: float = 0.0  # how long before the rule-evaluating server started the data ended
+    live_cpu_s: float = 0.0  # the live Prometheus's CPU seconds per rule interval (scrapes and rules)
+    scrape_cpu_s: float = 0.0  # the same with no rules loaded: the scrapes alone
+    missed_iterations: float = 0.0
+    scrape_s: dict[str, float] = field(default_factory=dict)  # source -> live scrape duration
+    head_series: float = 0.0
+    live_record_series: int = 0
+    failed_scrapes: int = -1  # -1: not counted (runs before the count existed)
+    live_error: str = ""
     rule_interval: str = ""
     rule_groups: dict[str, list[float]] = field(default_factory=dict)
     slowest_rule: dict[str, tuple[float, str]] = field(default_factory=dict)
@@ -359,8 +333,8 @@ def run_size(
     settings: Settings,
     pack: Path,
     work: Path,
-    lead_s: float,
     keep: bool = False,
+    live: bool = True,
 ) -> SizeResult:
     """Generate, backfill, evaluate and query one fleet of `pods` vLLM pods (half in each cluster)."""
     clock = time.perf_counter
@@ -368,9 +342,7 @@ def run_size(
     shutil.rmtree(size_dir, ignore_errors=True)
     data = size_dir / "data"
     data.mkdir(parents=True)
-    # The data ends `lead_s` from now: about when the rule-evaluating server will start.
-    end = int(time.time() + lead_s)
-    spec = FleetSpec(pods=pods // 2, duration_s=settings.duration_s, step_s=settings.scrape_s, end=end)
+    spec = FleetSpec(pods=pods // 2, duration_s=settings.duration_s, step_s=settings.scrape_s)
 
     t0 = clock()
     summary, text_bytes, generated = backfill_fleet(spec, settings.gpus_per_pod, size_dir, data)
@@ -393,18 +365,23 @@ def run_size(
         f"{pods} pods: recording rules backfilled in {levels} levels, {result.phases['backfill recording rules']:.0f}s"
     )
 
-    early = summary.end + 1 - time.time()
-    if early > 0:
-        time.sleep(min(early, 20.0))
-    result.freshness_s = time.time() - summary.end
     t2 = clock()
-    result.rule_interval = rule_interval(pods)
-    files = fast_rule_files(pack, size_dir / "rules", recording, result.rule_interval)
-    live = measure_rule_groups(data, files, settings.evaluations)
-    result.rule_groups, result.slowest_rule = live["durations"], live["slowest_rule"]
-    result.phases["rule evaluation"] = clock() - t2
-    log(f"{pods} pods: rule groups evaluated ({result.freshness_s:.0f}s after the last sample), "
-        f"{result.phases['rule evaluation']:.0f}s")  # fmt: skip
+    if live:
+        result.rule_interval = f"{settings.scrape_s}s"
+        try:
+            measured = run_live(pods, settings, pack, size_dir)
+        except (RuntimeError, OSError, StackError) as e:  # the other sizes' numbers and the queries are kept
+            result.live_error = str(e)
+            log(f"{pods} pods: the live rule groups were not measured: {e}")
+        else:
+            result.rule_groups, result.slowest_rule = measured.durations, measured.slowest_rule
+            result.live_cpu_s, result.missed_iterations = measured.cpu_per_interval_s, measured.missed_iterations
+            result.scrape_cpu_s = measured.scrape_cpu_per_interval_s
+            result.scrape_s, result.head_series = measured.scrape_s, measured.head_series
+            result.live_record_series, result.failed_scrapes = measured.record_series, measured.failed_scrapes
+            log(f"{pods} pods: rule groups evaluated live; Prometheus used {result.live_cpu_s:.1f}s of CPU per "
+                f"{result.rule_interval}")  # fmt: skip
+        result.phases["rule evaluation"] = clock() - t2
 
     t3 = clock()
     measure_queries(data, summary, settings, pack, result)
@@ -538,7 +515,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--step", type=int, default=30, help="range query step ($__interval)")
     parser.add_argument("--runs", type=int, default=5, help="timed runs per query")
     parser.add_argument("--gpus-per-pod", type=int, default=8, help="0: the generator's own TP 1/2 pods")
-    parser.add_argument("--evaluations", type=int, default=2, help="rule group evaluations to read")
+    parser.add_argument("--evaluations", type=int, default=3, help="live rule group evaluations to read")
     parser.add_argument("--workdir", type=Path, default=None, help="default: a temporary folder in /tmp")
     parser.add_argument("--json", type=Path, default=None, help="also write all numbers here")
     parser.add_argument(
@@ -550,6 +527,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--from-json", type=Path, default=None, help="only render the section from saved numbers"
     )
     parser.add_argument("--no-lags", action="store_true", help="skip the live alert-lag run")
+    parser.add_argument("--no-live", action="store_true", help="skip the live rule groups (largest size only)")
     args = parser.parse_args(argv)
     if args.from_json:
         results, settings, total, meta = fleet_report.from_json(json.loads(args.from_json.read_text()))
@@ -561,23 +539,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 1
     settings = Settings(args.duration, args.scrape_interval, args.step, args.runs, args.gpus_per_pod,
                         args.evaluations)  # fmt: skip
-    sizes = [int(s) for s in args.sizes.split(",")]
+    sizes = sorted(int(s) for s in args.sizes.split(","))
     started = time.perf_counter()
     work = args.workdir or Path(tempfile.mkdtemp(prefix="obspack-fleet-bench-"))
     results: list[SizeResult] = []
     try:
         render_pack(work / "pack")
-        per_sample = 0.0
         for pods in sizes:
-            expected = results[-1].samples * pods / results[-1].pods if results else 0
-            # Preparing a big fleet takes time in proportion to its samples (a small one is mostly
-            # fixed costs, so it predicts nothing); aim a little short: data slightly older than "now"
-            # is fine, data in the future is not.
-            lead = 0.9 * per_sample * expected if results and results[-1].samples > 1_000_000 else 0.0
-            result = run_size(pods, settings, work / "pack", work, lead, keep=args.keep)
-            results.append(result)
-            prep = result.phases["generate + backfill"] + result.phases["backfill recording rules"]
-            per_sample = prep / result.samples
+            live = not args.no_live and pods == sizes[-1]
+            results.append(run_size(pods, settings, work / "pack", work, keep=args.keep, live=live))
         lags = [] if args.no_lags else measure_lags(work)
         log(f"live alert lags measured: {len(lags)} alerts")
     finally:
