@@ -62,3 +62,23 @@ def test_too_few_values_say_which_label_and_why() -> None:
         constraints.mapping([{"k8s_cluster": "prod-a"}, {"k8s_cluster": "prod-b"}])
     with pytest.raises(satisfy.Unsatisfiable, match="no value obspack can find"):
         satisfy.Constraints.of("cluster", {"vllm": 'job!~".*"'}).source_labels("vllm", {})
+
+
+def test_one_cluster_drops_only_a_quiet_twin_in_another_cluster() -> None:
+    from obspack.pack.shipped_tests.alerts import Incident
+
+    def incident(alert_in: str) -> Incident:
+        inc = Incident("pod p pages; its twin in the other cluster stays quiet")
+        inc.add("m", {"k8s_cluster": "prod-a", "pod": "p"}, "1x5")
+        inc.add("m", {"k8s_cluster": "prod-b", "pod": "p"}, "0x5")
+        inc.add("kube_node_info", {"node": "n"}, "1x5", source="ksm")  # no cluster label: kept
+        inc.expect("A", 5, [({"k8s_cluster": alert_in, "pod": "p"}, 1.0)])
+        return inc
+
+    one = incident("prod-a").in_one_cluster("k8s_cluster")
+    assert one is not None and one.name.endswith(" (one cluster: the selectors leave no other)")
+    assert [labels for _, _, labels, _ in one.series] == [{"k8s_cluster": "prod-a", "pod": "p"}, {"node": "n"}]
+    assert one.checks == incident("prod-a").checks
+    assert satisfy.Constraints.of("k8s_cluster", {"vllm": 'k8s_cluster="prod"'}).mapping(one.labelsets())
+    # an alert expected in the second cluster would be lost with it: that test is left out instead
+    assert incident("prod-b").in_one_cluster("k8s_cluster") is None

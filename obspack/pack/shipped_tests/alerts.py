@@ -112,6 +112,26 @@ class Incident:
         """A PromQL string literal of a label value, for `expect_samples` expressions."""
         return f"\x00{label}\x01{value}\x00"
 
+    def in_one_cluster(self, label: str) -> Incident | None:
+        """The incident without its series in other clusters than its first, for selectors that leave one
+        cluster: those series only show that a twin in another cluster stays quiet, which such a config's
+        rules never read. None where an alert or a sample is expected in another cluster: without it, the
+        test would check something else."""
+        clusters = list(dict.fromkeys(labels[label] for labels in self.labelsets() if labels.get(label)))
+        if len(clusters) < 2:
+            return None
+
+        def here(labels: dict[str, str]) -> bool:
+            return (labels.get(label) or clusters[0]) == clusters[0]
+
+        expected = [labels for _, _, firing in self.checks for labels, _ in firing]
+        expected += [labels for _, _, samples in self.samples for _, labels, _ in samples]
+        refs = [m.group(2) for expr, _, _ in self.samples for m in _REF.finditer(expr) if m.group(1) == label]
+        if not all(map(here, expected)) or any(ref != clusters[0] for ref in refs):
+            return None
+        kept = [item for item in self.series if here(item[2])]
+        return Incident(f"{self.name} (one cluster: the selectors leave no other)", kept, self.checks, self.samples)
+
     def labelsets(self) -> list[dict[str, str]]:
         return [
             *(labels for _, _, labels, _ in self.series),
@@ -165,6 +185,20 @@ class Builder:
     @property
     def usable(self) -> bool:
         return not self.problem
+
+    def fitted(self, inc: Incident) -> Incident:
+        """The incident, or where the selectors leave a single cluster, the same incident in one cluster
+        (`Incident.in_one_cluster`); Unsatisfiable when neither fits, naming what the one-cluster incident
+        still lacks where there is one."""
+        try:
+            self.constraints.mapping(inc.labelsets())
+            return inc
+        except satisfy.Unsatisfiable:
+            one = inc.in_one_cluster(self.cfg.cluster_label)
+            if one is None:
+                raise
+        self.constraints.mapping(one.labelsets())  # in one cluster, what else is missing (an engine, ...)
+        return one
 
     def finish(self, inc: Incident) -> tuple[satisfy.Mapping, list[tuple[str, str]]]:
         """The test case's value mapping and its input series in promtool's notation; Unsatisfiable when
@@ -1296,6 +1330,7 @@ def expected_alert(rule: AlertRule, labels: dict[str, str], value: float) -> dic
 
 
 def _test_case(b: Builder, inc: Incident, rules: dict[str, AlertRule], step: int = 60) -> dict[str, object]:
+    inc = b.fitted(inc)
     mapping, series = b.finish(inc)
     checks = []
     for alert, at, firing in inc.checks:

@@ -16,8 +16,10 @@ into the part of the label space the selectors keep, without changing their mean
 
 Candidates for a regex come from sre_yield, which enumerates a regex's matches in order; each is
 checked against every matcher of its label (Prometheus anchors regexes, so the whole value must match).
-When a family needs more distinct values than its matchers allow (`cluster="prod"` and a test of two
-clusters), that test case cannot be built: `Unsatisfiable` says why, and the render reports it.
+When a family needs more distinct values than its matchers allow (`engine="0"` and a test of two
+engines), that test case cannot be built: `Unsatisfiable` says why, and the render reports it. A single
+cluster is the exception handled above this module: an incident whose second cluster only holds quiet
+twins is built without it (`Incident.in_one_cluster` in alerts.py).
 """
 
 from __future__ import annotations
