@@ -17,7 +17,8 @@ two clusters, 1 h at a 30 s scrape interval), with every pod holding 8 GPUs (`--
    files at the scrape interval (30 s, kube-prometheus-stack's default), as a user's server does:
    data in its head, scrapes beside the rules. Once every [5m] window is full it reads each group's
    `prometheus_rule_group_last_duration_seconds` for a few evaluations, the server's CPU per
-   interval and its missed iterations (`--no-live` skips this; it adds about 8 minutes);
+   interval (and, before the rules are loaded, the CPU of the scrapes alone) and its missed
+   iterations (`--no-live` skips this; it adds about 8 minutes);
 4. starts Prometheus without rules and times every dashboard target (range query over the whole hour,
    `step` = the scrape interval, as Grafana asks for a panel of ~1000 px when the datasource's scrape
    interval is 30 s; tables are instant queries at the end), with the variables as on first load
@@ -280,8 +281,6 @@ def run_live(pods: int, settings: Settings, pack: Path, size_dir: Path) -> fleet
     finally:
         shutil.rmtree(snapshots, ignore_errors=True)
         shutil.rmtree(size_dir / "live", ignore_errors=True)
-
-
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -69,8 +69,8 @@ def write_snapshots(spec: FleetSpec, out: Path) -> FleetSummary:
 class StepServer:
     """Serves `/SOURCE`: the n-th request for a source gets its step n snapshot (the last one after the end)."""
 
-    def __init__(self, folder: Path, steps: int):
-        self.folder, self.steps = folder, steps
+    def __init__(self, folder: Path, sources: Sequence[str], steps: int):
+        self.folder, self.sources, self.steps = folder, frozenset(sources), steps
         self.served: dict[str, int] = {}
         lock = threading.Lock()
         server = self
@@ -78,13 +78,13 @@ class StepServer:
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:  # noqa: N802 (http.server's name)
                 source = self.path.strip("/")
+                if source not in server.sources:  # nothing but the snapshots is served, whatever the path
+                    self.send_error(404)
+                    return
                 with lock:
                     step = min(server.served.get(source, 0), server.steps - 1)
                     server.served[source] = server.served.get(source, 0) + 1
                 path = server.folder / f"{source}.{step}"
-                if not path.is_file():
-                    self.send_error(404)
-                    return
                 self.send_response(200)
                 self.send_header("Content-Type", "application/openmetrics-text; version=1.0.0; charset=utf-8")
                 self.send_header("Content-Length", str(path.stat().st_size))
@@ -181,7 +181,7 @@ def measure_live(
     """Scrape the snapshots with a Prometheus evaluating `rule_files`; read the groups once warm."""
     result = LiveResult()
     work.mkdir(parents=True, exist_ok=True)
-    with StepServer(snapshots, steps) as steps_server, contextlib.ExitStack() as cleanup:
+    with StepServer(snapshots, sources, steps) as steps_server, contextlib.ExitStack() as cleanup:
         config = work / "prometheus.yml"
         # Scrapes only at first, for the baseline a server without the pack pays; the rules from `warm_steps - 1`.
         config.write_text(yaml.safe_dump(_config(steps_server.address, sources, interval_s, [])))
@@ -230,8 +230,8 @@ def measure_live(
         span = f"{int(time.monotonic() - started) + interval_s}s"
         failed = _api(prom.url, "/api/v1/query?" + urlencode({"query": f'sum(count_over_time((up{{job=~"fleet-.*"}} == 0)[{span}:{interval_s}s]))'}))["result"]
         result.failed_scrapes = int(float(failed[0]["value"][1])) if failed else 0
-        scraped = _api(prom.url, "/api/v1/query?" + urlencode({"query": "scrape_duration_seconds"}))["result"]
-        result.scrape_s = {d["metric"]["job"].removeprefix("fleet-"): float(d["value"][1]) for d in scraped}
+        last = _api(prom.url, "/api/v1/query?" + urlencode({"query": "scrape_duration_seconds"}))["result"]
+        result.scrape_s = {d["metric"]["job"].removeprefix("fleet-"): float(d["value"][1]) for d in last}
         head = re.search(r"^prometheus_tsdb_head_series (\S+)$", _own(prom.url), re.M)
         result.head_series = float(head.group(1)) if head else 0.0
         names = "|".join(re.escape(r) for r in _records(rule_files))

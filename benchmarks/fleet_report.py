@@ -243,7 +243,7 @@ def _summary(results: list[Any]) -> list[str]:
                 f"costs {big.live_cpu_s - big.scrape_cpu_s:.1f} s of CPU per {every}"
                 if big.scrape_cpu_s else ""
             )
-            + f", and missed {big.missed_iterations:.0f} evaluations. The groups' durations added up to "
+            + f". Evaluations missed: {big.missed_iterations:.0f}. The groups' durations added up to "
             f"{live:.2f} s per round; the slowest, {worst.split(': ', 1)[1]}, took {_median(big.rule_groups[worst]):.2f} s "
             "sharing the cores with the others and the scrapes."
             + (f" The records had {big.live_record_series:,} series there." if big.live_record_series else "")
@@ -409,7 +409,7 @@ def section(results: list[Any], settings: Any, total_s: float, meta: dict[str, A
         + (
             f" In brackets, at {live.pods} pods, live: p50 / max of `prometheus_rule_group_last_duration_seconds` "
             f"over {settings.evaluations} evaluations of a Prometheus that scrapes the fleet every "
-            f"{live.rule_interval} and evaluates every group at that interval (all sharing the cores)."
+            f"{_seconds(live.rule_interval):g} s and evaluates every group at that interval (all sharing the cores)."
             if live else ""
         )
     )
