@@ -82,3 +82,22 @@ def test_one_cluster_drops_only_a_quiet_twin_in_another_cluster() -> None:
     assert satisfy.Constraints.of("k8s_cluster", {"vllm": 'k8s_cluster="prod"'}).mapping(one.labelsets())
     # an alert expected in the second cluster would be lost with it: that test is left out instead
     assert incident("prod-b").in_one_cluster("k8s_cluster") is None
+
+
+def test_a_quiet_twin_is_dropped_only_where_the_selectors_leave_one_cluster() -> None:
+    """A namespace pinned, clusters free: the twin in the second cluster is what the rules read, so an
+    incident needing two namespaces is not made to fit by dropping that cluster."""
+    from obspack.config import ObspackConfig
+    from obspack.pack.shipped_tests.alerts import Builder, Incident
+
+    inc = Incident("twins")
+    inc.add("m", {"cluster": "prod-a", "namespace": "inference", "pod": "p"}, "1x5")
+    inc.add("m", {"cluster": "prod-b", "namespace": "other", "pod": "p"}, "0x5")
+    inc.expect("A", 5, [({"cluster": "prod-a", "namespace": "inference", "pod": "p"}, 1.0)])
+    pinned_namespace = Builder(ObspackConfig.model_validate({"selectors": {"vllm": 'namespace="inference"'}}))
+    assert not pinned_namespace.one_cluster
+    with pytest.raises(satisfy.Unsatisfiable, match="label 'namespace'"):
+        pinned_namespace.fitted(inc)
+    pinned_cluster = Builder(ObspackConfig.model_validate({"selectors": {"vllm": 'cluster="prod"'}}))
+    assert pinned_cluster.one_cluster
+    assert pinned_cluster.fitted(inc).name == "twins (one cluster: the selectors leave no other)"

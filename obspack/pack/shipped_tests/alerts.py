@@ -9,6 +9,7 @@ both vLLM metric generations, both DCGM label modes.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -194,11 +195,22 @@ class Builder:
             self.constraints.mapping(inc.labelsets())
             return inc
         except satisfy.Unsatisfiable:
-            one = inc.in_one_cluster(self.cfg.cluster_label)
+            one = inc.in_one_cluster(self.cfg.cluster_label) if self.one_cluster else None
             if one is None:
                 raise
         self.constraints.mapping(one.labelsets())  # in one cluster, what else is missing (an engine, ...)
         return one
+
+    @functools.cached_property
+    def one_cluster(self) -> bool:
+        """Whether the selectors leave a single value of the cluster label (only then is a quiet twin in a
+        second cluster dropped: elsewhere the rules read other clusters, and the twin tests that)."""
+        label = self.cfg.cluster_label
+        try:
+            self.constraints.mapping([{label: "prod-a"}, {label: "prod-b"}])
+        except satisfy.Unsatisfiable:
+            return True
+        return False
 
     def finish(self, inc: Incident) -> tuple[satisfy.Mapping, list[tuple[str, str]]]:
         """The test case's value mapping and its input series in promtool's notation; Unsatisfiable when
