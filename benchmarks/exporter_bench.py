@@ -136,12 +136,6 @@ def bench_parse(repeat: int) -> None:
         print(f"{label:>10} {models:>7} {ours * 1e3:>8.2f}ms {theirs * 1e3:>8.1f}ms {theirs / ours:>8.0f}x")
 
 
-def _cpu_s(pid: int) -> float:
-    """User plus system CPU seconds a process has used so far (Linux /proc)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def _rss_kib(pid: int) -> int:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -190,9 +184,9 @@ def bench_scrape(scrapes: int) -> None:
 
         server = exporter("1m")
         idle_rss = _rss_kib(server.process.pid)
-        cpu = [_cpu_s(server.process.pid), _cpu_s(target.process.pid)]
+        cpu = [server.cpu_seconds(), target.cpu_seconds()]
         latencies = sorted(_scrape_latencies(f"{server.url}/metrics", scrapes))
-        cpu = [(_cpu_s(p) - c) / scrapes * 1e3 for p, c in zip((server.process.pid, target.process.pid), cpu)]
+        cpu = [(s.cpu_seconds() - c) / scrapes * 1e3 for s, c in zip((server, target), cpu)]
         rss_1m = _rss_kib(server.process.pid)
         server.stop()
 
@@ -248,9 +242,9 @@ def bench_in_turns(against: Path, scrapes: int) -> None:
         cpu = {tree: 0.0 for tree in trees}
         for index in range(scrapes):
             for tree in trees if index % 2 == 0 else trees[::-1]:
-                before = _cpu_s(servers[tree].process.pid)
+                before = servers[tree].cpu_seconds()
                 latencies[tree] += _scrape_latencies(f"{servers[tree].url}/metrics", 1)
-                cpu[tree] += _cpu_s(servers[tree].process.pid) - before
+                cpu[tree] += servers[tree].cpu_seconds() - before
         print(f"\nin turns, {scrapes} scrapes each of one 1 MiB target")
         for tree in trees:
             xs = sorted(latencies[tree])

@@ -14,8 +14,6 @@ scrapes alone, whose CPU is the baseline: the pack's own cost is the difference.
 from __future__ import annotations
 
 import contextlib
-import json
-import os
 import re
 import threading
 import time
@@ -25,12 +23,12 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode
 
 import yaml
 
 from obspack.demo.fleet import FleetSpec, FleetSummary, write_openmetrics_by_source
 from obspack.demo.processes import prometheus_argv, start_server
+from obspack.demo.prometheus import Prometheus
 
 BASELINE_SCRAPES = 3  # scrape intervals measured before the rules are loaded
 
@@ -157,16 +155,6 @@ def _records(rule_files: Sequence[Path]) -> list[str]:
     )
 
 
-def _api(url: str, path: str) -> Any:
-    with urllib.request.urlopen(f"{url}{path}", timeout=60) as response:
-        return json.load(response)["data"]
-
-
-def _cpu_s(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def measure_live(
     snapshots: Path,
     sources: Sequence[str],
@@ -186,7 +174,8 @@ def measure_live(
         # Scrapes only at first, for the baseline a server without the pack pays; the rules from `warm_steps - 1`.
         config.write_text(yaml.safe_dump(_config(steps_server.address, sources, interval_s, [])))
         argv = prometheus_argv(binary, config, work / "data", "--storage.tsdb.retention.time=1d", "--log.level=warn")
-        prom = start_server("prometheus-live", argv, "/-/ready", work, cleanup)
+        server = start_server("prometheus-live", argv, "/-/ready", work, cleanup)
+        prom = cleanup.enter_context(Prometheus(server.url, timeout_s=60))
         started = time.monotonic()
         deadline = started + (steps + 4) * interval_s
 
@@ -197,14 +186,14 @@ def measure_live(
                 time.sleep(1)
 
         scraped(warm_steps - 1 - BASELINE_SCRAPES)
-        cpu0, t0 = _cpu_s(prom.process.pid), time.monotonic()
+        cpu0, t0 = server.cpu_seconds(), time.monotonic()
         scraped(warm_steps - 1)
-        result.scrape_cpu_per_interval_s = (_cpu_s(prom.process.pid) - cpu0) / (time.monotonic() - t0) * interval_s
+        result.scrape_cpu_per_interval_s = (server.cpu_seconds() - cpu0) / (time.monotonic() - t0) * interval_s
         config.write_text(yaml.safe_dump(_config(steps_server.address, sources, interval_s, rule_files)))
-        urllib.request.urlopen(urllib.request.Request(f"{prom.url}/-/reload", method="POST"), timeout=60).close()
+        prom.reload()
         scraped(warm_steps + 1)  # a round of every group first: their records exist when the reading starts
         warm = time.time()
-        cpu0, t0 = _cpu_s(prom.process.pid), time.monotonic()
+        cpu0, t0 = server.cpu_seconds(), time.monotonic()
         missed0: dict[str, float] = {}
         seen: dict[str, float] = {}
         while time.monotonic() < deadline:
@@ -225,19 +214,19 @@ def measure_live(
             time.sleep(2)
         else:
             raise RuntimeError("the live Prometheus did not evaluate every group in time")
-        result.cpu_per_interval_s = (_cpu_s(prom.process.pid) - cpu0) / (time.monotonic() - t0) * interval_s
+        result.cpu_per_interval_s = (server.cpu_seconds() - cpu0) / (time.monotonic() - t0) * interval_s
         # Every scrape of the run, not only the last: a failed one leaves a gap, and stale series make rules cheap.
         span = f"{int(time.monotonic() - started) + interval_s}s"
-        failed = _api(prom.url, "/api/v1/query?" + urlencode({"query": f'sum(count_over_time((up{{job=~"fleet-.*"}} == 0)[{span}:{interval_s}s]))'}))["result"]
+        failed = prom.query(f'sum(count_over_time((up{{job=~"fleet-.*"}} == 0)[{span}:{interval_s}s]))')
         result.failed_scrapes = int(float(failed[0]["value"][1])) if failed else 0
-        last = _api(prom.url, "/api/v1/query?" + urlencode({"query": "scrape_duration_seconds"}))["result"]
+        last = prom.query("scrape_duration_seconds")
         result.scrape_s = {d["metric"]["job"].removeprefix("fleet-"): float(d["value"][1]) for d in last}
         head = re.search(r"^prometheus_tsdb_head_series (\S+)$", _own(prom.url), re.M)
         result.head_series = float(head.group(1)) if head else 0.0
         names = "|".join(re.escape(r) for r in _records(rule_files))
-        records = _api(prom.url, "/api/v1/query?" + urlencode({"query": f'count({{__name__=~"{names}"}})'}))["result"]
+        records = prom.query(f'count({{__name__=~"{names}"}})')
         result.record_series = int(float(records[0]["value"][1])) if records else 0
-        for group in _api(prom.url, "/api/v1/rules")["groups"]:
+        for group in prom.get("rules")["groups"]:  # unchecked: the shape drops each rule's evaluationTime
             rules = sorted(group["rules"], key=lambda rule: -rule.get("evaluationTime", 0))
             if rules:
                 key = f"{Path(group['file']).name}: {group['name']}"

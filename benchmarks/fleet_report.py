@@ -17,6 +17,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from obspack import durations
+
 TITLE = "## Fleet scale"
 TARGET_MS = 250.0
 GROUP_TARGET_S = 1.0
@@ -254,7 +256,7 @@ def _summary(results: list[Any]) -> list[str]:
 
 
 def _seconds(interval: str) -> float:
-    return float(interval.rstrip("s"))
+    return durations.parse_ms(interval) / 1000
 
 
 def _level(record: str) -> str:

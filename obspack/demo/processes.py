@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import os
 import re
 import shutil
 import signal
@@ -112,6 +113,11 @@ class Server:
 
     def alive(self) -> bool:
         return self.process.poll() is None
+
+    def cpu_seconds(self) -> float:
+        """User plus system CPU seconds the process has used so far (Linux /proc; the benchmarks' measure)."""
+        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rpartition(")")[2].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def stop(self) -> None:
         if self.alive():

@@ -24,8 +24,10 @@ def test_a_server_is_started_waited_for_and_stopped(tmp_path: Path) -> None:
     (tmp_path / "hello").write_text("hi")
     with contextlib.ExitStack() as cleanup:
         server = start_server("files", lambda a: [*http_server(a), "--directory", str(tmp_path)], "/hello", tmp_path, cleanup)
+        started = server.cpu_seconds()  # a Python interpreter has used some CPU to get this far
         with urllib.request.urlopen(f"{server.url}/hello", timeout=5) as answer:
             assert answer.read() == b"hi"
+        assert 0 < started <= server.cpu_seconds()
     assert not server.alive()
     with pytest.raises(OSError):
         urllib.request.urlopen(f"{server.url}/hello", timeout=1)
