@@ -100,4 +100,4 @@ def test_a_quiet_twin_is_dropped_only_where_the_selectors_leave_one_cluster() ->
         pinned_namespace.fitted(inc)
     pinned_cluster = Builder(ObspackConfig.model_validate({"selectors": {"vllm": 'cluster="prod"'}}))
     assert pinned_cluster.one_cluster
-    assert pinned_cluster.fitted(inc).name == "twins (one cluster: the selectors leave no other)"
+    assert pinned_cluster.fitted(inc)[0].name == "twins (one cluster: the selectors leave no other)"

@@ -187,19 +187,17 @@ class Builder:
     def usable(self) -> bool:
         return not self.problem
 
-    def fitted(self, inc: Incident) -> Incident:
-        """The incident, or where the selectors leave a single cluster, the same incident in one cluster
-        (`Incident.in_one_cluster`); Unsatisfiable when neither fits, naming what the one-cluster incident
-        still lacks where there is one."""
+    def fitted(self, inc: Incident) -> tuple[Incident, satisfy.Mapping]:
+        """The incident and its value mapping, or where the selectors leave a single cluster, the same incident
+        in one cluster (`Incident.in_one_cluster`) and its mapping; Unsatisfiable when neither fits, naming
+        what the one-cluster incident still lacks where there is one."""
         try:
-            self.constraints.mapping(inc.labelsets())
-            return inc
+            return inc, self.constraints.mapping(inc.labelsets())
         except satisfy.Unsatisfiable:
             one = inc.in_one_cluster(self.cfg.cluster_label) if self.one_cluster else None
             if one is None:
                 raise
-        self.constraints.mapping(one.labelsets())  # in one cluster, what else is missing (an engine, ...)
-        return one
+        return one, self.constraints.mapping(one.labelsets())  # in one cluster, what else is missing (an engine, ...)
 
     @functools.cached_property
     def one_cluster(self) -> bool:
@@ -212,15 +210,15 @@ class Builder:
             return True
         return False
 
-    def finish(self, inc: Incident) -> tuple[satisfy.Mapping, list[tuple[str, str]]]:
-        """The test case's value mapping and its input series in promtool's notation; Unsatisfiable when
-        the selectors leave too few values."""
-        mapping = self.constraints.mapping(inc.labelsets())
+    def finish(self, inc: Incident) -> tuple[Incident, satisfy.Mapping, list[tuple[str, str]]]:
+        """The incident as it is built (`fitted`), its value mapping and its input series in promtool's
+        notation; Unsatisfiable when the selectors leave too few values."""
+        inc, mapping = self.fitted(inc)
         series = [
             (series_text(metric, self.constraints.fill(source, mapping.labels(labels))), values)
             for source, metric, labels, values in inc.series
         ]
-        return mapping, series
+        return inc, mapping, series
 
     def where(self, cluster: str, namespace: str, pod: str, **more: str) -> dict[str, str]:
         return {self.cfg.cluster_label: cluster, "namespace": namespace, "pod": pod, **more}
@@ -1342,8 +1340,7 @@ def expected_alert(rule: AlertRule, labels: dict[str, str], value: float) -> dic
 
 
 def _test_case(b: Builder, inc: Incident, rules: dict[str, AlertRule], step: int = 60) -> dict[str, object]:
-    inc = b.fitted(inc)
-    mapping, series = b.finish(inc)
+    inc, mapping, series = b.finish(inc)
     checks = []
     for alert, at, firing in inc.checks:
         case: dict[str, object] = {"eval_time": at, "alertname": alert}
