@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import re
 import socket
 import threading
@@ -165,3 +166,21 @@ def test_answers_are_the_bytes_a_plain_wsgiref_server_sends(request_bytes: bytes
 class _Unlogged(WSGIRequestHandler):
     def log_message(self, format: str, *args: object) -> None:
         pass
+
+
+def test_a_gzipped_answer_carries_no_timestamp() -> None:
+    """Two scrapes of the same metrics give the same bytes, in different seconds too: the gzip header's MTIME
+    is 0 ("no timestamp"), not the time of the answer."""
+    registry = CollectorRegistry()
+    registry.register(_Lines(10))
+    server = start_server("127.0.0.1", 0, registry)
+    try:
+        answer = _raw_answer(
+            server.port, b"GET /metrics HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip\r\n\r\n"
+        )
+    finally:
+        server.shutdown()
+    headers, body = answer.split(b"\r\n\r\n", 1)
+    assert b"Content-Encoding: gzip" in headers
+    assert body[:2] == b"\x1f\x8b" and body[4:8] == b"\0\0\0\0"
+    assert b'obspack_test_lines{line="line-000009"} 9.0' in gzip.decompress(body)
