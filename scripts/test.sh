@@ -4,4 +4,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-test-tools.sh
 export PATH="$PWD/.tools/bin:$PATH"
-python3 -m pytest -n 2 --dist loadfile -q "$@"
+# one worker per core (at most four), and one for the live stacks: tests/conftest.py groups the files
+workers=$(( $(nproc) < 4 ? $(nproc) : 4 ))
+python3 -m pytest -n "$((workers + 1))" --dist loadfile -q "$@"

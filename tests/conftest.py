@@ -8,25 +8,32 @@ def default_config() -> ObspackConfig:
     return ObspackConfig()
 
 
-# The longest files first. With `-n 2 --dist loadfile` a file runs whole on one worker, in the order the
-# files were collected: a long file collected last would run alone at the end while the other core idles.
-# Seconds per file in the suite run of docs/benchmarks.md ("The test suite on two cores"; the machine was
-# loaded); the rest follow in path order. The sort is stable, so tests keep their order within a file.
+# scripts/test.sh runs one worker per core and one more for the live stacks, `--dist loadfile`. The live
+# e2e files wait on real scrape, evaluation and notification timers: 337 s of wall time for 75 s of CPU on
+# two cores. With loadfile they go together to one worker (pytest_xdist_make_scheduler below), one stack at
+# a time, so that their timing budgets never share the cores with a second stack, while the other workers
+# keep the cores busy with every other file, each run whole on one worker.
+LIVE = "tests/e2e/"
+
+# Then the longest files first: a long file handed out last would run alone at the end while the other
+# cores idle. Seconds per file in a whole run with `-n 2 --dist loadfile` (2026-11-26, 2 cores, nothing else
+# running: 587 s in all); the rest follow in path order. The sort is stable, so tests keep their order
+# within a file.
 SLOW_FIRST = (
-    "tests/rules/test_promtool.py",  # 213: the defaults' shipped tests whole, as users run them (164)
-    "tests/doctor/test_healthy_fleet.py",  # 161: one fleet, a dozen doctor runs
-    "tests/doctor/test_broken_fleets.py",  # 130: four fleets, one after the other
-    "tests/e2e/test_memory_planes.py",  # 114: the live stacks wait on timers, leaving a core to the rest
-    "tests/e2e/test_service.py",  # 91
-    "tests/test_config_fuzz.py",  # 86
-    "tests/e2e/test_incident.py",  # 85
-    "tests/doctor/test_victoriametrics.py",  # 71
-    "tests/rules/test_slo.py",  # 70
-    "tests/doctor/test_hostile.py",  # 66
-    "tests/rules/test_promtool_order.py",  # 52
-    "tests/rules/test_hostile_configs.py",  # 50
-    "tests/rules/test_vmalert_replay.py",  # 47
-    "tests/e2e/",
+    LIVE,  # the live group: 337 s alone, 75 s of it CPU; first, on its own worker
+    "tests/rules/test_promtool.py",  # 104: the defaults' shipped tests whole, as users run them (85)
+    "tests/doctor/test_broken_fleets.py",  # 82: four fleets, one after the other
+    "tests/doctor/test_healthy_fleet.py",  # 76: one fleet, a dozen doctor runs
+    "tests/doctor/test_hostile.py",  # 64
+    "tests/doctor/test_victoriametrics.py",  # 58
+    "tests/rules/test_slo.py",  # 39
+    "tests/test_config_fuzz.py",  # 36
+    "tests/rules/test_hostile_configs.py",  # 28
+    "tests/dashboards/test_no_data.py",  # 25
+    "tests/rules/test_promtool_order.py",  # 23
+    "tests/rightsize/test_staleness.py",  # 22
+    "tests/render/test_disabled_alerts.py",  # 20
+    "tests/rules/test_vmalert_replay.py",  # 20
     "tests/doctor/",
     "tests/rules/",
     "tests/dashboards/",
@@ -45,3 +52,17 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         return next((i for i, prefix in enumerate(SLOW_FIRST) if path.startswith(prefix)), len(SLOW_FIRST))
 
     items.sort(key=rank)
+
+
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: no error where it is not installed
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    """`--dist loadfile`, with the live e2e files as one unit; any other --dist as pytest-xdist makes it."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class LiveTogether(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return LIVE if nodeid.startswith(LIVE) else super()._split_scope(nodeid)
+
+    return LiveTogether(config, log)
