@@ -59,19 +59,28 @@ class Scope:
     keep: tuple[str, ...] = MODEL
     engine: str = ""
     pod: str = ""
+    # Leave out the pods that serve no user's request in each sum. False where `keep` holds the pod and the
+    # caller leaves them out once, after combining the sums (_users, for the whole expression).
+    users_only: bool = True
 
 
 RECORDS = Scope()
 
 
+def _users(cfg: ObspackConfig, expr: str, window: str, engine: str) -> str:
+    """`expr` (per pod, or per series) without the pods that slept within the window: a sleeping engine
+    answers 503 on purpose and serves nothing (its events are no one's failure). Pods that only prefill are
+    left out too (obspack/rules/roles.py): they serve the decode pods' internal one-token requests, so
+    counting them would count each user request twice and mix a prefill step's latency into the users' time
+    to first token; the decode pod's own request stands for the user's."""
+    awake = vllm.unless_asleep(cfg, f"(\n{_indent(expr)}\n)", window, engine)
+    return roles.without(cfg, awake, "prefill")
+
+
 def _sum(cfg: ObspackConfig, scope: Scope, expr: str, window: str) -> str:
-    """Per-series rates summed by the scope's labels, leaving out the pods that slept within the window:
-    a sleeping engine answers 503 on purpose and serves nothing (its events are no one's failure). Pods
-    that only prefill are left out too (obspack/rules/roles.py): they serve the decode pods' internal
-    one-token requests, so counting them would count each user request twice and mix a prefill step's
-    latency into the users' time to first token; the decode pod's own request stands for the user's."""
-    awake = vllm.unless_asleep(cfg, f"(\n{_indent(expr)}\n)", window, scope.engine)
-    users = roles.without(cfg, awake, "prefill")
+    """Per-series rates summed by the scope's labels, the users' pods only (_users) unless the caller
+    leaves the others out itself."""
+    users = _users(cfg, expr, window, scope.engine) if scope.users_only else expr
     return f"sum by ({c.by(cfg, *scope.keep)}) (\n{_indent(users)}\n)"
 
 
@@ -158,12 +167,16 @@ def sli_rates(
 def pod_bad_share(cfg: ObspackConfig, sli: str, window: str, engine: str, pod: str) -> str:
     """Per pod and model, the share of its events that miss the SLO, each model with its own settings:
     for dashboards and runbooks (`engine` and `pod` narrow engine and HTTP series)."""
-    scope = Scope(keep=("namespace", "pod", "model_name"), engine=engine, pod=pod)
+    scope = Scope(keep=("namespace", "pod", "model_name"), engine=engine, pod=pod, users_only=False)
     parts = []
     for branch in slos.branches(cfg, sli):
         bad, every = sli_rates(cfg, sli, branch, window, scope)
-        parts.append(f"(\n{bad}\n/\n({every} > 0)\n)")
-    return "\nor\n".join(parts)
+        # in parentheses: availability's failures are `failed or 0 * all`, and `/` binds before `or`
+        parts.append(f"(\n(\n{_indent(bad)}\n)\n/\n({every} > 0)\n)")
+    # The pods that serve no user left out once, from the shares (per pod, as the records leave them out
+    # of each sum): the numerator and the denominator read the same rates, and the exclusions, which read
+    # the pods' labels and sleep states, cost as much again each time.
+    return _users(cfg, "\nor\n".join(parts), window, engine)
 
 
 def _requests(cfg: ObspackConfig, sli: str, branch: slos.Branch, window: str) -> str:
