@@ -5,6 +5,7 @@ names each missing test), many per-model SLOs, and static labels the rules set t
 
 from __future__ import annotations
 
+import re
 import subprocess
 from pathlib import Path
 
@@ -17,7 +18,7 @@ from obspack.config import load_config
 from obspack.errors import ConfigError
 from obspack.pack import build
 from obspack.pack.shipped_tests import satisfy
-from obspack.pack.shipped_tests.slos import slo_rule_tests
+from obspack.pack.shipped_tests.slos import ONE_CLUSTER, slo_rule_tests
 from obspack.render import vmalert
 from obspack.render.files import ALERTS_FILE, RECORDING_FILE, pack_files
 from obspack.render.promtool import check_rules
@@ -110,35 +111,33 @@ def test_the_slo_tests_move_into_what_the_selectors_keep(tmp_path: Path) -> None
 def test_selectors_that_leave_too_few_values_name_each_missing_test(tmp_path: Path) -> None:
     config = _config(tmp_path, {"selectors": {"vllm": 'cluster="prod", engine="0"'}})
     pack = build(load_config(config))
-    # One cluster alone costs no alert test (each is built in that cluster, see the next test); one engine
-    # costs the tests of two engines side by side, named by what still lacks in one cluster.
-    assert pack.missing_tests == (
-        *(
-            f"no test of {alert}: label 'engine': the selectors (engine=\"0\") leave fewer than 2 values, "
-            "the test needs that many"
-            for alert in ("VLLMKVCacheUsageHigh", "VLLMKVCacheUsageCritical", "VLLMRequestQueueBacklog",
-                          "VLLMZeroThroughput", "VLLMAutoscalerMaxedOut")
-        ),  # fmt: skip
-        "no SLO tests: label 'cluster': the selectors (cluster=\"prod\") leave fewer than 2 values, the test needs that many",
-    )
+    # One cluster alone costs no test (each is built in that cluster, see the next test); one engine costs
+    # the tests of two engines side by side, named by what still lacks in one cluster.
+    assert pack.missing_tests == tuple(
+        f"no test of {alert}: label 'engine': the selectors (engine=\"0\") leave fewer than 2 values, "
+        "the test needs that many"
+        for alert in ("VLLMKVCacheUsageHigh", "VLLMKVCacheUsageCritical", "VLLMRequestQueueBacklog",
+                      "VLLMZeroThroughput", "VLLMAutoscalerMaxedOut")
+    )  # fmt: skip
     result = CliRunner().invoke(app, ["render", "--config", str(config), "--out", str(tmp_path / "pack")])
     assert result.exit_code == 0
-    assert result.output.count("warning: no test of ") == 5 and "warning: no SLO tests: " in result.output
+    assert result.output.count("warning: no test of ") == 5 and "SLO" not in result.output
     readme = (tmp_path / "pack" / "README.md").read_text()
     assert "## Tests this pack does not ship" in readme and "no test of VLLMRequestQueueBacklog" in readme
     # the alerts whose incidents fit are still tested
     assert sorted(p.name for p in (tmp_path / "pack" / "tests").iterdir()) == [
         "autoscaling_test.yaml", "cost-weekly_test.yaml", "cost_test.yaml", "disaggregation_test.yaml",
-        "exporter_test.yaml", "gateway_test.yaml", "memory-planes_test.yaml", "vllm-engine_test.yaml",
-        "vllm-features_test.yaml"]  # fmt: skip
+        "exporter_test.yaml", "gateway_test.yaml", "memory-planes_test.yaml", "slo_test.yaml",
+        "vllm-engine_test.yaml", "vllm-features_test.yaml"]  # fmt: skip
 
 
 @pytest.mark.tool
-def test_a_vllm_selector_pinned_to_one_cluster_keeps_every_alert_test_in_that_cluster(tmp_path: Path) -> None:
+def test_a_vllm_selector_pinned_to_one_cluster_keeps_every_test_in_that_cluster(tmp_path: Path) -> None:
     """Incidents whose second cluster only shows a quiet twin are built without it; they still expect
-    their alerts to fire, only in the one cluster the selectors leave, and promtool passes them."""
+    their alerts to fire, only in the one cluster the selectors leave. The SLO scenarios move their other
+    clusters into namespaces of that one. promtool passes them all."""
     pack = build(load_config(_config(tmp_path, {"selectors": {"vllm": 'cluster="prod"'}})))
-    assert [m for m in pack.missing_tests if not m.startswith("no SLO tests: ")] == []
+    assert pack.missing_tests == ()
     files = pack_files(pack)
     tests = sorted(rel for rel in files if rel.startswith("tests/"))
     cases = [case for f in tests for case in yaml.safe_load(files[f])["tests"]]
@@ -149,6 +148,14 @@ def test_a_vllm_selector_pinned_to_one_cluster_keeps_every_alert_test_in_that_cl
         assert all('cluster="prod"' in item["series"] for item in case["input_series"]), case["name"]
         assert any(check.get("exp_alerts") for check in case["alert_rule_test"]), case["name"]
     assert all('cluster="prod"' in item["series"] for case in cases for item in case["input_series"])
+    slo = yaml.safe_load(files["tests/slo_test.yaml"])["tests"]
+    assert len(slo) == 7 and all(case["name"].endswith(ONE_CLUSTER) for case in slo)
+    # the fast burn: the burning model pages in its own namespace, its healthy twin's does not
+    fast = slo[0]
+    namespaces = {re.search(r'namespace="([^"]*)"', item["series"]).group(1) for item in fast["input_series"]}
+    assert namespaces == {"inference", "inference-prod-b", "inference-prod-c"}, namespaces
+    paged = {a["exp_labels"]["namespace"] for check in fast["alert_rule_test"] for a in check.get("exp_alerts", [])}
+    assert paged == {"inference"}
     out = write_files(files, tmp_path / "pack")
     names = [Path(t).name for t in tests]
     done = subprocess.run(

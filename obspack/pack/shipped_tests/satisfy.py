@@ -19,7 +19,8 @@ checked against every matcher of its label (Prometheus anchors regexes, so the w
 When a family needs more distinct values than its matchers allow (`engine="0"` and a test of two
 engines), that test case cannot be built: `Unsatisfiable` says why, and the render reports it. A single
 cluster is the exception handled above this module: an incident whose second cluster only holds quiet
-twins is built without it (`Incident.in_one_cluster` in alerts.py).
+twins is built without it (`Incident.in_one_cluster` in alerts.py), and the SLO scenarios put their other
+clusters in namespaces of their own (`_places` in slos.py).
 """
 
 from __future__ import annotations

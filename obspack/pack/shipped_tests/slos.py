@@ -43,6 +43,19 @@ MARGIN = 0.1  # a window's burn (or request count) must clear a threshold by 10%
 LAG = 1  # steps an alert group may read behind the records (group order)
 _NAN4 = (math.nan,) * 4
 ASLEEP = "prod-c"  # the cluster whose pods were put to sleep in the fast burn
+CLUSTERS = ("prod-a", "prod-b", ASLEEP)
+Place = tuple[str, str]  # (cluster, namespace): where a scenario's model runs
+ONE_CLUSTER = " (one cluster: the selectors leave no other, so the other clusters are namespaces)"
+
+
+def _places(one_cluster: bool) -> dict[str, Place]:
+    """Where each of the scenarios' clusters is. Where the selectors leave a single cluster, the series of
+    the others go to namespaces of their own in the first: the SLO records are per cluster, namespace and
+    model, so a model in another namespace is as separate as one in another cluster."""
+    if not one_cluster:
+        return {cluster: (cluster, NAMESPACE) for cluster in CLUSTERS}
+    first = CLUSTERS[0]
+    return {cluster: (first, NAMESPACE if cluster == first else f"{NAMESPACE}-{cluster}") for cluster in CLUSTERS}
 
 
 def _window_steps(window: str, step_s: int) -> int:
@@ -245,15 +258,21 @@ class _Writer:
     """Series of one SLI for one model in the shapes vLLM exposes them, moved into what the selectors
     accept (`mapping`, built for every label value the suite uses)."""
 
-    def __init__(self, cfg: ObspackConfig, builder: Builder, route: str, mapping: satisfy.Mapping) -> None:
-        self.cfg, self.b, self.route, self.mapping = cfg, builder, route, mapping
+    def __init__(
+        self, cfg: ObspackConfig, builder: Builder, route: str, mapping: satisfy.Mapping, places: dict[str, Place]
+    ) -> None:
+        self.cfg, self.b, self.route, self.mapping, self.places = cfg, builder, route, mapping, places
+
+    def where(self, cluster: str, pod: str) -> dict[str, str]:
+        """A pod of the scenarios' `cluster`, where that cluster is (_places)."""
+        return self.b.where(*self.places[cluster], pod)
 
     def vllm(self, case: _Case, metric: str, where: dict[str, str], values: str, **extra: str) -> None:
         labels = self.mapping.labels({**self.b.sel["vllm"], **where, **extra})
         case.series.append((series_text(metric, self.b.constraints.fill("vllm", labels)), values))
 
     def write(self, case: _Case, sli: str, model: str, cluster: str, traffic: Traffic, threshold: float | None) -> None:
-        pods = [self.b.where(cluster, NAMESPACE, pod) for pod in _pods(model)]
+        pods = [self.where(cluster, pod) for pod in _pods(model)]
         # Two pods: the first carries every bad event, the second the good ones. Pod 0 writes the Go
         # client's spelling of a whole-number bound (le="1"), pod 1 Python's and Prometheus 3's ("1.0").
         carried = [
@@ -353,13 +372,27 @@ class _Suite:
         self.builder = builder
         self.slis = _slis(cfg, builder.constraints)
         route = _route(cfg, builder.constraints) if any(s.name == "availability" for s in self.slis) else ""
-        used = [
-            {cfg.cluster_label: cluster, "namespace": NAMESPACE, "pod": pod, "model_name": sli.model, "handler": route}
-            for cluster in ("prod-a", "prod-b", ASLEEP)
-            for sli in self.slis
-            for pod in (*_pods(sli.model), ROUTER_POD)
-        ]
-        self.writer = _Writer(cfg, builder, route, builder.constraints.mapping(used))
+
+        def mapping(places: dict[str, Place]) -> satisfy.Mapping:
+            return builder.constraints.mapping(
+                [
+                    {**builder.where(*places[cluster], pod), "model_name": sli.model, "handler": route}
+                    for cluster in CLUSTERS
+                    for sli in self.slis
+                    for pod in (*_pods(sli.model), ROUTER_POD)
+                ]
+            )
+
+        places = _places(one_cluster=False)
+        try:
+            used = mapping(places)
+        except satisfy.Unsatisfiable:
+            if not builder.one_cluster:
+                raise
+            places = _places(one_cluster=True)
+            used = mapping(places)
+        self.one_cluster = places != _places(one_cluster=False)
+        self.writer = _Writer(cfg, builder, route, used, places)
         rules = [r for r in all_alerts(cfg) if r.alert == ALERT]
         self.step_s = 60 // cfg.slos.speedup
         self.base = _window_steps(slos.base_window(cfg), self.step_s)
@@ -374,13 +407,14 @@ class _Suite:
         return _Predictor(traffic, sli.objective, sli.min_requests, self.base)
 
     def labels(self, sli: _SLI, cluster: str) -> dict[str, str]:
-        where = {self.cfg.cluster_label: cluster, "namespace": NAMESPACE, "model_name": sli.model}
+        place, namespace = self.writer.places[cluster]
+        where = {self.cfg.cluster_label: place, "namespace": namespace, "model_name": sli.model}
         return {**self.writer.mapping.labels(where), "slo": sli.name}
 
     def play(self, name: str, steps: int, plays: dict[str, tuple[str, Traffic]], at: list[int]) -> _Case:
         """Write the traffic of each SLI (per cluster) and expect, at each step of `at`, what the model of
         the rules predicts; a step where it cannot tell is a bug in the scenario."""
-        case = _Case(name, steps)
+        case = _Case(name + (ONE_CLUSTER if self.one_cluster else ""), steps)
         by_sli = {s.name: s for s in self.slis}
         predictors: dict[str, _Predictor] = {}
         for key, (cluster, traffic) in plays.items():
@@ -489,7 +523,7 @@ def fast_burn(suite: _Suite) -> _Case:
         suite.writer.write(case, sli.name, sli.model, ASLEEP, plays[sli.name][1], sli.threshold)
         for cluster, awake in (("prod-a", True), (ASLEEP, False)):
             for pod in _pods(sli.model):
-                where = {**suite.builder.where(cluster, NAMESPACE, pod), "model_name": sli.model, "engine": "0"}
+                where = {**suite.writer.where(cluster, pod), "model_name": sli.model, "engine": "0"}
                 for state, value in (("awake", awake), ("weights_offloaded", not awake), ("discard_all", False)):
                     suite.writer.vllm(case, f.SLEEP_STATE, where, f"{int(value)}x{steps}", sleep_state=state)
     return case
@@ -551,7 +585,7 @@ def no_traffic(suite: _Suite) -> _Case:
     case = suite.play(
         "VLLMErrorBudgetBurn: no traffic stays quiet, and no record is NaN", steps, plays, [10, 19]
     )
-    router = suite.builder.where("prod-a", NAMESPACE, ROUTER_POD)
+    router = suite.writer.where("prod-a", ROUTER_POD)
     route = suite.writer.route
     http = {**router, "handler": route, "method": "POST", "status": "5xx"}
     suite.writer.vllm(case, "http_requests_total", http, f"0+50x{steps}")
