@@ -282,8 +282,11 @@ def _over_time(cfg: ObspackConfig) -> list[Panel]:
                 p.target(q.max_by(cfg, c.MODEL_GOODPUT, *MODEL, variables=q.MODEL), MODEL_LEGEND),
                 unit=p.PERCENT_UNIT,
                 description=(
-                    "The share of each model's tokens from requests that met its SLOs (at least: a request that "
-                    "missed two SLOs is counted twice). Cost per good token is the cost per token over this share."
+                    "One less the SLOs' shares of bad events, added up, per model: of requests for time to first "
+                    "token and availability, of token gaps for inter-token latency (a request that missed two "
+                    "SLOs counts twice). Not weighted by tokens: where the slow requests are the long ones, the "
+                    "share of good tokens is lower. The cost per token over this share estimates the cost of what "
+                    "met the SLOs."
                 ),
                 thresholds=p.below(0.9, 0.99),
             )

@@ -18,6 +18,8 @@ MODEL_LEGEND = "{{namespace}} {{model_name}}"
 
 
 def _latency(cfg: ObspackConfig, family: str, title: str, what: str) -> p.TimeSeries:
+    # as the records count them (obspack/rules/recording/vllm.py, latency_groups)
+    pods = "all its pods" if family == "request_queue_time" else "its pods but those that only prefill (as the SLOs)"
     targets = [
         p.target(q.latency_quantile(cfg, family, quantile), f"p{round(quantile * 100)} {MODEL_LEGEND}")
         for quantile in q.QUANTILES
@@ -27,7 +29,7 @@ def _latency(cfg: ObspackConfig, family: str, title: str, what: str) -> p.TimeSe
         *targets,
         unit=p.SECONDS,
         description=(
-            f"{what}, per model over all its pods (5m histogram rates). If p99 climbs while p50 stays, a few "
+            f"{what}, per model over {pods} (5m histogram rates). If p99 climbs while p50 stays, a few "
             "pods or long prompts are slow: sort the pod table by waiting requests and KV usage and triage the "
             "worst pod. If every percentile climbs, the model is out of capacity: check the queue and scale out."
         ),
@@ -136,8 +138,9 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
             ),
             unit=p.TOKENS_PER_SECOND,
             description=(
-                "Prompt and generated tokens per second, per model (5m rates). Generation falling to zero while "
-                "requests run means a stuck engine"
+                "Prompt and generated tokens per second, per model (5m rates). On a disaggregated model the "
+                "prefill and the decode pod both count a request's prompt: the cost page counts it once. "
+                "Generation falling to zero while requests run means a stuck engine"
                 + marks.say(cfg, "VLLMZeroThroughput", " (VLLMZeroThroughput)")
                 + ": restart the pod after saving its logs."
             ),
@@ -149,7 +152,8 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
             p.target(q.request_rate_by_reason(cfg), "{{finished_reason}} {{namespace}} {{model_name}}"),
             unit=p.REQUESTS,
             description=(
-                "Finished requests per second by finish reason (stop, length, abort, error). A rise of abort or "
+                "Finished requests per second by finish reason (stop, length, abort, error), without the pods "
+                "that only prefill (each of their requests is a one-token copy of a user's). A rise of abort or "
                 "error means clients time out or the engine fails requests: check latency and the pods' logs. "
                 "Many 'length' finishes mean max_tokens cuts answers short."
             ),

@@ -244,7 +244,7 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
         ),
         p.timeseries(
             "Container restarts",
-            p.target(q.restarts(cfg), "{{container}} restarts"),
+            p.target(q.restarts_per_step(cfg), "{{container}} restarts"),
             unit=p.SHORT,
             description=(
                 "Bars: restarts per interval of each container of the pod (the red and orange marks on every "
@@ -334,12 +334,11 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
                 f"{CUDA_LEGEND} fragmentation",
             ),
             p.target(
-                f"sum by (device) (increase({q.exporter(cfg, 'obspack_cuda_alloc_retries_total', q.POD)}"
-                "[$__rate_interval]))",
+                q.per_step(cfg, "sum", ("device",), q.exporter(cfg, "obspack_cuda_alloc_retries_total", q.POD)),
                 "device {{device}} alloc retries",
             ),
             p.target(
-                f"sum by (device) (increase({q.exporter(cfg, 'obspack_cuda_ooms_total', q.POD)}[$__rate_interval]))",
+                q.per_step(cfg, "sum", ("device",), q.exporter(cfg, "obspack_cuda_ooms_total", q.POD)),
                 "device {{device}} CUDA OOMs",
             ),
             unit=p.PERCENT_UNIT,

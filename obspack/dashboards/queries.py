@@ -121,7 +121,7 @@ def pod_latency_quantile(cfg: ObspackConfig, family: str, q: float) -> str:
 
 
 def request_rate_by_reason(cfg: ObspackConfig) -> str:
-    return sum_by(cfg, c.REQUEST_RATE, "model_name", "finished_reason", variables=MODEL)
+    return sum_by(cfg, c.REQUEST_RATE, "namespace", "model_name", "finished_reason", variables=MODEL)
 
 
 def prefix_tokens_rate(cfg: ObspackConfig, which: tuple[str, ...], *labels: str) -> str:
@@ -171,6 +171,19 @@ def memory_request(cfg: ObspackConfig) -> str:
 def restarts(cfg: ObspackConfig, window: str = "$__rate_interval") -> str:
     metric = ksm(cfg, "kube_pod_container_status_restarts_total")
     return f"max by ({c.by(cfg, 'namespace', 'pod', 'container')}) (increase({metric}[{window}]))"
+
+
+def per_step(cfg: ObspackConfig, agg: str, labels: tuple[str, ...], counter: str) -> str:
+    """The events of a counter in each step of a graph, each counted once: the counter now less the counter
+    one step ago. `increase()` over `$__rate_interval`, which is longer than a step, would draw one event in
+    two to four bars, in fractions. A reset (a new process) counts nothing rather than a negative bar."""
+    keep = c.by(cfg, *labels)
+    return f"clamp_min(\n  {agg} by ({keep}) ({counter})\n  -\n  {agg} by ({keep}) ({counter} offset $__interval),\n  0\n)"
+
+
+def restarts_per_step(cfg: ObspackConfig) -> str:
+    """Each container's restarts in each step of a graph (`per_step`)."""
+    return per_step(cfg, "max", CONTAINER_KEY, ksm(cfg, "kube_pod_container_status_restarts_total"))
 
 
 CONTAINER_KEY = ("namespace", "pod", "container")

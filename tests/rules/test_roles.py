@@ -17,6 +17,7 @@ from obspack.config import ObspackConfig
 from obspack.rules import roles
 from obspack.rules.recording import roles as roles_recording
 from obspack.rules.recording import slo
+from obspack.rules.recording import vllm as vllm_recording
 from tests.support.tools import promtool_record_test, require_tool
 
 MODEL = "m"
@@ -116,4 +117,37 @@ def test_engine_records_per_model_and_role(tmp_path: Path) -> None:
         expect(c.ROLE_WAITING, ("llama", "prefill", 3), ("llama", "decode", 1), ("qwen", "both", 3)),
         expect(c.ROLE_KV_USAGE_MAX, ("llama", "prefill", 0.4), ("llama", "decode", 0.9), ("qwen", "both", 0.5)),
         expect(c.ROLE_PROMPT_RATE, ("llama", "prefill", 1600), ("llama", "decode", 100), ("qwen", "both", 300)),
+    ])  # fmt: skip
+
+
+@pytest.mark.tool
+def test_fleet_latency_and_finish_records_leave_out_prefill_only_pods(tmp_path: Path) -> None:
+    """The fleet page's per-model records count the users' requests as the SLOs do: a prefill-only pod's
+    one-token copy of each request adds no first token and no `length` finish. Its queue stays in the queue
+    time, where a prefill backlog shows."""
+    cfg = ObspackConfig()
+    groups = [vllm_recording.group(cfg), *vllm_recording.latency_groups(cfg)]
+    wanted = {c.REQUEST_RATE, *(c.latency_bucket_record(f) for f in ("time_to_first_token", "request_queue_time"))}
+    rules = [{"record": r.record, "expr": r.expr} for g in groups for r in g.rules if r.record in wanted]  # type: ignore[union-attr]
+    assert len(rules) == 3
+    where = 'cluster="a", namespace="ns", model_name="m"'
+    series = []
+    for pod, finished in (("llama-decode-0", "stop"), ("llama-prefill-0", "length")):  # 1 request a second each
+        engine = f'{where}, pod="{pod}", engine="0"'
+        series += [
+            {"series": f"vllm:num_requests_running{{{engine}}}", "values": "1x10"},
+            {"series": f'vllm:request_success_total{{{engine}, finished_reason="{finished}"}}', "values": "0+60x10"},
+            {"series": f'vllm:time_to_first_token_seconds_bucket{{{engine}, le="+Inf"}}', "values": "0+60x10"},
+            {"series": f'vllm:request_queue_time_seconds_bucket{{{engine}, le="+Inf"}}', "values": "0+60x10"},
+        ]
+
+    def per_second(record: str, value: float, **labels: str) -> dict[str, object]:
+        extra = "".join(f', {k}="{v}"' for k, v in labels.items())
+        return {"expr": f"round({record}, 0.001)", "eval_time": "8m",
+                "exp_samples": [{"labels": f"{{{where}{extra}}}", "value": value}]}  # fmt: skip
+
+    promtool_record_test(tmp_path, rules, series, [
+        per_second(c.REQUEST_RATE, 1, finished_reason="stop"),  # no `length`: the prefill pod's is left out
+        per_second(c.latency_bucket_record("time_to_first_token"), 1, le="+Inf"),
+        per_second(c.latency_bucket_record("request_queue_time"), 2, le="+Inf"),  # both pods queue
     ])  # fmt: skip

@@ -18,6 +18,7 @@ from obspack import conventions as c
 from obspack.catalogue import vllm_features as f
 from obspack.catalogue.vllm import HAS_MODEL, POD_MODEL
 from obspack.config import ObspackConfig
+from obspack.rules import roles
 from obspack.rules.model import RecordingRule, RuleGroup
 
 
@@ -38,6 +39,15 @@ def counter_rate(
     matchers narrow it (runbooks: one pod)."""
     rates = "\n  or\n  ".join(f"rate({m}{sel(cfg, *extra)}[{window}])" for m in metrics)
     return f"sum by ({c.by(cfg, *keep)}) (\n  {rates}\n)"
+
+
+def users_rate(cfg: ObspackConfig, metrics: tuple[str, ...], window: str, keep: tuple[str, ...]) -> str:
+    """`counter_rate` without the pods that only prefill (obspack/rules/roles.py), as the SLO records count
+    requests: a prefill pod runs each user request a second time, as a one-token request (its first token
+    is the prefill step alone, and it always finishes for `length`)."""
+    rates = "\n  or\n  ".join(f"rate({m}{sel(cfg)}[{window}])" for m in metrics)
+    users = roles.without(cfg, rates, "prefill")
+    return f"sum by ({c.by(cfg, *keep)}) (\n{textwrap.indent(users, '  ')}\n)"
 
 
 def pod_model(cfg: ObspackConfig, running: str = c.RUNNING) -> str:
@@ -156,9 +166,7 @@ def group(cfg: ObspackConfig) -> RuleGroup:
         RecordingRule(record=c.REFUSED_SHARE, expr=refused_share(cfg)),
         RecordingRule(
             record=c.REQUEST_RATE,
-            expr=counter_rate(
-                cfg, ("vllm:request_success_total",), "5m", keep=("namespace", "model_name", "finished_reason")
-            ),
+            expr=users_rate(cfg, ("vllm:request_success_total",), "5m", keep=("namespace", "model_name", "finished_reason")),
         ),
     ]
     return RuleGroup(name=f"{c.GROUP_PREFIX}-vllm.rules", rules=tuple(rules), interval=cfg.rule_interval)
@@ -168,7 +176,9 @@ def latency_groups(cfg: ObspackConfig) -> list[RuleGroup]:
     """Histogram buckets per model, so fleet percentiles read a few series instead of every pod's.
 
     One group per family: each rule reads every pod's buckets (about 25k series at 1,000 pods), and
-    Prometheus evaluates groups in parallel but the rules of one group one after the other."""
+    Prometheus evaluates groups in parallel but the rules of one group one after the other. The user-facing
+    latencies leave out the pods that only prefill, as the SLOs do (`users_rate`); the queue time keeps
+    them: a prefill queue that grows is what delays the users' first tokens on a disaggregated model."""
     keep = ("namespace", "model_name", "le")
     sources = {
         "time_to_first_token": ("vllm:time_to_first_token_seconds_bucket",),
@@ -179,10 +189,15 @@ def latency_groups(cfg: ObspackConfig) -> list[RuleGroup]:
         "e2e_request_latency": ("vllm:e2e_request_latency_seconds_bucket",),
         "request_queue_time": ("vllm:request_queue_time_seconds_bucket",),
     }
+
+    def record(family: str, metrics: tuple[str, ...]) -> RecordingRule:
+        rate = counter_rate if family == "request_queue_time" else users_rate
+        return RecordingRule(record=c.latency_bucket_record(family), expr=rate(cfg, metrics, "5m", keep=keep))
+
     return [
         RuleGroup(
             name=f"{c.GROUP_PREFIX}-vllm-latency-{family.replace('_', '-')}.rules",
-            rules=(RecordingRule(record=c.latency_bucket_record(family), expr=counter_rate(cfg, metrics, "5m", keep=keep)),),
+            rules=(record(family, metrics),),
             interval=cfg.rule_interval,
         )
         for family, metrics in sources.items()
