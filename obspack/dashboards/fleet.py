@@ -152,8 +152,9 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
             p.target(q.request_rate_by_reason(cfg), "{{finished_reason}} {{namespace}} {{model_name}}"),
             unit=p.REQUESTS,
             description=(
-                "Finished requests per second by finish reason (stop, length, abort, error), without the pods "
-                "that only prefill (each of their requests is a one-token copy of a user's). A rise of abort or "
+                "Finished requests per second by finish reason (stop, length, abort, error), every pod. On a "
+                "disaggregated model the prefill pods finish each request for 'length' (one token): the "
+                "disaggregated-serving page shows each side. A rise of abort or "
                 "error means clients time out or the engine fails requests: check latency and the pods' logs. "
                 "Many 'length' finishes mean max_tokens cuts answers short."
             ),

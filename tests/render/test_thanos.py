@@ -50,14 +50,17 @@ def test_alerts_abort_and_the_pack_records_warn_unless_they_leave_sleeping_engin
     the sleep state would count their 503s as errors, so those groups abort; so does the autoscaling signal
     (an autoscaler is better without it than with a low one), and the GPU attribution, whose pod roles take
     a pod's name only where kube-state-metrics gives it no role label (a missing store would bill a
-    `prefill-decode` pod named like a decode pod as decode only); every other record warns."""
+    `prefill-decode` pod named like a decode pod as decode only), and the fleet latencies, which leave the
+    prefill-only pods out as the SLOs do; every other record warns."""
     p = pack(config)
     assert {thanos.partial_response_strategy(g, p.cluster_label) for g in p.alert_groups} == {"abort"}
     strategies = {g.name: thanos.partial_response_strategy(g, p.cluster_label) for g in p.recording_groups}
     negating = {g.name for g in p.recording_groups if any(re.search(r"\bunless\b", r.expr) for r in g.rules)}
     assert negating and negating == {name for name in strategies if name.startswith("obspack-slo-") and
                                      not name.endswith(("-windows.rules", "-period.rules", "-goodput.rules"))} | {
-        "obspack-vllm-autoscaling.rules", "obspack-dcgm-attribution.rules"}
+        "obspack-vllm-autoscaling.rules", "obspack-dcgm-attribution.rules",
+        *(f"obspack-vllm-latency-{family}.rules" for family in ("time-to-first-token", "inter-token-latency",
+                                                               "e2e-request-latency"))}  # fmt: skip
     assert strategies == {name: "abort" if name in negating else "warn" for name in strategies}
 
 

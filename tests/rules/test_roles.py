@@ -121,10 +121,10 @@ def test_engine_records_per_model_and_role(tmp_path: Path) -> None:
 
 
 @pytest.mark.tool
-def test_fleet_latency_and_finish_records_leave_out_prefill_only_pods(tmp_path: Path) -> None:
-    """The fleet page's per-model records count the users' requests as the SLOs do: a prefill-only pod's
-    one-token copy of each request adds no first token and no `length` finish. Its queue stays in the queue
-    time, where a prefill backlog shows."""
+def test_fleet_latency_records_leave_out_prefill_only_pods(tmp_path: Path) -> None:
+    """The fleet page's per-model latency records count the users' requests as the SLOs do: a prefill-only
+    pod's one-token copy of each request adds no first token. Its queue stays in the queue time, where a
+    prefill backlog shows, and its finishes in the finish reasons (the graph says why they are `length`)."""
     cfg = ObspackConfig()
     groups = [vllm_recording.group(cfg), *vllm_recording.latency_groups(cfg)]
     wanted = {c.REQUEST_RATE, *(c.latency_bucket_record(f) for f in ("time_to_first_token", "request_queue_time"))}
@@ -143,11 +143,12 @@ def test_fleet_latency_and_finish_records_leave_out_prefill_only_pods(tmp_path: 
 
     def per_second(record: str, value: float, **labels: str) -> dict[str, object]:
         extra = "".join(f', {k}="{v}"' for k, v in labels.items())
-        return {"expr": f"round({record}, 0.001)", "eval_time": "8m",
+        return {"expr": f"round({record}{{{extra[2:]}}}, 0.001)", "eval_time": "8m",
                 "exp_samples": [{"labels": f"{{{where}{extra}}}", "value": value}]}  # fmt: skip
 
     promtool_record_test(tmp_path, rules, series, [
-        per_second(c.REQUEST_RATE, 1, finished_reason="stop"),  # no `length`: the prefill pod's is left out
+        per_second(c.REQUEST_RATE, 1, finished_reason="stop"),
+        per_second(c.REQUEST_RATE, 1, finished_reason="length"),  # the prefill pod's one-token requests
         per_second(c.latency_bucket_record("time_to_first_token"), 1, le="+Inf"),
         per_second(c.latency_bucket_record("request_queue_time"), 2, le="+Inf"),  # both pods queue
     ])  # fmt: skip

@@ -44,7 +44,8 @@ def counter_rate(
 def users_rate(cfg: ObspackConfig, metrics: tuple[str, ...], window: str, keep: tuple[str, ...]) -> str:
     """`counter_rate` without the pods that only prefill (obspack/rules/roles.py), as the SLO records count
     requests: a prefill pod runs each user request a second time, as a one-token request (its first token
-    is the prefill step alone, and it always finishes for `length`)."""
+    is the prefill step alone). `unless` makes the group abort on Thanos' partial data, as the SLO groups do:
+    each latency record has a group of its own."""
     rates = "\n  or\n  ".join(f"rate({m}{sel(cfg)}[{window}])" for m in metrics)
     users = roles.without(cfg, rates, "prefill")
     return f"sum by ({c.by(cfg, *keep)}) (\n{textwrap.indent(users, '  ')}\n)"
@@ -166,7 +167,9 @@ def group(cfg: ObspackConfig) -> RuleGroup:
         RecordingRule(record=c.REFUSED_SHARE, expr=refused_share(cfg)),
         RecordingRule(
             record=c.REQUEST_RATE,
-            expr=users_rate(cfg, ("vllm:request_success_total",), "5m", keep=("namespace", "model_name", "finished_reason")),
+            expr=counter_rate(
+                cfg, ("vllm:request_success_total",), "5m", keep=("namespace", "model_name", "finished_reason")
+            ),
         ),
     ]
     return RuleGroup(name=f"{c.GROUP_PREFIX}-vllm.rules", rules=tuple(rules), interval=cfg.rule_interval)
