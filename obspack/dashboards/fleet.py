@@ -19,7 +19,7 @@ MODEL_LEGEND = "{{namespace}} {{model_name}}"
 
 def _latency(cfg: ObspackConfig, family: str, title: str, what: str) -> p.TimeSeries:
     # as the records count them (obspack/rules/recording/vllm.py, latency_groups)
-    pods = "all its pods" if family == "request_queue_time" else "its pods but those that only prefill (as the SLOs)"
+    pods = "all its pods" if family == "request_queue_time" else "its pods except those that only prefill, as in the SLOs"
     targets = [
         p.target(q.latency_quantile(cfg, family, quantile), f"p{round(quantile * 100)} {MODEL_LEGEND}")
         for quantile in q.QUANTILES
@@ -29,7 +29,7 @@ def _latency(cfg: ObspackConfig, family: str, title: str, what: str) -> p.TimeSe
         *targets,
         unit=p.SECONDS,
         description=(
-            f"{what}, per model over {pods} (5m histogram rates). If p99 climbs while p50 stays, a few "
+            f"{what}, per model over {pods}; 5m histogram rates. If p99 climbs while p50 stays, a few "
             "pods or long prompts are slow: sort the pod table by waiting requests and KV usage and triage the "
             "worst pod. If every percentile climbs, the model is out of capacity: check the queue and scale out."
         ),
