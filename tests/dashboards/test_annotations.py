@@ -10,17 +10,14 @@ design there); here each query is shown where an event is and where none is.
 from __future__ import annotations
 
 import re
-import subprocess
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 from obspack import conventions as c
 from obspack.config import ObspackConfig
 from obspack.dashboards import all_dashboards
 from tests.dashboards.lint import annotations, panels
-from tests.support.tools import require_tool
+from tests.support.tools import promtool_query_test
 
 CFG = ObspackConfig.model_validate(
     {"cluster_label": "k8s_cluster", "selectors": {"kube_state_metrics": 'job="kube-state-metrics"'}}
@@ -123,13 +120,4 @@ def test_triage_event_queries_find_the_pods_events_and_nothing_else(tmp_path: Pa
     ]
     firing, since = _table("Firing obspack alerts on this pod")
     cases += [_test(firing, "12m", [(alert, 1)]), _test(since, "12m", [(alert, 600_000)]), _test(since, "20m", [])]
-    test = {
-        "rule_files": [],
-        "evaluation_interval": "1m",
-        "tests": [{"interval": "1m", "input_series": _series(), "promql_expr_test": cases}],
-    }
-    (tmp_path / "triage_test.yaml").write_text(yaml.safe_dump(test, sort_keys=False, width=10_000), encoding="utf-8")
-    done = subprocess.run(
-        [require_tool("promtool"), "test", "rules", "triage_test.yaml"], capture_output=True, text=True, cwd=tmp_path
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
+    promtool_query_test(tmp_path, _series(), cases)

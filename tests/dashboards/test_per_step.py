@@ -9,17 +9,14 @@ neighbouring bars as fractions: a reader adding them up counted several restarts
 from __future__ import annotations
 
 import re
-import subprocess
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 from obspack import conventions as c
 from obspack.config import ObspackConfig
 from obspack.dashboards import all_dashboards
 from tests.dashboards.lint import panels
-from tests.support.tools import require_tool
+from tests.support.tools import promtool_query_test
 
 POD = 'cluster="c1", namespace="llm", pod="vllm-0"'
 VALUES = {"cluster": "c1", "namespace": "llm", "pod": "vllm-0", "model": ".*"}
@@ -59,13 +56,4 @@ def test_each_event_is_one_bar_of_one(tmp_path: Path) -> None:
     ]  # fmt: skip
     cases = _bars(restarts, f'{{{POD}, container="vllm"}}', {10: 1, 20: 1}, range(2, 30))
     cases += _bars(ooms, '{cluster="c1", device="0"}', {12: 1}, range(2, 30))  # nothing below 0 at the reset
-    test = {
-        "rule_files": [],
-        "evaluation_interval": "30s",
-        "tests": [{"interval": "30s", "input_series": series, "promql_expr_test": cases}],
-    }
-    (tmp_path / "bars_test.yaml").write_text(yaml.safe_dump(test, sort_keys=False, width=10_000), encoding="utf-8")
-    done = subprocess.run(
-        [require_tool("promtool"), "test", "rules", "bars_test.yaml"], capture_output=True, text=True, cwd=tmp_path
-    )
-    assert done.returncode == 0, done.stdout[-4000:] + done.stderr
+    promtool_query_test(tmp_path, series, cases, interval="30s")

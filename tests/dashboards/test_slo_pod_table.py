@@ -12,17 +12,14 @@ pod's requests (or token gaps), evaluated by `promtool test rules` over pods who
 from __future__ import annotations
 
 import re
-import subprocess
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 from obspack import conventions as c
 from obspack.config import ObspackConfig
 from obspack.dashboards import all_dashboards
 from tests.dashboards.lint import panels
-from tests.support.tools import require_tool
+from tests.support.tools import promtool_query_test
 
 VALUES = {"cluster": ".*", "namespace": ".*", "pod": ".*", "model": ".*"}
 MINUTES = 10
@@ -94,13 +91,4 @@ def test_each_column_is_the_share_of_the_pods_requests_that_miss(tmp_path: Path)
         _case(itl, {"healthy-0": 0, "slow-0": 50}),  # 50 of 1,000 gaps over 0.2 s
         _case(failed, {"healthy-0": 0, "slow-0": 50}),  # 1 of 20 answers a 5xx: 5%, not 1 per minute
     ]
-    test = {
-        "rule_files": [],
-        "evaluation_interval": "1m",
-        "tests": [{"interval": "1m", "input_series": _series(), "promql_expr_test": cases}],
-    }
-    (tmp_path / "pods_test.yaml").write_text(yaml.safe_dump(test, sort_keys=False, width=10_000), encoding="utf-8")
-    done = subprocess.run(
-        [require_tool("promtool"), "test", "rules", "pods_test.yaml"], capture_output=True, text=True, cwd=tmp_path
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
+    promtool_query_test(tmp_path, _series(), cases)

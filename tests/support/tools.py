@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -56,12 +57,24 @@ def promtool_record_test(
     """Run `promtool test rules` on recording `rules` (one group) with `input_series` at a 1m interval, and
     assert that every `promql_expr_test` in `checks` holds."""
     (tmp_path / "rules.yaml").write_text(yaml.safe_dump({"groups": [{"name": "t", "rules": rules}]}))
+    promtool_query_test(tmp_path, input_series, checks, rule_files=("rules.yaml",))
+
+
+def promtool_query_test(
+    tmp_path: Path,
+    input_series: list[dict[str, str]],
+    checks: list[dict[str, Any]],
+    interval: str = "1m",
+    rule_files: tuple[str, ...] = (),
+) -> None:
+    """Run `promtool test rules` on the `promql_expr_test` `checks` over `input_series` sampled every
+    `interval` (no rule files: the checks are queries as a dashboard sends them), and assert that each holds."""
     test = {
-        "rule_files": ["rules.yaml"],
-        "evaluation_interval": "1m",
-        "tests": [{"interval": "1m", "input_series": input_series, "promql_expr_test": checks}],
+        "rule_files": list(rule_files),
+        "evaluation_interval": interval,
+        "tests": [{"interval": interval, "input_series": input_series, "promql_expr_test": checks}],
     }
-    (tmp_path / "test.yaml").write_text(yaml.safe_dump(test))
+    (tmp_path / "test.yaml").write_text(yaml.safe_dump(test, sort_keys=False, width=10_000), encoding="utf-8")
     done = subprocess.run([require_tool("promtool"), "test", "rules", "test.yaml"], capture_output=True, text=True,
                           cwd=tmp_path)  # fmt: skip
-    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr
