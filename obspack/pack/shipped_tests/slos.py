@@ -383,16 +383,15 @@ class _Suite:
                 ]
             )
 
-        places = _places(one_cluster=False)
+        self.one_cluster = False
         try:
-            used = mapping(places)
+            used = mapping(_places(self.one_cluster))
         except satisfy.Unsatisfiable:
             if not builder.one_cluster:
                 raise
-            places = _places(one_cluster=True)
-            used = mapping(places)
-        self.one_cluster = places != _places(one_cluster=False)
-        self.writer = _Writer(cfg, builder, route, used, places)
+            self.one_cluster = True
+            used = mapping(_places(self.one_cluster))
+        self.writer = _Writer(cfg, builder, route, used, _places(self.one_cluster))
         rules = [r for r in all_alerts(cfg) if r.alert == ALERT]
         self.step_s = 60 // cfg.slos.speedup
         self.base = _window_steps(slos.base_window(cfg), self.step_s)

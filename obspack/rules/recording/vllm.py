@@ -37,8 +37,12 @@ def counter_rate(
 ) -> str:
     """Rate of a counter that vLLM renamed: the first name present wins per series, then sum. `extra`
     matchers narrow it (runbooks: one pod)."""
-    rates = "\n  or\n  ".join(f"rate({m}{sel(cfg, *extra)}[{window}])" for m in metrics)
-    return f"sum by ({c.by(cfg, *keep)}) (\n  {rates}\n)"
+    return f"sum by ({c.by(cfg, *keep)}) (\n  {_rates(cfg, metrics, window, *extra)}\n)"
+
+
+def _rates(cfg: ObspackConfig, metrics: tuple[str, ...], window: str, *extra: str) -> str:
+    """Per series, the rate of the first of `metrics` present (the names vLLM gave one counter)."""
+    return "\n  or\n  ".join(f"rate({m}{sel(cfg, *extra)}[{window}])" for m in metrics)
 
 
 def users_rate(cfg: ObspackConfig, metrics: tuple[str, ...], window: str, keep: tuple[str, ...]) -> str:
@@ -46,8 +50,7 @@ def users_rate(cfg: ObspackConfig, metrics: tuple[str, ...], window: str, keep: 
     requests: a prefill pod runs each user request a second time, as a one-token request (its first token
     is the prefill step alone). `unless` makes the group abort on Thanos' partial data, as the SLO groups do:
     each latency record has a group of its own."""
-    rates = "\n  or\n  ".join(f"rate({m}{sel(cfg)}[{window}])" for m in metrics)
-    users = roles.without(cfg, rates, "prefill")
+    users = roles.without(cfg, _rates(cfg, metrics, window), "prefill")
     return f"sum by ({c.by(cfg, *keep)}) (\n{textwrap.indent(users, '  ')}\n)"
 
 
