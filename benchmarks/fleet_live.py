@@ -32,10 +32,7 @@ from obspack.demo.prometheus import Prometheus
 
 BASELINE_SCRAPES = 3  # scrape intervals measured before the rules are loaded
 
-_GROUP = re.compile(
-    r'prometheus_rule_group_(last_duration_seconds|last_evaluation_timestamp_seconds|iterations_missed_total)'
-    r'\{rule_group="[^;"]*/([^/;"]+);([^"]+)"\} (\S+)'
-)
+_GROUP = re.compile(r'^prometheus_rule_group_(\w+)\{rule_group="[^;"]*/([^/;"]+);([^"]+)"\} (\S+)$', re.M)
 
 
 def write_snapshots(spec: FleetSpec, out: Path) -> FleetSummary:
@@ -149,6 +146,16 @@ def _own(url: str) -> str:
         return response.read().decode()
 
 
+def rule_group_metrics(url: str) -> dict[str, dict[str, float]]:
+    """Each rule group's own metrics on the Prometheus at `url`, as `file: group` -> {name less
+    `prometheus_rule_group_`: value} (`last_duration_seconds`, `last_evaluation_timestamp_seconds`,
+    `iterations_missed_total`, ...)."""
+    out: dict[str, dict[str, float]] = {}
+    for m in _GROUP.finditer(_own(url)):
+        out.setdefault(f"{m.group(2)}: {m.group(3)}", {})[m.group(1)] = float(m.group(4))
+    return out
+
+
 def _records(rule_files: Sequence[Path]) -> list[str]:
     return sorted(
         {rule["record"] for f in rule_files for g in yaml.safe_load(f.read_text())["groups"] for rule in g["rules"] if "record" in rule}
@@ -197,9 +204,7 @@ def measure_live(
         missed0: dict[str, float] = {}
         seen: dict[str, float] = {}
         while time.monotonic() < deadline:
-            latest: dict[str, dict[str, float]] = {}
-            for m in _GROUP.finditer(_own(prom.url)):
-                latest.setdefault(f"{m.group(2)}: {m.group(3)}", {})[m.group(1)] = float(m.group(4))
+            latest = rule_group_metrics(prom.url)
             for group, values in latest.items():
                 missed0.setdefault(group, values.get("iterations_missed_total", 0.0))
                 stamp = values.get("last_evaluation_timestamp_seconds", 0.0)

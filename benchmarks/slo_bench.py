@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import shutil
 import statistics
 import sys
@@ -42,7 +41,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from benchmarks.fleet_bench import log, own_metrics  # noqa: E402
+from benchmarks.fleet_bench import log  # noqa: E402
+from benchmarks.fleet_live import rule_group_metrics  # noqa: E402
 from obspack import conventions as c  # noqa: E402
 from obspack import slos  # noqa: E402
 from obspack.config import ObspackConfig  # noqa: E402
@@ -50,9 +50,6 @@ from obspack.demo import fleet  # noqa: E402
 from obspack.demo.fleet import FleetSpec  # noqa: E402
 from obspack.demo.processes import find_tool  # noqa: E402
 from obspack.demo.prometheus import backfill_openmetrics, running_prometheus  # noqa: E402
-
-RULE_LIMIT_S = 50.0  # stop reading live rule evaluations after this long
-
 from obspack.pack import build  # noqa: E402
 
 HISTORY_S = 30 * 86400
@@ -61,12 +58,7 @@ INTERVAL = "10s"
 EVALUATIONS = 3
 RAW_SERIES_1000 = 316_750  # the whole synthetic fleet at 1,000 pods (docs/benchmarks.md, "Fleet scale")
 SECTION = "## SLOs"
-
-
-
-_GROUP = re.compile(
-    r'prometheus_rule_group_last_(duration_seconds|evaluation_timestamp_seconds)\{rule_group="[^;"]*/([^/;"]+);([^"]+)"\}'
-)
+RULE_LIMIT_S = 50.0  # stop reading live rule evaluations after this long
 
 
 def measure_rule_groups(data: Path, rule_files: list[Path], evaluations: int) -> dict[str, Any]:
@@ -79,17 +71,13 @@ def measure_rule_groups(data: Path, rule_files: list[Path], evaluations: int) ->
         started = time.monotonic()
         while time.monotonic() - started < RULE_LIMIT_S:
             time.sleep(0.5)
-            latest: dict[str, dict[str, float]] = {}
-            for key, value in own_metrics(prom).items():
-                m = _GROUP.fullmatch(key)
-                if m:
-                    latest.setdefault(f"{m.group(2)}: {m.group(3)}", {})[m.group(1)] = value
+            latest = rule_group_metrics(prom.url)
             for group, values in latest.items():
-                stamp = values.get("evaluation_timestamp_seconds", 0.0)
+                stamp = values.get("last_evaluation_timestamp_seconds", 0.0)
                 if stamp > 0 and stamp != seen.get(group):
                     # The first evaluation is a warm-up: it creates every record's series in the head.
                     if group in seen:
-                        durations.setdefault(group, []).append(values["duration_seconds"])
+                        durations.setdefault(group, []).append(values["last_duration_seconds"])
                     seen[group] = stamp
             if latest and all(len(durations.get(g, [])) >= evaluations for g in latest):
                 break
@@ -104,6 +92,7 @@ def measure_rule_groups(data: Path, rule_files: list[Path], evaluations: int) ->
     for leftover in ("wal", "chunks_head"):  # this server's rule results at "now": not part of the fleet
         shutil.rmtree(data / leftover, ignore_errors=True)
     return {"durations": durations, "slowest_rule": slowest_rule}
+
 
 def write_fleet(spec: FleetSpec, path: Path) -> tuple[int, int, list[tuple[str, str, str]]]:
     """The vLLM source of the fleet (gauges, counters with HTTP, histograms); its model-namespaces."""
