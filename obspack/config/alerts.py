@@ -109,7 +109,9 @@ class CUDAAllocatorFragmentationHigh(AlertSettings):
 
 
 class ExporterTargetDown(AlertSettings):
-    pass
+    vllm_down_window: Window = Field(
+        "5m", description=f"leave out pods whose own vLLM target was down at any scrape within this window {WINDOW}"
+    )
 
 
 class KVTransferFailures(AlertSettings):

@@ -26,9 +26,10 @@ def parts(cfg: ObspackConfig) -> str:
 
 
 def needed(cfg: ObspackConfig) -> str:
-    """The HPA's formula on the signal: current replicas (pods serving the model) times the signal."""
+    """The HPA's formula on the signal: current replicas (pods serving the model) times the signal. Every pod
+    of the model counts, whatever the page's pod filter: the signal is the model's, and so are its replicas."""
     keep = c.by(cfg, "namespace", "model_name")
-    pods = f"count by ({keep}) ({q.rec(cfg, c.RUNNING)})"
+    pods = f"count by ({keep}) ({q.rec(cfg, c.RUNNING, q.MODEL)})"
     return f"ceil(\n  {signal(cfg)}\n  * on ({keep})\n  {pods}\n)"
 
 
@@ -84,7 +85,8 @@ def row(cfg: ObspackConfig) -> RowPanel:
                 unit=p.SHORT,
                 description=(
                     "The HPA's own formula on the signal: the pods serving the model times the signal, rounded up. "
-                    "Compare it with the HPA's maximum below: above it, the model is short of capacity."
+                    "All the model's pods count, whatever the pod filter of the page. Compare it with the HPA's "
+                    "maximum below: above it, the model is short of capacity."
                 ),
             ),
             p.timeseries(

@@ -47,7 +47,6 @@ def play_engine(stack: Stack) -> list[Lag]:
         f"{incident.DECODE}, whose prompts' KV arrives over NIXL)"
     )
     lags = [measure(stack, onset) for onset in incident.start_incident(stack)]
-    stack.wait_alert(ALERTMANAGER, "ObspackExporterTargetDown", incident.DOWN, "suppressed")
     stack.wait_alert(ALERTMANAGER, PREFIX, incident.NO_PREFIX, "active")
     _say(f"KV cache at 98.5%; the prompts of {incident.NO_PREFIX} share their prefix again")
     incident.share_prefix_again(stack)

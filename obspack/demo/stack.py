@@ -79,10 +79,9 @@ DCGM_JOB = {True: "nvidia-dcgm-exporter-honor", False: "nvidia-dcgm-exporter"}
 
 
 def e2e_config(interval_s: int = INTERVAL_S) -> str:
-    """The obspack config of the demo: every `for` cut to two evaluations (the muted exporter alert to
-    four, longer than VLLMTargetDown that inhibits it by more than a scrape and an evaluation: the exporter
-    sees a dead engine before Prometheus' own scrape does, 7.4 s before at a 5 s interval in one loaded
-    run), rule groups and scrapes on the stack's interval, and the config-driven windows cut to fit a short
+    """The obspack config of the demo: every `for` cut to two evaluations (the exporter's alert to four:
+    the exporter sees a dead engine before Prometheus' own scrape does, 7.4 s before at a 5 s interval in
+    one loaded run, and its alert must not fire in that gap before its rule sees vLLM down), rule groups and scrapes on the stack's interval, and the config-driven windows cut to fit a short
     run (the restart windows to 45s: at least `for` plus two rule evaluations; the prefix-cache hit rate's
     to six scrapes). The recording rules' fixed 5m windows need no change: a rate has its two samples after
     two scrapes."""
@@ -112,7 +111,7 @@ alerts:
   VLLMPrefixCacheHitRateLow: {{for: {two}, window: {6 * interval_s}s}}
   VLLMKVCacheFragmentationHigh: {{for: {two}}}
   VLLMCUDAAllocatorFragmentationHigh: {{for: {two}}}
-  ObspackExporterTargetDown: {{for: {muted}}}  # longer than VLLMTargetDown, which inhibits it
+  ObspackExporterTargetDown: {{for: {muted}}}  # longer than the exporter sees vLLM down before Prometheus does
   InferenceGatewayPickerDown: {{for: {two}}}
   InferencePoolNoReadyEndpoints: {{for: {two}}}
 slos: {{enabled: false}}  # the SLO burn has its own live test (tests/e2e/test_slo_burn.py)

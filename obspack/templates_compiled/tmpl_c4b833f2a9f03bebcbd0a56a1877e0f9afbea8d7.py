@@ -10,6 +10,7 @@ def root(context, missing=missing):
     parent_template = None
     l_0_held = resolve('held')
     l_0_alert = resolve('alert')
+    l_0_t = resolve('t')
     l_0_match = resolve('match')
     l_0_on = resolve('on')
     l_0_plane = l_0_fires_when = l_0_related = l_0_ex = l_0_by_pod = missing
@@ -20,7 +21,7 @@ def root(context, missing=missing):
     l_0_plane = 'none; this is about monitoring, not the model'
     context.vars['plane'] = l_0_plane
     context.exported_vars.add('plane')
-    l_0_fires_when = str_join(('the obspack exporter reports that its last scrapes of vLLM failed (`obspack_target_up` is 0), ', context.call((undefined(name='held') if l_0_held is missing else l_0_held), environment.getattr((undefined(name='alert') if l_0_alert is missing else l_0_alert), 'for_')), ))
+    l_0_fires_when = str_join(('the obspack exporter reports that its last scrapes of vLLM failed (`obspack_target_up` is 0), ', context.call((undefined(name='held') if l_0_held is missing else l_0_held), environment.getattr((undefined(name='alert') if l_0_alert is missing else l_0_alert), 'for_')), ", while Prometheus' own scrapes of vLLM in the same pod all succeeded over the last ", environment.getattr((undefined(name='t') if l_0_t is missing else l_0_t), 'vllm_down_window'), ))
     context.vars['fires_when'] = l_0_fires_when
     context.exported_vars.add('fires_when')
     l_0_related = ['VLLMTargetDown', 'VLLMKVCacheFragmentationHigh', 'VLLMCUDAAllocatorFragmentationHigh', 'VLLMContainerRestarted']
@@ -41,19 +42,21 @@ def block_now(context, missing=missing):
     cond_expr_undefined = Undefined
     if 0: yield None
     _block_vars = {}
-    l_0_match = resolve('match')
+    l_0_t = resolve('t')
     l_0_has_alert = resolve('has_alert')
     l_0_link = resolve('link')
     pass
-    yield "Nothing for users: vLLM may be serving normally; only the exporter's derived figures are missing. Check\none thing first, whether vLLM itself answers Prometheus (1 is up):\n\n```promql\nup"
-    yield str(context.call((undefined(name='match') if l_0_match is missing else l_0_match), 'namespace', 'pod', source='vllm', _block_vars=_block_vars))
-    yield '\n```\n\n0 or nothing: vLLM is down, and that is the incident'
+    yield "Nothing for users: vLLM serves, since Prometheus' own scrapes of it succeed; only the exporter's derived\nfigures are missing. Fix the exporter during working hours, starting from Confirm.\n\nThe rule leaves out a pod whose vLLM target was down at any scrape in the last "
+    yield str(environment.getattr((undefined(name='t') if l_0_t is missing else l_0_t), 'vllm_down_window'))
+    yield ': a dead vLLM is\n'
     if context.call((undefined(name='has_alert') if l_0_has_alert is missing else l_0_has_alert), 'VLLMTargetDown', _block_vars=_block_vars):
         pass
-        yield ' ('
         yield str(context.call((undefined(name='link') if l_0_link is missing else l_0_link), 'VLLMTargetDown', _block_vars=_block_vars))
-        yield '; it mutes this alert in the example Alertmanager routing)'
-    yield '.\n1: vLLM serves; fix the exporter during working hours, starting from Confirm.\n'
+        yield "'s page"
+    else:
+        pass
+        yield 'an incident of its own'
+    yield ", and the exporter, which sees vLLM die before\nPrometheus does and come back after it, adds no warning at either edge. Only where Prometheus does not\nscrape vLLM itself can vLLM be down while this fires: Confirm's first query tells.\n"
 
 def block_meaning(context, missing=missing):
     resolve = context.resolve_or_missing
@@ -97,13 +100,12 @@ def block_confirm(context, missing=missing):
     l_0_ex = resolve('ex')
     l_0_by_pod = resolve('by_pod')
     pass
-    yield '1. Is vLLM itself reachable? If its target is down (0 below)'
+    yield "1. Is vLLM itself reachable? 1 below: Prometheus reaches it, so the exporter's path to it is what fails.\n   Nothing: Prometheus does not scrape vLLM here; check the pod"
     if context.call((undefined(name='has_alert') if l_0_has_alert is missing else l_0_has_alert), 'VLLMTargetDown', _block_vars=_block_vars):
         pass
-        yield ' and '
+        yield ' as for '
         yield str(context.call((undefined(name='link') if l_0_link is missing else l_0_link), 'VLLMTargetDown', _block_vars=_block_vars))
-        yield ' fires for the same pod'
-    yield ',\n   handle that first; this alert then follows from it.\n\n   ```promql\n   up'
+    yield '.\n\n   ```promql\n   up'
     yield str(context.call((undefined(name='match') if l_0_match is missing else l_0_match), 'namespace', 'pod', source='vllm', _block_vars=_block_vars))
     yield "\n   ```\n\n2. Why the exporter's scrapes fail, by reason:\n\n   ```promql\n   sum by ("
     yield str(context.call((undefined(name='on') if l_0_on is missing else l_0_on), 'namespace', 'pod', 'reason', _block_vars=_block_vars))
@@ -122,17 +124,8 @@ def block_causes(context, missing=missing):
     cond_expr_undefined = Undefined
     if 0: yield None
     _block_vars = {}
-    l_0_has_alert = resolve('has_alert')
-    l_0_link = resolve('link')
     pass
-    yield '1. **vLLM is down, restarting or still loading** its model: `connection` errors, together with\n'
-    if context.call((undefined(name='has_alert') if l_0_has_alert is missing else l_0_has_alert), 'VLLMTargetDown', _block_vars=_block_vars):
-        pass
-        yield str(context.call((undefined(name='link') if l_0_link is missing else l_0_link), 'VLLMTargetDown', _block_vars=_block_vars))
-    else:
-        pass
-        yield "vLLM's own target down"
-    yield " or a restart.\n2. **A wrong `--target`.** The port or path does not match vLLM's `--port` and `/metrics` after a change.\n3. **vLLM answers slowly under load.** `timeout` errors at peak traffic.\n4. **A large payload.** Many LoRA adapters or many engines make `/metrics` bigger than `--max-bytes`.\n5. **An unexpected payload.** `parse` errors: the target is not vLLM, or a vLLM release changed its format.\n"
+    yield "1. **vLLM is down, restarting or still loading** its model, where Prometheus does not scrape vLLM\n   itself: `connection` errors, and a restart of the vLLM container.\n2. **A wrong `--target`.** The port or path does not match vLLM's `--port` and `/metrics` after a change.\n3. **vLLM answers slowly under load.** `timeout` errors at peak traffic.\n4. **A large payload.** Many LoRA adapters or many engines make `/metrics` bigger than `--max-bytes`.\n5. **An unexpected payload.** `parse` errors: the target is not vLLM, or a vLLM release changed its format.\n"
 
 def block_fixes(context, missing=missing):
     resolve = context.resolve_or_missing
@@ -189,4 +182,4 @@ def block_escalate(context, missing=missing):
     yield '.\n'
 
 blocks = {'now': block_now, 'meaning': block_meaning, 'impact': block_impact, 'confirm': block_confirm, 'causes': block_causes, 'fixes': block_fixes, 'verify': block_verify, 'escalate': block_escalate}
-debug_info = '1=17&2=20&3=23&4=26&5=29&6=32&7=37&12=49&15=51&18=58&24=68&25=79&26=82&29=86&30=101&34=107&40=109&55=113&64=118&66=129&72=137&73=148&84=155&88=166&92=168&95=173&98=184'
+debug_info = '1=18&2=21&3=24&4=27&5=30&6=33&7=38&11=50&12=52&16=61&22=71&23=82&24=85&27=89&29=104&32=109&38=111&53=115&62=120&70=130&71=141&82=148&86=159&90=161&93=166&96=177'

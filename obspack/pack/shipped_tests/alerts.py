@@ -832,12 +832,30 @@ def cuda_fragmentation(b: Builder) -> Incident:
 
 def exporter_down(b: Builder) -> Incident:
     t = b.cfg.alerts.ObspackExporterTargetDown
-    inc = Incident("ObspackExporterTargetDown: the sidecar cannot reach vLLM")
-    n = int(minutes(t.for_)) + 15
+    inc = Incident("ObspackExporterTargetDown: the sidecar cannot reach vLLM while Prometheus can; a vLLM that is "
+                   "down, and its recovery a scrape before the sidecar's, stay quiet")
+    down = math.ceil(minutes(t.for_)) + HOP + 1  # llama-2's vLLM is down past the time llama-0 fires
+    n = down + 15
     target = {"target": "http://127.0.0.1:8000/metrics"}
+
+    def vllm_up(pod: str, values: str) -> None:
+        inc.add("up", {**b.where("prod-a", "inference", pod), "job": "inference/vllm", "instance": f"10.4.0.{pod[-1]}:8000",
+                       **b.sel["vllm"]}, values)
+
+    # llama-0: the sidecar's scrapes fail from minute 3 while Prometheus scrapes vLLM fine
     b.exporter(inc, "obspack_target_up", {**b.where("prod-a", "inference", "llama-0"), **target}, f"1x2 0x{n}")
+    vllm_up("llama-0", f"1x{n + 2}")
+    # llama-1: healthy
     b.exporter(inc, "obspack_target_up", {**b.where("prod-a", "inference", "llama-1"), **target}, f"1x{n}")
-    inc.expect("ObspackExporterTargetDown", on_time(3, t.for_), [(b.where("prod-a", "inference", "llama-0"), 0)])
+    vllm_up("llama-1", f"1x{n}")
+    # llama-2: vLLM is down from minute 3; it is back at `back`, and its sidecar a scrape later
+    back = 4 + down
+    b.exporter(inc, "obspack_target_up", {**b.where("prod-a", "inference", "llama-2"), **target},
+               f"1x2 0x{down + 1} 1x{n - down}")
+    vllm_up("llama-2", f"1x2 0x{down} 1x{n - down}")
+    fired = [(b.where("prod-a", "inference", "llama-0"), 0)]
+    inc.expect("ObspackExporterTargetDown", on_time(3, t.for_), fired)
+    inc.expect("ObspackExporterTargetDown", back, fired)
     return inc
 
 

@@ -53,16 +53,26 @@ def cuda_allocator_fragmentation_high(cfg: ObspackConfig) -> AlertRule:
 
 
 def exporter_target_down(cfg: ObspackConfig) -> AlertRule:
+    """The exporter cannot scrape vLLM while Prometheus can. Pods whose own vLLM target was down within
+    `vllm_down_window` are left out in the rule, not only muted by VLLMTargetDown in Alertmanager: an
+    inhibition holds only while its source fires, and the exporter sees vLLM die before Prometheus' scrape
+    does and come back after it (by up to one of its own scrapes), so either edge would reach a receiver."""
     t = cfg.alerts.ObspackExporterTargetDown
-    sel = c.selector(cfg.selectors.exporter)
+    pod = c.by(cfg, "namespace", "pod")
+    vllm_down = f"min_over_time(up{c.selector(cfg.selectors.vllm)}[{t.vllm_down_window}]) == 0"
     return AlertRule(
         alert="ObspackExporterTargetDown",
-        expr=f"max by ({c.by(cfg, 'namespace', 'pod')}) (obspack_target_up{sel} == 0)",
+        expr=(
+            f"max by ({pod}) (obspack_target_up{c.selector(cfg.selectors.exporter)} == 0)\n"
+            f"unless on ({pod})\n"
+            f"group by ({pod}) ({vllm_down})"
+        ),
         for_=t.for_,
         severity=t.severity,
-        summary="The obspack exporter cannot scrape its vLLM target; derived KV and allocator series are missing.",
+        summary="The obspack exporter cannot scrape its vLLM target, though Prometheus can; the KV figures it "
+        "derives are missing.",
         description="The obspack exporter in {{ $labels.namespace }}/{{ $labels.pod }} cannot scrape its vLLM "
-        "target.",
+        f"target, while Prometheus' own scrapes of vLLM in that pod succeeded over the last {t.vllm_down_window}.",
         runbook="obspack-exporter-target-down",
         triage="kubectl -n {{ $labels.namespace }} logs {{ $labels.pod }} -c obspack-exporter --tail=50",
     )
