@@ -50,6 +50,7 @@ WORKLOAD = ("workload_type", "workload", "team_name")
 STATE_WINDOW = "5m"  # serving: a prompt went in or a token came out within this window
 SHARE_WINDOW = "1h"  # the prefill/decode time split of pods that do both
 GPU_REQUEST = 'resource="nvidia_com_gpu"'
+FIRST_GPU = 'gpu="0"'  # dcgm-exporter's device index: every node with a GPU has a GPU 0
 RUNNING = 'phase="Running"'
 BY_REPLICASET = 'owner_kind="ReplicaSet"'
 NOT_BY_REPLICASET = 'owner_kind!="ReplicaSet"'
@@ -177,8 +178,9 @@ def ksm_held(cfg: ObspackConfig) -> str:
     )
     gfd = _named(cfg, "kube_node_labels", ("node",), GFD_PRODUCT, "modelName")
     # every node, with its GPU model where GFD's label says it, else where DCGM runs there without its pod
-    # mapping (kube_node_info: one series per node)
-    dcgm = f"topk by ({node}) (1,\n{_indent(dcgm_node_models(cfg))}\n)"
+    # mapping (kube_node_info: one series per node). One model per node is kept, so DCGM's first GPU is
+    # enough: an eighth of the series on 8-GPU nodes, read at every evaluation even when no pod falls back.
+    dcgm = f"topk by ({node}) (1,\n{_indent(dcgm_node_models(cfg, FIRST_GPU))}\n)"
     nodes_typed = f"{gfd}\nor on ({node})\n{dcgm}\nor on ({node})\ngroup by ({node}) (kube_node_info{_ksm(cfg)})"
     typed = f"(\n{_indent(held)}\n)\n* on ({node}) group_left (modelName)\n(\n{_indent(nodes_typed)}\n)"
     models = pod_models(cfg)
@@ -279,11 +281,12 @@ def node_pools(cfg: ObspackConfig) -> str:
     return _named(cfg, "kube_node_labels", ("node",), ksm_label(cfg.cost.node_pool_label), "node_pool")
 
 
-def dcgm_node_models(cfg: ObspackConfig) -> str:
+def dcgm_node_models(cfg: ObspackConfig, *matchers: str) -> str:
     """The GPU models dcgm-exporter reports per node, whether or not a pod holds the GPUs. It spells the node
-    Hostname, newer releases hostname: each is read where it is set (a label_replace that always matches)."""
+    Hostname, newer releases hostname: each is read where it is set (a label_replace that always matches).
+    `matchers` narrow the DCGM series read (`FIRST_GPU`: one GPU per node, where one model per node is enough)."""
     def spelled(label: str) -> str:
-        selector = c.selector(cfg.selectors.dcgm, label + '!=""')
+        selector = c.selector(cfg.selectors.dcgm, label + '!=""', *matchers)
         return _copy(f"group by ({c.by(cfg, label, 'modelName')}) (DCGM_FI_DEV_FB_USED{selector})", "node", label)
 
     parts = [spelled(label) for label in ("Hostname", "hostname")]
