@@ -35,8 +35,9 @@ def _exporter_extremes(cfg: ObspackConfig, metric: str, lowest: bool = False) ->
 
 
 def _blocks(cfg: ObspackConfig, state: str) -> str:
-    blocks = q.exporter(cfg, "obspack_vllm_kv_cache_blocks", q.ALL, f'state="{state}"')
-    return f"sum by ({c.by(cfg, *POD_MODEL)}) ({blocks})"
+    """Each engine's blocks as the exporter reports them: engines of one pod side by side, and no sum per pod
+    at every step (a tenth of the time with every pod selected)."""
+    return q.exporter(cfg, "obspack_vllm_kv_cache_blocks", q.ALL, f'state="{state}"')
 
 
 def dashboard_for(cfg: ObspackConfig) -> Dashboard:
@@ -63,12 +64,13 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
         ),
         p.stat(
             "Prefix cache hit rate",
-            p.target(q.prefix_hit_ratio_total(cfg), "hit rate"),
-            p.target(f"avg({q.v0_prefix_hit_rate(cfg)})", "V0 since start"),
+            p.target(q.prefix_hit_ratio_total(cfg), "hit rate", instant=True),
+            p.target(f"avg({q.v0_prefix_hit_rate(cfg)})", "V0 since start", instant=True),
             unit=p.PERCENT_UNIT,
             description=(
-                "Prompt tokens served from the prefix cache over tokens looked up, over the selection; vLLM V0 "
-                "pods have no counters: the mean of their lifetime hit rates shows beside it. Below "
+                "Prompt tokens served from the prefix cache over tokens looked up, over the selection, now; vLLM V0 "
+                "pods have no counters: the mean of their lifetime hit rates shows beside it. Its course over time is "
+                "in the graphs of the Prefix cache row. Below "
                 f"{percent(hit_low)}" + marks.say(cfg, "VLLMPrefixCacheHitRateLow", " (VLLMPrefixCacheHitRateLow)")
                 + " the cache saves little prefill: check that requests sharing a prefix reach the same pod "
                 "(session or prefix-aware routing)."
@@ -76,6 +78,7 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
             thresholds=p.steps("orange", (hit_low, "green")),
             decimals=1,
             links=prefix_runbook,
+            sparkline=False,
         ),
         p.stat(
             "Highest fragmentation estimate",
@@ -147,17 +150,12 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
         ),
         p.timeseries(
             "KV cache blocks: used and free",
-            p.target(
-                _blocks(cfg, "used"),
-                f"{POD_LEGEND} used",
-            ),
-            p.target(
-                _blocks(cfg, "free"),
-                f"{POD_LEGEND} free",
-            ),
+            p.target(_blocks(cfg, "used"), f"{ENGINE_LEGEND} used"),
+            p.target(_blocks(cfg, "free"), f"{ENGINE_LEGEND} free"),
             unit=p.SHORT,
             description=(
-                "KV cache blocks per pod (obspack exporter: usage x num_gpu_blocks). Free blocks near zero means "
+                "KV cache blocks per engine (obspack exporter: usage x num_gpu_blocks); a data-parallel pod's "
+                "engines each have their own cache. Free blocks near zero means "
                 "admission stops. The total is fixed at start by --gpu-memory-utilization and the model size: "
                 "raise the former or shard the model (tensor parallel) for more blocks."
             ),

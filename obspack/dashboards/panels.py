@@ -155,8 +155,10 @@ def stat(
     text: str = "value",
     decimals: int | None = None,
     links: Iterable[dict[str, object]] = (),
+    sparkline: bool = True,
 ) -> Stat:
-    """A single-value panel coloured by its thresholds (reduced to the last non-null value)."""
+    """A single-value panel coloured by its thresholds (reduced to the last non-null value), with the
+    selected range drawn behind it unless `sparkline` is off (for instant targets)."""
     return Stat(
         title=title,
         description=description,
@@ -166,7 +168,7 @@ def stat(
         thresholds=thresholds,
         color={"mode": "thresholds"},
         colorMode="background" if background else "value",
-        graphMode="area",
+        graphMode="area" if sparkline else "none",
         reduceCalc="lastNotNull",
         textMode=text,
         noValue=no_value,
