@@ -15,7 +15,7 @@
 - `vllm-backlog-0`: requests pile up in the queue (VLLMRequestQueueBacklog, to chat).
 - `vllm-down-0`: vLLM answers 503 (VLLMTargetDown, to the pager). Its exporter sidecar cannot scrape it
   either, and ObspackExporterTargetDown never fires, not even while vLLM comes back a scrape before the
-  sidecar does: its rule leaves out a pod whose own vLLM target was down within its lookback.
+  sidecar does: its rule leaves out a pod whose own vLLM target was down within `vllm_down_window`.
 
 Then every pod recovers and every alert resolves. The steps return when each alert's condition became
 visible (`lag.Onset`), so the alerts' lags can be measured.

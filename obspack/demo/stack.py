@@ -81,10 +81,10 @@ DCGM_JOB = {True: "nvidia-dcgm-exporter-honor", False: "nvidia-dcgm-exporter"}
 def e2e_config(interval_s: int = INTERVAL_S) -> str:
     """The obspack config of the demo: every `for` cut to two evaluations (the exporter's alert to four:
     the exporter sees a dead engine before Prometheus' own scrape does, 7.4 s before at a 5 s interval in
-    one loaded run, and its alert must not fire in that gap before its rule sees vLLM down), rule groups and scrapes on the stack's interval, and the config-driven windows cut to fit a short
-    run (the restart windows to 45s: at least `for` plus two rule evaluations; the prefix-cache hit rate's
-    to six scrapes). The recording rules' fixed 5m windows need no change: a rate has its two samples after
-    two scrapes."""
+    one loaded run, and its alert must not fire in that gap, before its rule sees vLLM down), rule groups
+    and scrapes on the stack's interval, and the config-driven windows cut to fit a short run (the restart
+    windows to 45s: at least `for` plus two rule evaluations; the prefix-cache hit rate's to six scrapes).
+    The recording rules' fixed 5m windows need no change: a rate has its two samples after two scrapes."""
     two, muted = f"{2 * interval_s}s", f"{4 * interval_s}s"
     return f"""\
 # obspack config of the end-to-end demo: short `for` durations so alerts fire within seconds.

@@ -6,7 +6,10 @@ pod's requests (or token gaps), evaluated by `promtool test rules` over pods who
 - `healthy-0`: every request fast and answered; vLLM has made no 5xx series for it (the instrumentator
   creates a status's series at its first request), and its failed share is still 0, not missing;
 - `prefill-0` (llm-d's prefill role) and `asleep-0` (an engine put to sleep) serve no user's request and,
-  as in the SLO records, have no row, though they are slow and failing.
+  as in the SLO records, have no row, though they are slow and failing;
+- `idle-0` has had no request in the window: no share, so no row;
+- `renamed-0` exports its token gaps under both names of vLLM's rename (inter_token_latency and
+  time_per_output_token, as releases of the transition do): counted once.
 """
 
 from __future__ import annotations
@@ -66,7 +69,13 @@ def _pod(pod: str, ttft: tuple[int, int], itl: tuple[int, int], http: tuple[int,
 def _series() -> list[dict[str, str]]:
     slow = ((100, 90), (1000, 950), (19, 1))
     series = _pod("slow-0", *slow) + _pod("healthy-0", (100, 100), (1000, 1000), (20, 0))
-    series += _pod("prefill-0", *slow) + _pod("asleep-0", *slow)
+    series += _pod("prefill-0", *slow) + _pod("asleep-0", *slow) + _pod("idle-0", (0, 0), (0, 0), (0, 0))
+    renamed = _pod("renamed-0", (100, 100), (1000, 900), (20, 0))
+    series += renamed + [
+        {**s, "series": s["series"].replace("inter_token_latency", "time_per_output_token")}
+        for s in renamed
+        if "inter_token_latency" in s["series"]
+    ]
     series += [
         {"series": 'kube_pod_labels{cluster="c1", namespace="llm", pod="prefill-0", label_llm_d_ai_role="prefill"}', "values": f"1x{MINUTES}"},
         {"series": 'vllm:engine_sleep_state{cluster="c1", namespace="llm", pod="asleep-0", model_name="m", engine="0", sleep_state="awake"}', "values": f"0x{MINUTES}"},
@@ -87,8 +96,8 @@ def test_each_column_is_the_share_of_the_pods_requests_that_miss(tmp_path: Path)
     table = next(p for p in panels(slos) if p["title"] == "Pods: slow and failed shares now")
     ttft, itl, failed = (_fill(t["expr"]) for t in table["targets"])
     cases = [
-        _case(ttft, {"healthy-0": 0, "slow-0": 100}),  # 10 of 100 first tokens over 2.5 s
-        _case(itl, {"healthy-0": 0, "slow-0": 50}),  # 50 of 1,000 gaps over 0.2 s
-        _case(failed, {"healthy-0": 0, "slow-0": 50}),  # 1 of 20 answers a 5xx: 5%, not 1 per minute
+        _case(ttft, {"healthy-0": 0, "slow-0": 100, "renamed-0": 0}),  # 10 of 100 first tokens over 2.5 s
+        _case(itl, {"healthy-0": 0, "slow-0": 50, "renamed-0": 100}),  # 50 of 1,000 gaps over 0.2 s
+        _case(failed, {"healthy-0": 0, "slow-0": 50, "renamed-0": 0}),  # 1 of 20 answers a 5xx: 5%, not 1 per minute
     ]
     promtool_query_test(tmp_path, _series(), cases)

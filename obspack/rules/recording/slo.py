@@ -106,10 +106,10 @@ def latency_events(cfg: ObspackConfig, sli: str, branch: slos.Branch, window: st
     return _latency(cfg, sli, branch, window, scope)
 
 
-def _availability(cfg: ObspackConfig, branch: slos.Branch, window: str, scope: Scope) -> tuple[str, str]:
-    """(failed, all) HTTP requests per second, each pod's rate joined to its served model. A pod that
-    answered no 5xx yet has no 5xx series at all (the instrumentator creates a status's series at its
-    first request), so the failures are 0 wherever requests are counted, rather than missing."""
+def _http(cfg: ObspackConfig, branch: slos.Branch, window: str, scope: Scope) -> tuple[str, str]:
+    """(5xx, all) HTTP requests per second, each pod's rate joined to its served model. A pod that answered
+    no 5xx yet has no 5xx series at all (the instrumentator creates a status's series at its first
+    request): its failures are missing here, and 0 wherever the callers count requests."""
     pod = c.by(cfg, "namespace", "pod")
     routes = f"handler=~{promql_string(cfg.slos.availability.handler_regex)}"
     served = vllm.pod_model(cfg, f"vllm:num_requests_running{vllm.sel(cfg, *branch.matchers, scope.engine)}")
@@ -125,8 +125,13 @@ def _availability(cfg: ObspackConfig, branch: slos.Branch, window: str, scope: S
             window,
         )
 
-    every = joined()
-    return f"{joined(FAILED)}\nor\n0 * {every}", every
+    return joined(FAILED), joined()
+
+
+def _availability(cfg: ObspackConfig, branch: slos.Branch, window: str, scope: Scope) -> tuple[str, str]:
+    """(failed, all) HTTP requests per second (`_http`); a pod with requests and no 5xx series fails none."""
+    failed, every = _http(cfg, branch, window, scope)
+    return f"{failed}\nor\n0 * {every}", every
 
 
 def counter_increase(cfg: ObspackConfig, series: str, scraped: str, window: str) -> str:
@@ -168,15 +173,38 @@ def pod_bad_share(cfg: ObspackConfig, sli: str, window: str, engine: str, pod: s
     """Per pod and model, the share of its events that miss the SLO, each model with its own settings:
     for dashboards and runbooks (`engine` and `pod` narrow engine and HTTP series)."""
     scope = Scope(keep=("namespace", "pod", "model_name"), engine=engine, pod=pod, users_only=False)
-    parts = []
-    for branch in slos.branches(cfg, sli):
-        bad, every = sli_rates(cfg, sli, branch, window, scope)
-        # in parentheses: availability's failures are `failed or 0 * all`, and `/` binds before `or`
-        parts.append(f"(\n(\n{_indent(bad)}\n)\n/\n({every} > 0)\n)")
+    share = _availability_share if sli == "availability" else _latency_share
+    parts = [f"(\n{_indent(share(cfg, sli, branch, window, scope))}\n)" for branch in slos.branches(cfg, sli)]
     # The pods that serve no user left out once, from the shares (per pod, as the records leave them out
     # of each sum): the numerator and the denominator read the same rates, and the exclusions, which read
     # the pods' labels and sleep states, cost as much again each time.
     return _users(cfg, "\nor\n".join(parts), window, engine)
+
+
+def _latency_share(cfg: ObspackConfig, sli: str, branch: slos.Branch, window: str, scope: Scope) -> str:
+    """1 - fast / all per pod, over the events the records count (`_latency`) with each rate read once: the
+    bad events as the records write them (all - fast, per series) read the counts once more and match every
+    engine series twice. A pod with no events has no share."""
+    assert branch.threshold is not None
+    le = le_matcher(branch.threshold)
+    fast, every = [], []
+    for metric in vllm_latency.SLO_HISTOGRAMS[sli]:
+        bucket = f"{metric}_bucket{vllm.sel(cfg, *branch.matchers, scope.engine, le)}"
+        count = f"rate({metric}_count{vllm.sel(cfg, *branch.matchers, scope.engine)}[{window}])"
+        fast.append(f"rate({bucket}[{window}])")
+        every.append(f"(\n  {count}\n  and ignoring (le)\n  {bucket}\n)")
+    fast_sum = _sum(cfg, scope, "\nor\n".join(fast), window)
+    every_sum = _sum(cfg, scope, "\nor\n".join(every), window)
+    return f"1 - (\n{_indent(fast_sum)}\n  /\n  (\n{_indent(_indent(every_sum))}\n    > 0\n  )\n)"
+
+
+def _availability_share(cfg: ObspackConfig, sli: str, branch: slos.Branch, window: str, scope: Scope) -> str:
+    """failed / all per pod, and 0 where a pod answered requests and no 5xx series exists yet (`_availability`):
+    the requests are read twice, where the records' `(failed or 0 * all) / all` reads them three times. A pod
+    with no requests has no share."""
+    failed, every = _http(cfg, branch, window, scope)
+    answered = f"(\n{_indent(every)}\n  > 0\n)"
+    return f"{failed}\n/\n{answered}\nor\n0 * {answered}"
 
 
 def _requests(cfg: ObspackConfig, sli: str, branch: slos.Branch, window: str) -> str:
