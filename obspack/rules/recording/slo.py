@@ -88,17 +88,30 @@ def _indent(text: str) -> str:
     return textwrap.indent(text, "  ")
 
 
-def _latency(cfg: ObspackConfig, sli: str, branch: slos.Branch, window: str, scope: Scope) -> tuple[str, str]:
-    """(bad, all) events per second: per series, then summed."""
+def _histograms(cfg: ObspackConfig, sli: str, branch: slos.Branch, window: str, scope: Scope) -> list[tuple[str, str]]:
+    """(count rate, threshold bucket) of each name the SLI's histogram had across vLLM releases; an event
+    counts where its histogram has the threshold's bucket (`and ignoring (le)`)."""
     assert branch.threshold is not None
     le = le_matcher(branch.threshold)
-    bad, every = [], []
-    for metric in vllm_latency.SLO_HISTOGRAMS[sli]:
-        count = f"rate({metric}_count{vllm.sel(cfg, *branch.matchers, scope.engine)}[{window}])"
-        bucket = f"{metric}_bucket{vllm.sel(cfg, *branch.matchers, scope.engine, le)}"
-        bad.append(f"(\n  {count}\n  - ignoring (le)\n  rate({bucket}[{window}])\n)")
-        every.append(f"(\n  {count}\n  and ignoring (le)\n  {bucket}\n)")
-    return _sum(cfg, scope, "\nor\n".join(bad), window), _sum(cfg, scope, "\nor\n".join(every), window)
+    return [
+        (
+            f"rate({metric}_count{vllm.sel(cfg, *branch.matchers, scope.engine)}[{window}])",
+            f"{metric}_bucket{vllm.sel(cfg, *branch.matchers, scope.engine, le)}",
+        )
+        for metric in vllm_latency.SLO_HISTOGRAMS[sli]
+    ]
+
+
+def _every(cfg: ObspackConfig, scope: Scope, histograms: list[tuple[str, str]], window: str) -> str:
+    legs = [f"(\n  {count}\n  and ignoring (le)\n  {bucket}\n)" for count, bucket in histograms]
+    return _sum(cfg, scope, "\nor\n".join(legs), window)
+
+
+def _latency(cfg: ObspackConfig, sli: str, branch: slos.Branch, window: str, scope: Scope) -> tuple[str, str]:
+    """(bad, all) events per second: per series, then summed."""
+    histograms = _histograms(cfg, sli, branch, window, scope)
+    bad = [f"(\n  {count}\n  - ignoring (le)\n  rate({bucket}[{window}])\n)" for count, bucket in histograms]
+    return _sum(cfg, scope, "\nor\n".join(bad), window), _every(cfg, scope, histograms, window)
 
 
 def latency_events(cfg: ObspackConfig, sli: str, branch: slos.Branch, window: str, scope: Scope = RECORDS) -> tuple[str, str]:
@@ -185,17 +198,10 @@ def _latency_share(cfg: ObspackConfig, sli: str, branch: slos.Branch, window: st
     """1 - fast / all per pod, over the events the records count (`_latency`) with each rate read once: the
     bad events as the records write them (all - fast, per series) read the counts once more and match every
     engine series twice. A pod with no events has no share."""
-    assert branch.threshold is not None
-    le = le_matcher(branch.threshold)
-    fast, every = [], []
-    for metric in vllm_latency.SLO_HISTOGRAMS[sli]:
-        bucket = f"{metric}_bucket{vllm.sel(cfg, *branch.matchers, scope.engine, le)}"
-        count = f"rate({metric}_count{vllm.sel(cfg, *branch.matchers, scope.engine)}[{window}])"
-        fast.append(f"rate({bucket}[{window}])")
-        every.append(f"(\n  {count}\n  and ignoring (le)\n  {bucket}\n)")
-    fast_sum = _sum(cfg, scope, "\nor\n".join(fast), window)
-    every_sum = _sum(cfg, scope, "\nor\n".join(every), window)
-    return f"1 - (\n{_indent(fast_sum)}\n  /\n  (\n{_indent(_indent(every_sum))}\n    > 0\n  )\n)"
+    histograms = _histograms(cfg, sli, branch, window, scope)
+    fast = _sum(cfg, scope, "\nor\n".join(f"rate({bucket}[{window}])" for _, bucket in histograms), window)
+    every = _every(cfg, scope, histograms, window)
+    return f"1 - (\n{_indent(fast)}\n  /\n  (\n{_indent(_indent(every))}\n    > 0\n  )\n)"
 
 
 def _availability_share(cfg: ObspackConfig, sli: str, branch: slos.Branch, window: str, scope: Scope) -> str:
