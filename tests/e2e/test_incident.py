@@ -76,7 +76,7 @@ def test_incident_fires_routes_inhibits_and_resolves(stack: Stack) -> None:
         check_delivered(stack, "VLLMTargetDown", DOWN, CRITICAL, "vllm-target-down", "obspack-pager")
 
         # The exporter sidecar cannot scrape vLLM either; its alert leaves the pod out (checked after the
-        # recovery, below: the sidecar is back a scrape after Prometheus' own scrape of vLLM).
+        # recovery, below: the sidecar may see vLLM back a scrape later than Prometheus does).
         assert stack.prometheus is not None
         assert stack.prometheus.query(f'obspack_target_up{{pod="{DOWN}"}} == 0'), "the sidecar sees vLLM down"
 
