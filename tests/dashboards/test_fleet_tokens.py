@@ -5,17 +5,14 @@ token per request."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
-
-import yaml
 
 from obspack import conventions as c
 from obspack.config import ObspackConfig
 from obspack.dashboards import all_dashboards
 from obspack.pack import build
-from tests.dashboards.lint import panels
-from tests.support.tools import promtool_query_test
+from tests.dashboards.lint import panel_queries
+from tests.support.tools import promtool_record_test
 
 VALUES = {"cluster": ".*", "namespace": ".*", "model": ".*"}
 WHERE = 'cluster="c1", namespace="llm"'
@@ -29,16 +26,12 @@ PODS = {
 
 def _targets(pod: str) -> list[str]:
     fleet = dict(all_dashboards(ObspackConfig()))[c.FLEET_DASHBOARD]
-    panel = next(p for p in panels(fleet) if p["title"] == "Tokens per second")
-    values = {**VALUES, "pod": pod}
-    return [re.sub(r"\$([A-Za-z_]\w*)", lambda m: values[m.group(1)], t["expr"]) for t in panel["targets"]]
+    return panel_queries(fleet, "Tokens per second", {**VALUES, "pod": pod})
 
 
-def _roles_rules(path: Path) -> str:
+def _roles_rules() -> list[dict[str, str]]:
     group = next(g for g in build(ObspackConfig()).recording_groups if g.name.endswith("-vllm-roles.rules"))
-    rules = [{"record": r.record, "expr": r.expr} for r in group.rules]  # type: ignore[union-attr]
-    path.write_text(yaml.safe_dump({"groups": [{"name": group.name, "rules": rules}]}, sort_keys=False))
-    return path.name
+    return [{"record": r.record, "expr": r.expr} for r in group.rules]  # type: ignore[union-attr]
 
 
 def test_a_disaggregated_request_counts_once(tmp_path: Path) -> None:
@@ -60,4 +53,4 @@ def test_a_disaggregated_request_counts_once(tmp_path: Path) -> None:
             ]}
             for expr, split, plain in ((prompt, 100, 30), (generated, 50, 20))
         ]  # fmt: skip
-    promtool_query_test(tmp_path, series, checks, rule_files=(_roles_rules(tmp_path / "roles.yaml"),))
+    promtool_record_test(tmp_path, _roles_rules(), series, checks)
