@@ -147,7 +147,8 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
                 "Prompt and generated tokens per second, per model (5m rates), every pod of the model (the pod "
                 "filter does not narrow it). On a disaggregated model each request counts once, as on the cost "
                 "page: its prompt on the prefill pod, its tokens on the decode pod (a decode pod's copy of the "
-                "prompt and a prefill pod's one token are left out). Generation falling to zero while requests run means a stuck engine"
+                "prompt and a prefill pod's one token are left out). Generation falling to zero while requests "
+                "run means a stuck engine"
                 + marks.say(cfg, "VLLMZeroThroughput", " (VLLMZeroThroughput)")
                 + ": restart the pod after saving its logs."
             ),

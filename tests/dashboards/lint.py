@@ -34,6 +34,18 @@ def panels(model: Model) -> Iterator[Model]:
         yield from panel.get("panels", []) or []
 
 
+def fill(expr: str, values: dict[str, str]) -> str:
+    """A query as Grafana sends it: each `$name` in `values` replaced by its value (variables, and macros
+    by their name without the `$`: `__rate_interval`, `__interval`); any other stays as it is."""
+    return re.sub(r"\$([A-Za-z_]\w*)", lambda m: values.get(m.group(1), m.group(0)), expr)
+
+
+def panel_queries(model: Model, title: str, values: dict[str, str]) -> list[str]:
+    """The queries of the panel titled `title`, filled with `values` (`fill`)."""
+    panel = next(p for p in panels(model) if p["title"] == title)
+    return [fill(t["expr"], values) for t in panel["targets"]]
+
+
 def _where(panel: Model) -> str:
     return f"panel {panel.get('id')} {panel.get('title')!r}"
 

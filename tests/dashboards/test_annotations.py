@@ -9,30 +9,26 @@ design there); here each query is shown where an event is and where none is.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
 from obspack import conventions as c
 from obspack.config import ObspackConfig
 from obspack.dashboards import all_dashboards
-from tests.dashboards.lint import annotations, panels
+from tests.dashboards.lint import annotations, fill, panel_queries
 from tests.support.tools import promtool_query_test
 
 CFG = ObspackConfig.model_validate(
     {"cluster_label": "k8s_cluster", "selectors": {"kube_state_metrics": 'job="kube-state-metrics"'}}
 )
-VALUES = {"cluster": "c1", "namespace": "llm", "pod": "vllm-0", "model": ".*"}
+# the one pod, with a 1m step (so a 2m $__rate_interval)
+VALUES = {"cluster": "c1", "namespace": "llm", "pod": "vllm-0", "model": ".*"} | {"__rate_interval": "2m", "__interval": "1m"}
 TRIAGE = dict(all_dashboards(CFG))[c.TRIAGE_DASHBOARD]
 KSM = 'job="kube-state-metrics", k8s_cluster="c1", namespace="llm"'
 POD = f'{KSM}, pod="vllm-0"'
 ALERT = 'alertname="VLLMHostMemoryNearLimit", k8s_cluster="c1", namespace="llm", pod="vllm-0", container="vllm", severity="warning"'
 
 
-def fill(expr: str) -> str:
-    """The query as Grafana sends it for the one pod, with a 1m step (so a 2m $__rate_interval)."""
-    expr = expr.replace("$__rate_interval", "2m").replace("$__interval", "1m")
-    return re.sub(r"\$([A-Za-z_]\w*)", lambda m: VALUES.get(m.group(1), m.group(0)), expr)
 
 
 def _series() -> list[dict[str, str]]:
@@ -76,12 +72,11 @@ def _test(expr: str, at: str, samples: list[tuple[str, float]]) -> dict[str, Any
 
 
 def _marks() -> dict[str, str]:
-    return {a["name"]: fill(a["expr"]) for a in annotations(TRIAGE)}
+    return {a["name"]: fill(a["expr"], VALUES) for a in annotations(TRIAGE)}
 
 
 def _table(title: str) -> list[str]:
-    panel = next(p for p in panels(TRIAGE) if p["title"] == title)
-    return [fill(t["expr"]) for t in panel["targets"]]
+    return panel_queries(TRIAGE, title, VALUES)
 
 
 def test_triage_event_queries_find_the_pods_events_and_nothing_else(tmp_path: Path) -> None:

@@ -4,13 +4,12 @@ selects. With the filter on one pod of four, it read the need of that one pod.""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from obspack import conventions as c
 from obspack.config import ObspackConfig
 from obspack.dashboards import all_dashboards
-from tests.dashboards.lint import panels
+from tests.dashboards.lint import panel_queries
 from tests.support.tools import promtool_query_test
 
 WHERE = 'cluster="c1", namespace="llm"'
@@ -20,9 +19,8 @@ SIGNAL = 1.5  # the model needs half as many pods again
 
 def _needed(values: dict[str, str]) -> str:
     fleet = dict(all_dashboards(ObspackConfig()))[c.FLEET_DASHBOARD]
-    panel = next(p for p in panels(fleet) if p["title"].startswith("Replicas the models need now"))
-    (target,) = panel["targets"]
-    return re.sub(r"\$([A-Za-z_]\w*)", lambda m: values.get(m.group(1), m.group(0)), target["expr"])
+    (query,) = panel_queries(fleet, "Replicas the models need now (current x signal)", values)
+    return query
 
 
 def test_the_need_counts_every_pod_of_the_model_whatever_the_pod_filter(tmp_path: Path) -> None:

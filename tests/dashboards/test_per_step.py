@@ -8,33 +8,26 @@ neighbouring bars as fractions: a reader adding them up counted several restarts
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
 from obspack import conventions as c
 from obspack.config import ObspackConfig
 from obspack.dashboards import all_dashboards
-from tests.dashboards.lint import panels
+from tests.dashboards.lint import panel_queries
 from tests.support.tools import promtool_query_test
 
 POD = 'cluster="c1", namespace="llm", pod="vllm-0"'
-VALUES = {"cluster": "c1", "namespace": "llm", "pod": "vllm-0", "model": ".*"}
+VALUES = {"cluster": "c1", "namespace": "llm", "pod": "vllm-0", "model": ".*"} | {"__rate_interval": "2m", "__interval": "1m"}
 # Every 30 s for 30 minutes: a restart at 10m and at 20m; the allocator's OOM counter counts one OOM at 12m,
 # and its process restarts at 25.5m (the counter starts again from 0).
 RESTARTS = "0x19 1x19 2x19"
 OOMS = "0x23 1x26 0x10"
 
 
-def _fill(expr: str) -> str:
-    expr = expr.replace("$__rate_interval", "2m").replace("$__interval", "1m")
-    return re.sub(r"\$([A-Za-z_]\w*)", lambda m: VALUES.get(m.group(1), m.group(0)), expr)
-
-
 def _targets(title: str) -> list[str]:
     triage = dict(all_dashboards(ObspackConfig()))[c.TRIAGE_DASHBOARD]
-    panel = next(p for p in panels(triage) if p["title"] == title)
-    return [_fill(t["expr"]) for t in panel["targets"]]
+    return panel_queries(triage, title, VALUES)
 
 
 def _bars(expr: str, labels: str, nonzero: dict[int, int], minutes: range) -> list[dict[str, Any]]:

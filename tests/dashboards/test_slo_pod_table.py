@@ -14,25 +14,19 @@ pod's requests (or token gaps), evaluated by `promtool test rules` over pods who
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
 from obspack import conventions as c
 from obspack.config import ObspackConfig
 from obspack.dashboards import all_dashboards
-from tests.dashboards.lint import panels
+from tests.dashboards.lint import panel_queries
 from tests.support.tools import promtool_query_test
 
-VALUES = {"cluster": ".*", "namespace": ".*", "pod": ".*", "model": ".*"}
+# every variable at All and a 5m $__rate_interval
+VALUES = {"cluster": ".*", "namespace": ".*", "pod": ".*", "model": ".*", "__rate_interval": "5m"}
 MINUTES = 10
 ROW = '{{cluster="c1", namespace="llm", pod="{pod}", model_name="m"}}'
-
-
-def _fill(expr: str) -> str:
-    """The query as Grafana sends it with every variable at All and a 5m $__rate_interval."""
-    expr = expr.replace("$__rate_interval", "5m")
-    return re.sub(r"\$([A-Za-z_]\w*)", lambda m: VALUES.get(m.group(1), m.group(0)), expr)
 
 
 def _per_mille(expr: str) -> str:
@@ -93,8 +87,7 @@ def _case(expr: str, shares: dict[str, int]) -> dict[str, Any]:
 
 def test_each_column_is_the_share_of_the_pods_requests_that_miss(tmp_path: Path) -> None:
     slos = dict(all_dashboards(ObspackConfig()))[c.SLO_DASHBOARD]
-    table = next(p for p in panels(slos) if p["title"] == "Pods: slow and failed shares now")
-    ttft, itl, failed = (_fill(t["expr"]) for t in table["targets"])
+    ttft, itl, failed = panel_queries(slos, "Pods: slow and failed shares now", VALUES)
     cases = [
         _case(ttft, {"healthy-0": 0, "slow-0": 100, "renamed-0": 0}),  # 10 of 100 first tokens over 2.5 s
         _case(itl, {"healthy-0": 0, "slow-0": 50, "renamed-0": 100}),  # 50 of 1,000 gaps over 0.2 s
