@@ -30,7 +30,7 @@ from obspack import slos
 from obspack.config import ObspackConfig
 from obspack.errors import RenderError
 from obspack.memo import per_config
-from obspack.numbers import percent
+from obspack.numbers import percent, text
 from obspack.rules.alerts import all_alerts, dashboard_url, enabled, settings
 from obspack.rules.model import AlertRule, tidy
 from obspack.rules.recording import dcgm
@@ -384,6 +384,7 @@ def _context(
         "crash": False,
         "summary": page.summary,
         "pct": _percent,
+        "num": text,
         "held": _held,
         "slo": _SLOPage(cfg),
         "hours_per_evaluation": hours_per_evaluation,

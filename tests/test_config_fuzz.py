@@ -168,7 +168,7 @@ autoscaler = st.fixed_dictionaries(
 ALERT_FIELDS: dict[str, st.SearchStrategy[Any]] = {
     "enabled": boolean, "for": duration, "severity": severity, "labels": label_map, "ratio": ratio,
     "window": window, "lookback": window, "vllm_down_window": window, "job_regex": regex, "rate": number, "waiting_to_running": number,
-    "min_waiting": number, "min_query_tokens_per_second": number, "min_draft_tokens_per_second": number,
+    "min_waiting": number, "min_query_tokens_per_second": number, "min_draft_tokens_per_second": number, "min_split_gib": number,
     "expired_ratio": ratio, "reversals": number, "saturation": number, "increase": number,
     "min_tokens_per_second": number, "waiting_per_pod": number, "kv_ratio": ratio, "room_kv_ratio": ratio,
     "queue_size": number, "seconds": mix(st.sampled_from([0.01, 0.05, 0.099]), st.sampled_from([0, 0.1, 1, -1, "x"])),

@@ -105,7 +105,15 @@ class KVCacheFragmentationHigh(AlertSettings):
 
 class CUDAAllocatorFragmentationHigh(AlertSettings):
     for_: Duration = Field("30m", alias="for", description=FOR)
-    ratio: Ratio = Field(0.3, description=f"inactive split bytes / reserved bytes above this fires {RATIO}")
+    ratio: Ratio = Field(
+        0.3, description=f"share of the allocator's unused memory in split blocks above this fires {RATIO}"
+    )
+    min_split_gib: Number = Field(
+        0.25,
+        ge=0,
+        le=1024,
+        description="and only with at least this many GiB in split blocks on the GPU (0 to 1024)",
+    )
 
 
 class ExporterTargetDown(AlertSettings):

@@ -14,7 +14,7 @@ from obspack.dashboards import marks, variables
 from obspack.dashboards import panels as p
 from obspack.dashboards import queries as q
 from obspack.dashboards.defaults import dashboard
-from obspack.numbers import percent, tidy
+from obspack.numbers import percent, text, tidy
 from obspack.rules.recording.dcgm import MIB
 
 NAME = c.TRIAGE_DASHBOARD
@@ -29,6 +29,15 @@ def _dashed(pattern: str) -> dict[str, object]:
         "matcher": {"id": "byRegexp", "options": pattern},
         "properties": [{"id": "custom.lineStyle", "value": {"fill": "dash", "dash": [10, 10]}}],
     }
+
+
+def _allocator_fragmentation(cfg: ObspackConfig) -> str:
+    """Each GPU's allocator fragmentation where its split blocks reach the alert's floor, else 0: a cache
+    just emptied shows a ratio of 1 on a few MiB, which VLLMCUDAAllocatorFragmentationHigh leaves out too."""
+    floor = f"{text(cfg.alerts.VLLMCUDAAllocatorFragmentationHigh.min_split_gib)} * {1 << 30}"
+    ratio = q.exporter(cfg, "obspack_cuda_allocator_fragmentation_ratio", q.POD)
+    split = q.exporter(cfg, "obspack_cuda_allocator_inactive_split_bytes", q.POD)
+    return f"{ratio} * ({split} >= bool {floor})"
 
 
 def _stats(cfg: ObspackConfig) -> list[p.Panel]:
@@ -96,14 +105,14 @@ def _stats(cfg: ObspackConfig) -> list[p.Panel]:
         ),
         p.stat(
             "CUDA allocator fragmentation",
-            p.target(
-                f"max({q.exporter(cfg, 'obspack_cuda_allocator_fragmentation_ratio', q.POD)})", "fragmentation"
-            ),
+            p.target(f"max({_allocator_fragmentation(cfg)})", "fragmentation"),
             unit=p.PERCENT_UNIT,
             description=(
-                "Share of PyTorch's reserved GPU memory in inactive split blocks (obspack exporter). Red from "
-                f"{percent(a.VLLMCUDAAllocatorFragmentationHigh.ratio)}: large allocations can fail with CUDA OOM "
-                "while nvidia-smi shows free memory. Set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True."
+                "Share of the GPU memory PyTorch holds but no tensor uses that sits in inactive split blocks "
+                "(obspack exporter), on the worst GPU with at least "
+                f"{text(a.VLLMCUDAAllocatorFragmentationHigh.min_split_gib)} GiB of them (0 on the others). Red "
+                f"from {percent(a.VLLMCUDAAllocatorFragmentationHigh.ratio)}: large allocations can fail with "
+                "CUDA OOM while nvidia-smi shows free memory. Set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True."
             ),
             thresholds=p.above(None, a.VLLMCUDAAllocatorFragmentationHigh.ratio),
             background=True,
@@ -343,7 +352,9 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
             ),
             unit=p.PERCENT_UNIT,
             description=(
-                "Fragmentation ratio, with allocator retries and CUDA OOMs per interval (right axis, counts)."
+                "Fragmentation ratio: the share of the memory PyTorch holds unused that is in split blocks (a "
+                "cache just emptied shows 100% of a few MiB; the bytes are in the panel before). With allocator "
+                "retries and CUDA OOMs per interval (right axis, counts)."
                 + marks.lines_note(
                     cfg, ("VLLMCUDAAllocatorFragmentationHigh", f"{percent(a.VLLMCUDAAllocatorFragmentationHigh.ratio)}")
                 )

@@ -330,6 +330,9 @@ class Fleet:
         exporter.pop("engine")
         self.om.add("obspack_cuda_allocator_fragmentation_ratio", "gauge", "obspack_cuda_allocator_fragmentation_ratio",
                     exporter, [(t, e.fragmentation) for t in hourly])
+        split = e.fragmentation * GIB  # of about 1 GiB the allocator holds unused, as on an H100 (docs/exporter.md)
+        self.om.add("obspack_cuda_allocator_inactive_split_bytes", "gauge", "obspack_cuda_allocator_inactive_split_bytes",
+                    exporter, [(t, split) for t in hourly])
         self.om.add("obspack_cuda_alloc_retries", "counter", "obspack_cuda_alloc_retries_total", exporter,
                     [(t, e.alloc_retries * (t - pod.start) / span) for t in hourly])
 
@@ -455,7 +458,7 @@ def rs_batch(f: Fleet, ns: str = "rs-batch", tag: str = "") -> None:
 def rs_kv(f: Fleet, ns: str = "rs-kv", tag: str = "") -> None:
     """A LeaderWorkerSet's leader: the KV cache runs at 97% to 100% by day, preempts 500 times, requests wait
     for capacity every other hour by day (a quarter of the time); --gpu-memory-utilization 0.85 with the framebuffer at 86%; prefix cache
-    hits 2%; 40% of the CUDA allocator's reserved memory in inactive split blocks."""
+    hits 2%; 40% of the memory the CUDA allocator holds unused (0.4 GiB) in inactive split blocks."""
     pod = Pod("gpu-east", ns, f"kv-lws{tag}-0", [Run(T0 - DAY, END + 1, lambda t, age: 20 * GIB)], 24 * GIB, 24 * GIB,
               owner=("StatefulSet", f"kv-lws{tag}"), lws=f"kv-lws{tag}", dcgm_mode="exported")
     engine = Engine(

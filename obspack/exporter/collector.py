@@ -344,7 +344,9 @@ def cuda_families(devices: Iterable[DeviceStats]) -> list[Metric]:
         labels=labels,
     )
     fragmentation = GaugeMetricFamily(
-        "obspack_cuda_allocator_fragmentation_ratio", "Inactive split bytes / reserved bytes.", labels=labels
+        "obspack_cuda_allocator_fragmentation_ratio",
+        "Inactive split bytes / (reserved - allocated bytes): the share of the unused cache in split blocks.",
+        labels=labels,
     )
     retries = CounterMetricFamily(
         "obspack_cuda_alloc_retries_total",
@@ -359,7 +361,7 @@ def cuda_families(devices: Iterable[DeviceStats]) -> list[Metric]:
         reserved.add_metric(key, d.reserved_bytes)
         allocated.add_metric(key, d.allocated_bytes)
         split.add_metric(key, d.inactive_split_bytes)
-        ratio = derive.allocator_fragmentation_ratio(d.inactive_split_bytes, d.reserved_bytes)
+        ratio = derive.allocator_fragmentation_ratio(d.inactive_split_bytes, d.reserved_bytes, d.allocated_bytes)
         if ratio is not None:
             fragmentation.add_metric(key, ratio)
         retries.add_metric(key, d.num_alloc_retries)

@@ -471,6 +471,11 @@ def knobs(f: Fleet) -> list[Query]:
             (cl, *POD),
         ),
         Query(
+            "cuda_split_bytes_p99",
+            f"max by ({f.pod}) (quantile_over_time(0.99, obspack_cuda_allocator_inactive_split_bytes{f.exporter}[{w}]))",
+            (cl, *POD),
+        ),
+        Query(
             "cuda_alloc_retries",
             f"sum by ({f.pod}) (increase(obspack_cuda_alloc_retries_total{f.exporter}[{w}]))",
             (cl, *POD),

@@ -305,7 +305,7 @@ def allocator_env(fragmentation_p99: float | None, retries: float | None, ratio:
     alert's ratio at p99) or had to retry allocations."""
     reasons = []
     if fragmentation_p99 is not None and fragmentation_p99 > ratio:
-        reasons.append(f"{fragmentation_p99:.0%} of reserved memory in inactive split blocks (p99)")
+        reasons.append(f"{fragmentation_p99:.0%} of the allocator's unused memory in inactive split blocks (p99)")
     if retries is not None and retries >= 1:
         reasons.append(f"{retries:.0f} allocation retries after a cache flush")
     if not reasons:

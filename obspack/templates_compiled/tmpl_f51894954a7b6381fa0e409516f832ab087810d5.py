@@ -10,6 +10,7 @@ def root(context, missing=missing):
     parent_template = None
     l_0_pct = resolve('pct')
     l_0_t = resolve('t')
+    l_0_num = resolve('num')
     l_0_held = resolve('held')
     l_0_alert = resolve('alert')
     l_0_match = resolve('match')
@@ -22,7 +23,7 @@ def root(context, missing=missing):
     l_0_plane = "GPU VRAM, in PyTorch's CUDA allocator outside the KV cache"
     context.vars['plane'] = l_0_plane
     context.exported_vars.add('plane')
-    l_0_fires_when = str_join(('more than ', context.call((undefined(name='pct') if l_0_pct is missing else l_0_pct), environment.getattr((undefined(name='t') if l_0_t is missing else l_0_t), 'ratio')), " of the memory reserved by PyTorch's CUDA caching allocator in a vLLM pod sits in inactive split blocks, ", context.call((undefined(name='held') if l_0_held is missing else l_0_held), environment.getattr((undefined(name='alert') if l_0_alert is missing else l_0_alert), 'for_')), ))
+    l_0_fires_when = str_join(('more than ', context.call((undefined(name='pct') if l_0_pct is missing else l_0_pct), environment.getattr((undefined(name='t') if l_0_t is missing else l_0_t), 'ratio')), " of the memory PyTorch's CUDA caching allocator holds unused in a vLLM pod, and at least ", context.call((undefined(name='num') if l_0_num is missing else l_0_num), environment.getattr((undefined(name='t') if l_0_t is missing else l_0_t), 'min_split_gib')), ' GiB, sits in inactive split blocks, ', context.call((undefined(name='held') if l_0_held is missing else l_0_held), environment.getattr((undefined(name='alert') if l_0_alert is missing else l_0_alert), 'for_')), ))
     context.vars['fires_when'] = l_0_fires_when
     context.exported_vars.add('fires_when')
     l_0_related = ['VLLMGPUMemoryNearFull', 'VLLMContainerRestarted', 'VLLMKVCacheFragmentationHigh', 'ObspackExporterTargetDown']
@@ -44,7 +45,7 @@ def block_now(context, missing=missing):
     if 0: yield None
     _block_vars = {}
     pass
-    yield "Nothing has failed yet. Plan the fix that removes most of this waste, and use the next quiet moment:\n\n1. Add `PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True` to the vLLM container's environment where the\n   deployment is managed; it applies as the pods restart.\n2. If allocation retries already climb (Confirm step 2), restart this replica now as a stopgap, one replica\n   at a time so that the others carry the traffic:\n\n   ```sh\n   kubectl -n <namespace> delete pod <pod>\n   ```\n"
+    yield "Nothing has failed yet. Plan the fix that removes most of this waste, and use the next quiet moment:\n\n1. Add `PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True` to the vLLM container's environment where the\n   deployment is managed; it applies as the pods restart.\n2. If allocation retries already climb (Confirm step 3), restart this replica now as a stopgap, one replica\n   at a time so that the others carry the traffic:\n\n   ```sh\n   kubectl -n <namespace> delete pod <pod>\n   ```\n"
 
 def block_meaning(context, missing=missing):
     resolve = context.resolve_or_missing
@@ -55,10 +56,13 @@ def block_meaning(context, missing=missing):
     _block_vars = {}
     l_0_pct = resolve('pct')
     l_0_t = resolve('t')
+    l_0_num = resolve('num')
     pass
-    yield 'PyTorch gets GPU memory from the driver in large segments and cuts them into blocks for tensors. A freed\nblock stays in PyTorch\'s cache for reuse. When a segment is only partly in use, its free pieces\n("inactive split" blocks) can only serve requests that fit inside them. More than '
+    yield 'PyTorch gets GPU memory from the driver in large segments and cuts them into blocks for tensors. A freed\nblock stays in PyTorch\'s cache for reuse. When a segment is only partly in use, its free pieces\n("inactive split" blocks) can only serve requests that fit inside them. Of the memory PyTorch holds but no\ntensor uses, more than '
     yield str(context.call((undefined(name='pct') if l_0_pct is missing else l_0_pct), environment.getattr((undefined(name='t') if l_0_t is missing else l_0_t), 'ratio'), _block_vars=_block_vars))
-    yield ' of the\nreserved memory is in such pieces. When a large request fits in none of them and the GPU has no room for a\nnew segment, PyTorch empties its cache and retries, which is slow, and then fails with\n`CUDA out of memory`, even though enough memory is free in total.\n\nvLLM allocates its KV cache once at start, so the churn comes from everything else: activations and\ntemporary buffers whose sizes change with every batch.\n\nThe figures come from the obspack CUDA probe inside the vLLM processes, read by the obspack exporter.\n'
+    yield ' is in such pieces, at least '
+    yield str(context.call((undefined(name='num') if l_0_num is missing else l_0_num), environment.getattr((undefined(name='t') if l_0_t is missing else l_0_t), 'min_split_gib'), _block_vars=_block_vars))
+    yield ' GiB of it on one GPU.\nWhen a large request fits in none of them and the GPU has no room for a new segment, PyTorch empties its\ncache and retries, which is slow, and then fails with `CUDA out of memory`, even though enough memory is\nfree in total.\n\nvLLM allocates its weights and KV cache once at start; they are most of what PyTorch holds, and the ratio\nleaves them out. The churn comes from everything else: activations and temporary buffers whose sizes\nchange with every batch, and buffers that outlive a batch (multimodal embeddings, LoRA adapters).\n\nThe figures come from the obspack CUDA probe inside the vLLM processes, read by the obspack exporter.\n'
 
 def block_impact(context, missing=missing):
     resolve = context.resolve_or_missing
@@ -90,7 +94,7 @@ def block_confirm(context, missing=missing):
     pass
     yield '1. The ratio per process and GPU:\n\n   ```promql\n   obspack_cuda_allocator_fragmentation_ratio'
     yield str((undefined(name='pod') if l_0_pod is missing else l_0_pod))
-    yield '\n   ```\n\n2. Reserved, allocated and inactive split bytes per process and GPU:\n\n   ```promql\n   obspack_cuda_allocator_reserved_bytes'
+    yield '\n   ```\n\n2. Reserved, allocated and inactive split bytes per process and GPU (the ratio is split / (reserved -\n   allocated)):\n\n   ```promql\n   obspack_cuda_allocator_reserved_bytes'
     yield str((undefined(name='pod') if l_0_pod is missing else l_0_pod))
     yield '\n   ```\n\n   ```promql\n   obspack_cuda_allocator_allocated_bytes'
     yield str((undefined(name='pod') if l_0_pod is missing else l_0_pod))
@@ -135,12 +139,15 @@ def block_verify(context, missing=missing):
     _block_vars = {}
     l_0_pct = resolve('pct')
     l_0_t = resolve('t')
+    l_0_num = resolve('num')
     l_0_by_pod = resolve('by_pod')
     l_0_pod = resolve('pod')
     pass
     yield '1. The container has the setting:\n\n   ```sh\n   kubectl -n <namespace> exec <pod> -c <container> -- printenv PYTORCH_CUDA_ALLOC_CONF\n   ```\n\n2. After the restart the ratio stays below '
     yield str(context.call((undefined(name='pct') if l_0_pct is missing else l_0_pct), environment.getattr((undefined(name='t') if l_0_t is missing else l_0_t), 'ratio'), _block_vars=_block_vars))
-    yield ' for days, and retries stay at 0:\n\n   ```promql\n   max by ('
+    yield ' (or the split bytes below '
+    yield str(context.call((undefined(name='num') if l_0_num is missing else l_0_num), environment.getattr((undefined(name='t') if l_0_t is missing else l_0_t), 'min_split_gib'), _block_vars=_block_vars))
+    yield ' GiB)\n   for days, and retries stay at 0. With expandable segments PyTorch reports no inactive split bytes at all:\n\n   ```promql\n   max by ('
     yield str((undefined(name='by_pod') if l_0_by_pod is missing else l_0_by_pod))
     yield ') (max_over_time(obspack_cuda_allocator_fragmentation_ratio'
     yield str((undefined(name='pod') if l_0_pod is missing else l_0_pod))
@@ -165,4 +172,4 @@ def block_escalate(context, missing=missing):
     yield ', and that\n  the vLLM container has `OBSPACK_PROBE_DIR` set and shares that directory with the exporter.\n'
 
 blocks = {'now': block_now, 'meaning': block_meaning, 'impact': block_impact, 'confirm': block_confirm, 'causes': block_causes, 'fixes': block_fixes, 'verify': block_verify, 'escalate': block_escalate}
-debug_info = '1=19&2=22&3=25&4=28&5=31&6=34&7=39&19=49&22=60&32=63&34=74&36=81&40=92&46=94&50=96&54=98&61=100&65=104&77=109&86=119&102=129&109=142&112=144&115=149&118=160'
+debug_info = '1=20&2=23&3=26&4=29&5=32&6=35&7=40&19=50&23=62&34=67&36=78&38=85&42=96&49=98&53=100&57=102&64=104&68=108&80=113&89=123&105=133&112=147&116=151&119=156&122=167'

@@ -63,8 +63,8 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     stats = {
         0: {
             "reserved_bytes.all.current": 8 * GIB,
-            "allocated_bytes.all.current": 5 * GIB,
-            "inactive_split_bytes.all.current": 2 * GIB,
+            "allocated_bytes.all.current": 4 * GIB,
+            "inactive_split_bytes.all.current": 1 * GIB,
             "num_alloc_retries": 3,
             "num_ooms": 0,
         }

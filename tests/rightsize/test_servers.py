@@ -76,7 +76,7 @@ def test_questions_the_server_refuses_are_listed_and_exit_2_while_the_rest_is_re
         code, found = report(fake.url)
     assert code == 2 == found["exit_code"]
     failed = {f["quantity"] for f in found["failed_queries"]}
-    assert {"ram_serving_p99", "ram_p99", "day_p99", "kv_p99", "cuda_fragmentation_p99", "fb_median"} == failed
+    assert {"ram_serving_p99", "ram_p99", "day_p99", "kv_p99", "cuda_fragmentation_p99", "cuda_split_bytes_p99", "fb_median"} == failed
     assert all("timeout" in f["error"] for f in found["failed_queries"])
     assert [w["name"] for w in found["workloads"]] == ["api"]  # the answers that came still count
 

@@ -818,15 +818,29 @@ def kv_fragmentation(b: Builder) -> Incident:
 
 def cuda_fragmentation(b: Builder) -> Incident:
     t = b.cfg.alerts.VLLMCUDAAllocatorFragmentationHigh
-    inc = Incident("VLLMCUDAAllocatorFragmentationHigh: the worst device of a pod counts")
+    inc = Incident("VLLMCUDAAllocatorFragmentationHigh: a device whose unused memory is mostly split, in GiB; "
+                   "a cache just emptied (ratio 1 on a few MiB) and a pod whose devices each miss one side stay quiet")
     n = int(minutes(t.for_)) + 15
     hot, cool = _above(t.ratio), round(t.ratio / 4, 4)
-    for pod, values in (("llama-0", (hot, cool)), ("llama-1", (cool, cool))):
-        for device, value in zip(("0", "1"), values):
-            b.exporter(inc, "obspack_cuda_allocator_fragmentation_ratio",
-                       {**b.where("prod-a", "inference", pod), "pid": "4242", "device": device}, f"{value}x{n}")
-    inc.expect("VLLMCUDAAllocatorFragmentationHigh", on_time(0, t.for_),
-               [(b.where("prod-a", "inference", "llama-0"), hot)])
+    floor = round(t.min_split_gib * GIB)
+    big, small = floor + GIB, floor // 8
+    devices = {  # pod: ((ratio, inactive split bytes) of device 0, of device 1)
+        "llama-0": ((hot, big), (cool, big)),
+        "llama-1": ((cool, big), (cool, big)),
+        "llama-2": ((1.0, small), (cool, small)),
+        "llama-3": ((hot, small), (cool, big)),
+    }
+    fired = []
+    for pod, readings in devices.items():
+        where = b.where("prod-a", "inference", pod)
+        for device, (ratio, split) in zip(("0", "1"), readings):
+            labels = {**where, "pid": "4242", "device": device}
+            b.exporter(inc, "obspack_cuda_allocator_fragmentation_ratio", labels, f"{ratio}x{n}")
+            b.exporter(inc, "obspack_cuda_allocator_inactive_split_bytes", labels, f"{split}x{n}")
+        worst = [ratio for ratio, split in readings if ratio > t.ratio and split >= floor]
+        if worst:  # llama-0 only, unless min_split_gib is 0
+            fired.append((where, max(worst)))
+    inc.expect("VLLMCUDAAllocatorFragmentationHigh", on_time(0, t.for_), fired)
     return inc
 
 

@@ -6,6 +6,8 @@ from obspack import conventions as c
 from obspack.config import ObspackConfig
 from obspack.rules.model import AlertRule
 
+GIB = 1 << 30
+
 
 def kv_cache_fragmentation_high(cfg: ObspackConfig) -> AlertRule:
     t = cfg.alerts.VLLMKVCacheFragmentationHigh
@@ -33,20 +35,23 @@ def kv_cache_fragmentation_high(cfg: ObspackConfig) -> AlertRule:
 def cuda_allocator_fragmentation_high(cfg: ObspackConfig) -> AlertRule:
     t = cfg.alerts.VLLMCUDAAllocatorFragmentationHigh
     sel = c.selector(cfg.selectors.exporter)
-    # Inactive split blocks are reserved memory that only fits requests smaller than the holes. Above 30% of
-    # reserved memory for half an hour, a large allocation can fail with CUDA OOM while nvidia-smi shows room.
+    # Inactive split blocks are cached memory that only fits requests smaller than the holes. The ratio is
+    # their share of the memory the allocator holds unused (weights and KV cache leave it out); the bytes
+    # floor keeps out the few MiB of holes left when the cache was just emptied (ratio 1 on almost nothing).
     return AlertRule(
         alert="VLLMCUDAAllocatorFragmentationHigh",
         expr=f"""
             max by ({c.by(cfg, 'namespace', 'pod')}) (
-              obspack_cuda_allocator_fragmentation_ratio{sel}
-            ) > {t.ratio}
+              obspack_cuda_allocator_fragmentation_ratio{sel} > {t.ratio}
+              and
+              obspack_cuda_allocator_inactive_split_bytes{sel} >= {t.min_split_gib} * {GIB}
+            )
         """,
         for_=t.for_,
         severity=t.severity,
         summary="PyTorch's CUDA allocator in a vLLM pod is fragmented; CUDA OOM can follow.",
         description="{{ $labels.namespace }}/{{ $labels.pod }}: {{ $value | humanizePercentage }} of the memory "
-        "reserved by the CUDA caching allocator is in inactive split blocks.",
+        "the CUDA caching allocator holds unused is in inactive split blocks.",
         runbook="vllm-cuda-allocator-fragmentation-high",
         triage="kubectl -n {{ $labels.namespace }} exec {{ $labels.pod }} -- env | grep PYTORCH_CUDA_ALLOC_CONF",
     )
