@@ -33,6 +33,24 @@ def workers(cfg: ObspackConfig, leaders: str, copy: tuple[str, ...] = ()) -> str
     )
 
 
+def with_workers(cfg: ObspackConfig, pods: str, universe: str) -> str:
+    """`pods` and the workers of the leaders among them, one series per pod, `pods` read once (`workers`
+    would read it a second time): every pod of `universe` (which holds `pods`) stands for itself, and every
+    pod a StatefulSet owns also for the leader the StatefulSet is named after."""
+    ksm = c.selector(cfg.selectors.kube_state_metrics, 'owner_kind="StatefulSet"')
+    itself = f'label_replace({universe}, "{LEADER}", "$1", "pod", "(.+)")'
+    owned = f'label_replace(kube_pod_owner{ksm}, "{LEADER}", "$1", "owner_name", "(.+)")'
+    led = f'label_replace({pods}, "{LEADER}", "$1", "pod", "(.+)")'
+    by_leader = c.by(cfg, "namespace", LEADER)
+    return (
+        f"group by ({c.by(cfg, 'namespace', 'pod')}) (\n"
+        f"  (\n    {itself}\n    or\n    {owned}\n  )\n"
+        f"  * on ({by_leader}) group_left ()\n"
+        f"  group by ({by_leader}) ({led})\n"
+        ")"
+    )
+
+
 def any_workers(cfg: ObspackConfig) -> str:
     """Every pod owned by a StatefulSet named after another pod of its namespace: LWS workers whatever
     their leader serves now (a leader that is down, too). kube-state-metrics only."""

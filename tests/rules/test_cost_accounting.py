@@ -5,8 +5,10 @@ throughout, one by a StatefulSet pod that moves to another node halfway, one A10
 3g and a 4g instance for two pods (one serving, one idle), one L4 time-sliced between two pods (counted
 once), two by an engine put to sleep after an hour, two on a node without DCGM (kube-state-metrics'
 requests, the GPU model from GPU Feature Discovery's node label), one on a node whose DCGM maps no pod
-(requests, the model from DCGM), and a prefill and a decode pod with one each, on a node whose
-dcgm-exporter spells its label `hostname`. A training pod's GPU, an unallocated GPU and production-stack's
+(requests, the model from DCGM), a prefill and a decode pod with one each, on a node whose
+dcgm-exporter spells its label `hostname`, and a LeaderWorkerSet group whose leader and worker hold one each
+(the worker serves no engine series: its GPU counts under the leader's model, serving while the leader
+serves). A training pod's GPU, an unallocated GPU and production-stack's
 router (with its own copies of the token counters) are in the data and must count for nothing."""
 
 from __future__ import annotations
@@ -71,6 +73,17 @@ class Fleet:
                      f"1x{MINUTES}")
             labels = {**ksm, **({"label_team": team} if team else {}), **({"label_llm_d_ai_role": role} if role else {})}
             self.add("kube_pod_labels", labels, f"1x{MINUTES}")
+
+    def worker(self, ns: str, pod: str, leader: str) -> None:
+        """A LeaderWorkerSet worker: the vLLM image, owned by the StatefulSet named after its leader pod, and
+        no engine series of its own."""
+        where = {"cluster": "prod-a", "namespace": ns, "pod": pod}
+        self.add("kube_pod_container_info", {**where, "container": "vllm", "image": IMAGE, "job": "kube-state-metrics"},
+                 f"1x{MINUTES}")
+        for replica in ("10.0.0.1:8080", "10.0.0.2:8080"):
+            ksm = {**where, "job": "kube-state-metrics", "instance": replica, "uid": f"uid-{pod}"}
+            self.add("kube_pod_owner", {**ksm, "owner_kind": "StatefulSet", "owner_name": leader,
+                     "owner_is_controller": "true"}, f"1x{MINUTES}")  # fmt: skip
 
     def gpu(self, node: str, gpu: str, model: str, values: str, holder: dict[str, str] | None, *,
             host: str = "Hostname", **extra: str) -> None:
@@ -141,6 +154,12 @@ def fleet() -> Fleet:
     # (their node's dcgm-exporter is a newer release: it spells the node `hostname`)
     f.gpu("gpu-8", "0", H100, f"70000x{MINUTES}", honor("pd", "llama-prefill-0"), host="hostname")
     f.gpu("gpu-8", "1", H100, f"70000x{MINUTES}", honor("pd", "llama-decode-0"), host="hostname")
+    # a LeaderWorkerSet group: the leader serves from minute 30; its worker holds an H100 on another node
+    f.pod("inference", "llama-lws-0", LLAMA, owner=("StatefulSet", "llama-lws"), running=f"0x29 1x{MINUTES - 30}",
+          tokens=(0, 0))
+    f.worker("inference", "llama-lws-0-1", "llama-lws-0")
+    f.gpu("gpu-10", "0", H100, f"70000x{MINUTES}", honor("inference", "llama-lws-0"))
+    f.gpu("gpu-11", "0", H100, f"70000x{MINUTES}", honor("inference", "llama-lws-0-1"))
     # counted for nothing: a training pod's GPU, an unallocated GPU, the router's copies of the counters
     f.gpu("gpu-1", "7", H100, f"80000x{MINUTES}", {"namespace": "training", "pod": "trainer-0", "container": "torch"})
     f.gpu("gpu-1", "6", H100, f"0x{MINUTES}", None)
@@ -158,21 +177,22 @@ def gpu_hours(gpus: float, samples: int = SAMPLES) -> float:
 
 # Known by construction: GPUs per model and state, at every evaluation of the window unless said.
 MODEL_GPU_HOURS = {
-    ("inference", LLAMA): gpu_hours(3),
+    ("inference", LLAMA): gpu_hours(5),
     ("research", MISTRAL): gpu_hours(1),
     ("research", EMBED): gpu_hours(1),
     ("research", QWEN): gpu_hours(2),
     ("inference", PHI): gpu_hours(3),
     ("pd", LLAMA): gpu_hours(2),
 }
-FLEET_GPU_HOURS = gpu_hours(12)
+FLEET_GPU_HOURS = gpu_hours(14)
 STATES = {
-    "serving": gpu_hours(3 + 3 / 7 + 1 + 3 + 2) + gpu_hours(2, 50),  # qwen serves at minutes 10 to 59
-    "idle": gpu_hours(4 / 7),
+    # qwen serves at minutes 10 to 59; the LeaderWorkerSet group's two from minute 30 (idle before)
+    "serving": gpu_hours(3 + 3 / 7 + 1 + 3 + 2) + gpu_hours(2, 50) + gpu_hours(2, 161),
+    "idle": gpu_hours(4 / 7) + gpu_hours(2, SAMPLES - 161),
     "asleep": gpu_hours(2, SAMPLES - 50),
 }
 PRICE = {H100: 4, A100: 2, L4: 1}
-BILL = gpu_hours(3 * 4 + 2 * 4 + 2 * 4 + 1 * 2 + 3 * 2 + 1 * 1)  # llama, qwen, pd on H100; MIG and phi on A100; L4
+BILL = gpu_hours(5 * 4 + 2 * 4 + 2 * 4 + 1 * 2 + 3 * 2 + 1 * 1)  # llama, qwen, pd on H100; MIG and phi on A100; L4
 TEAMS = {"search": gpu_hours(3 * 4 + 3 * 2), "research": gpu_hours(1 * 2 + 1 * 1)}  # qwen has no team
 TOKENS_PER_SECOND = {  # input: pods that prefill; output: pods that decode; the router never
     ("inference", LLAMA, "input"): 20, ("inference", LLAMA, "output"): 4,
@@ -203,6 +223,10 @@ def checks(cfg: ObspackConfig) -> list[tuple[str, float]]:
     # the time-sliced L4 once; the moved pod's GPU at every evaluation, on either node
     out.append((over(c.POD_GPUS_ALLOCATED, pod="~embed-.*"), gpu_hours(1)))
     out.append((over(c.POD_GPUS_ALLOCATED, pod="llama-sts-0"), gpu_hours(1)))
+    # the worker: under its leader's model, idle until the leader serves
+    worker = {"pod": "llama-lws-0-1", "model_name": LLAMA}
+    out.append((over(c.POD_GPUS_ALLOCATED, **worker, state="serving"), gpu_hours(1, 161)))
+    out.append((over(c.POD_GPUS_ALLOCATED, **worker, state="idle"), gpu_hours(1, SAMPLES - 161)))
     if cfg.cost.priced:
         out.append((over(c.WORKLOAD_COST), BILL))
         out.append((over(c.MODEL_COST), BILL))

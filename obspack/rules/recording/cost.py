@@ -203,14 +203,13 @@ def states(cfg: ObspackConfig) -> str:
         f"  or\n  rate(vllm:prompt_tokens_total{sel(cfg)}[{w}]) > 0\n)"  # embedding models generate nothing
     )
     universe = c.VLLM_POD  # every pod holding GPUs here is a vLLM pod
-    own = (
+    # A LeaderWorkerSet worker serves no engine series (and never sleeps): its GPUs serve while its leader
+    # does. The serving test is read once for the pods and their workers: the group is the pack's heaviest.
+    serving = lws.with_workers(cfg, serving, universe)
+    return (
         f"{_label(asleep(cfg), 'state', 'asleep')}\nor on ({pod})\n{_label(serving, 'state', 'serving')}\n"
         f"or on ({pod})\n{_label(universe, 'state', 'idle')}"
     )
-    # A LeaderWorkerSet worker serves no engine series: its GPUs serve while its leader does (the serving
-    # test alone is repeated for the leaders, not the whole state: the group is the pack's heaviest).
-    led = _label(f"group by ({pod}) (\n{_indent(lws.workers(cfg, serving))}\n)", "state", "serving")
-    return f"{led}\nor on ({pod})\n(\n{_indent(own)}\n)"
 
 
 def pod_gpus(cfg: ObspackConfig) -> str:
