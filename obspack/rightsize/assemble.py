@@ -44,8 +44,7 @@ class Settings:
     min_history_s: int
     release_rise: float
     prefix_low: float  # the hit rate under which prefix caching is "low" (the alert's threshold)
-    fragmentation_high: float  # the CUDA allocator fragmentation that calls for expandable segments...
-    fragmentation_min_bytes: float = 0.0  # ...with at least this much memory in split blocks (the alert's floor)
+    fragmentation_high: float  # the CUDA allocator fragmentation that calls for expandable segments
 
 
 def _max(values: Iterable[float | None]) -> float | None:
@@ -302,9 +301,6 @@ def _workload(
     sized = confidence.level is not Level.NONE
     gpu, knobs = _engine(index, pods, alive_pods or pods, settings, sized)
     fragmentation = _max(index.pod("cuda_fragmentation_p99", pods))
-    split = _max(index.pod("cuda_split_bytes_p99", pods))
-    if split is not None and split < settings.fragmentation_min_bytes:
-        fragmentation = None  # holes of a few MiB (a cache just emptied) give a high ratio that costs nothing
     retries = _sum(index.pod("cuda_alloc_retries", pods))
     env = sizing.allocator_env(fragmentation, retries, settings.fragmentation_high) if sized else None
     releases = _releases(index, keys, settings)

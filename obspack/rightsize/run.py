@@ -91,7 +91,6 @@ def rightsize(cfg: ObspackConfig, connection: Connection, options: Options | Non
         release_rise=options.release_rise,
         prefix_low=cfg.alerts.VLLMPrefixCacheHitRateLow.ratio,
         fragmentation_high=cfg.alerts.VLLMCUDAAllocatorFragmentationHigh.ratio,
-        fragmentation_min_bytes=cfg.alerts.VLLMCUDAAllocatorFragmentationHigh.min_split_gib * (1 << 30),
     )
     workloads, notes = assemble(m, plan, settings)
     workloads = prices.workload_costs(cfg, m, workloads)

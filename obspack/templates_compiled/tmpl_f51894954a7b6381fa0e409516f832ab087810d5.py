@@ -145,13 +145,17 @@ def block_verify(context, missing=missing):
     pass
     yield '1. The container has the setting:\n\n   ```sh\n   kubectl -n <namespace> exec <pod> -c <container> -- printenv PYTORCH_CUDA_ALLOC_CONF\n   ```\n\n2. After the restart the ratio stays below '
     yield str(context.call((undefined(name='pct') if l_0_pct is missing else l_0_pct), environment.getattr((undefined(name='t') if l_0_t is missing else l_0_t), 'ratio'), _block_vars=_block_vars))
-    yield ' (or the split bytes below '
+    yield ' for days wherever at least '
     yield str(context.call((undefined(name='num') if l_0_num is missing else l_0_num), environment.getattr((undefined(name='t') if l_0_t is missing else l_0_t), 'min_split_gib'), _block_vars=_block_vars))
-    yield ' GiB)\n   for days, and retries stay at 0. With expandable segments PyTorch reports no inactive split bytes at all:\n\n   ```promql\n   max by ('
+    yield ' GiB\n   is split (this query reads 0 where less is), and retries stay at 0. With expandable segments PyTorch\n   reports no inactive split bytes at all:\n\n   ```promql\n   max by ('
     yield str((undefined(name='by_pod') if l_0_by_pod is missing else l_0_by_pod))
-    yield ') (max_over_time(obspack_cuda_allocator_fragmentation_ratio'
+    yield ') (max_over_time((\n     obspack_cuda_allocator_fragmentation_ratio'
     yield str((undefined(name='pod') if l_0_pod is missing else l_0_pod))
-    yield '[1d]))\n   ```\n'
+    yield '\n     * (obspack_cuda_allocator_inactive_split_bytes'
+    yield str((undefined(name='pod') if l_0_pod is missing else l_0_pod))
+    yield ' >= bool '
+    yield str(context.call((undefined(name='num') if l_0_num is missing else l_0_num), environment.getattr((undefined(name='t') if l_0_t is missing else l_0_t), 'min_split_gib'), _block_vars=_block_vars))
+    yield ' * 1073741824)\n   )[1d:5m]))\n   ```\n'
 
 def block_escalate(context, missing=missing):
     resolve = context.resolve_or_missing
@@ -172,4 +176,4 @@ def block_escalate(context, missing=missing):
     yield ', and that\n  the vLLM container has `OBSPACK_PROBE_DIR` set and shares that directory with the exporter.\n'
 
 blocks = {'now': block_now, 'meaning': block_meaning, 'impact': block_impact, 'confirm': block_confirm, 'causes': block_causes, 'fixes': block_fixes, 'verify': block_verify, 'escalate': block_escalate}
-debug_info = '1=20&2=23&3=26&4=29&5=32&6=35&7=40&19=50&23=62&34=67&36=78&38=85&42=96&49=98&53=100&57=102&64=104&68=108&80=113&89=123&105=133&112=147&116=151&119=156&122=167'
+debug_info = '1=20&2=23&3=26&4=29&5=32&6=35&7=40&19=50&23=62&34=67&36=78&38=85&42=96&49=98&53=100&57=102&64=104&68=108&80=113&89=123&105=133&112=147&117=151&118=153&119=155&123=160&126=171'

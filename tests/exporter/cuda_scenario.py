@@ -75,7 +75,7 @@ def main(directory: Path) -> None:
     files = sorted(p.name for p in directory.iterdir())
     with multiprocessing.get_context("fork").Pool(1) as pool:
         try:
-            child: object = pool.apply(_child)
+            child: object = pool.apply_async(_child).get(timeout=60)
         except Exception as e:  # noqa: BLE001 (reported, and the test fails on it)
             child = f"{type(e).__name__}: {e}"
     _say("before_cuda", cuda_initialised=initialised, files=files, forked_child_sum=child)

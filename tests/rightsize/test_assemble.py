@@ -238,25 +238,3 @@ def test_a_recommendation_whose_backtest_kills_is_withheld() -> None:
         "withheld: with 23Gi, 0 of 1 run and 1 of 14 days would have been OOM-killed; peak 113% of the limit"
     )
 
-
-def test_expandable_segments_are_advised_for_fragmented_gibibytes_not_for_a_few_emptied_mib() -> None:
-    """A cache just emptied leaves only split blocks unused: a ratio of 1 on a few MiB, which costs nothing
-    (seen on an H100, docs/exporter.md). The advice needs the alert's floor of split bytes too."""
-    pod = CONTAINER[:3]
-    settings = Settings(7 * 86400, 0.15, 0.3, fragmentation_high=0.3, fragmentation_min_bytes=0.25 * GIB)
-    base = {**serving_only(limit=40 * GIB, serving=20 * GIB, start=T0 + 86400), "ram_load_peak": {IMAGE: 20 * GIB}}
-    env = {}
-    for name, split in (("emptied", 22 * MIB), ("fragmented", 0.85 * GIB)):
-        rows = {**base, "cuda_fragmentation_p99": {pod: 1.0 if name == "emptied" else 0.65},
-                "cuda_split_bytes_p99": {pod: split}}  # fmt: skip
-        (w,), _ = assemble(Measurements(rows, days=day_peaks(value=20 * GIB)), PLAN, settings)
-        assert w.confidence.level is not Level.NONE
-        env[name] = w.env
-    assert env["emptied"] == ()
-    assert env["fragmented"] == (
-        (
-            "PYTORCH_CUDA_ALLOC_CONF",
-            "expandable_segments:True",
-            "65% of the allocator's unused memory in inactive split blocks (p99)",
-        ),
-    )

@@ -192,6 +192,7 @@ def test_a_well_sized_workload_in_two_clusters_has_nothing_to_change(found) -> N
         assert w["memory"]["recommended"] == {"limit_bytes": 12.75 * GIB, "request_bytes": 11.5 * GIB}
         assert w["memory"]["decision"] == {"limit": "keep", "request": "keep"}
         assert w["gpu"]["kv_cache"]["verdict"] == "fits"
+        assert w["env"] == []  # a ratio of 1 on 20 MiB of split blocks is under the alert's floor
 
 
 def test_the_fleet_exits_1_and_the_json_is_the_documented_schema(found) -> None:

@@ -818,12 +818,13 @@ def kv_fragmentation(b: Builder) -> Incident:
 
 def cuda_fragmentation(b: Builder) -> Incident:
     t = b.cfg.alerts.VLLMCUDAAllocatorFragmentationHigh
-    inc = Incident("VLLMCUDAAllocatorFragmentationHigh: a device whose unused memory is mostly split, in GiB; "
-                   "a cache just emptied (ratio 1 on a few MiB) and a pod whose devices each miss one side stay quiet")
+    floor = t.min_split_gib * GIB  # bytes, as Prometheus multiplies them out
+    quiet = ("a cache just emptied (ratio 1 on a few MiB) and a pod whose devices each miss one side stay quiet"
+             if floor else "min_split_gib is 0: a low ratio stays quiet")
+    inc = Incident(f"VLLMCUDAAllocatorFragmentationHigh: a device whose unused memory is mostly split; {quiet}")
     n = int(minutes(t.for_)) + 15
     hot, cool = _above(t.ratio), round(t.ratio / 4, 4)
-    floor = round(t.min_split_gib * GIB)
-    big, small = floor + GIB, floor // 8
+    big, small = math.ceil(floor) + GIB, int(floor // 8)
     devices = {  # pod: ((ratio, inactive split bytes) of device 0, of device 1)
         "llama-0": ((hot, big), (cool, big)),
         "llama-1": ((cool, big), (cool, big)),

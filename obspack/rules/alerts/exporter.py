@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from obspack import conventions as c
 from obspack.config import ObspackConfig
+from obspack.numbers import text
 from obspack.rules.model import AlertRule
 
 GIB = 1 << 30
@@ -44,7 +45,7 @@ def cuda_allocator_fragmentation_high(cfg: ObspackConfig) -> AlertRule:
             max by ({c.by(cfg, 'namespace', 'pod')}) (
               obspack_cuda_allocator_fragmentation_ratio{sel} > {t.ratio}
               and
-              obspack_cuda_allocator_inactive_split_bytes{sel} >= {t.min_split_gib} * {GIB}
+              obspack_cuda_allocator_inactive_split_bytes{sel} >= {text(t.min_split_gib)} * {GIB}
             )
         """,
         for_=t.for_,
