@@ -40,6 +40,7 @@ def vllm_logs(cfg: ObspackConfig, pod: str, *args: str) -> str:
 # Recording rules, by source. Alerts and dashboards refer to these names only.
 VLLM_CONTAINER = record_name("namespace_pod_container", "vllm_container", "info")
 VLLM_POD = record_name("namespace_pod", "vllm_pod", "info")
+VLLM_POD_MODEL = record_name("namespace_pod_model", "vllm_pod", "info")  # the same pods, with their served model
 MEMORY_WORKING_SET = record_name("namespace_pod_container", "vllm_container_memory_working_set_bytes", "max")
 MEMORY_LIMIT = record_name("namespace_pod_container", "vllm_container_memory_limit_bytes", "max")
 MEMORY_LIMIT_RATIO = record_name("namespace_pod_container", "vllm_container_memory_working_set_bytes", "ratio_limit")

@@ -4,6 +4,7 @@ and the labels consumers join on."""
 from __future__ import annotations
 
 import re
+import textwrap
 from pathlib import Path
 
 import promql_parser
@@ -48,17 +49,36 @@ def test_rules_over_every_gpu_sit_at_most_two_to_a_group() -> None:
     assert sum(per_group.values()) == len(dcgm.SUMMARIES) + 1
 
 
-def test_the_attribution_reads_raw_series_only() -> None:
-    """It feeds the GPU alert, which may be one group hop from raw series: no record in between."""
-    attribution = next(expr for _, record, expr in _rules() if record == c.GPU_INFO)
-    assert all(":" not in name or name.startswith("vllm:") for name in metric_names(attribution))
+def test_the_attribution_reads_raw_series_and_the_pods_recorded_before_it_in_its_group() -> None:
+    """It feeds the GPU alert, which may be one group hop from raw series: the only record it reads is the
+    vLLM pods with their models, made from raw series earlier in the same group (no group boundary)."""
+    rules = _rules()
+    order = [record for _, record, _ in rules]
+    group, attribution = next((group, expr) for group, record, expr in rules if record == c.GPU_INFO)
+    records = {name for name in metric_names(attribution) if ":" in name and not name.startswith("vllm:")}
+    assert records == {c.VLLM_POD_MODEL}
+    pods_group, pods = next((group, expr) for group, record, expr in rules if record == c.VLLM_POD_MODEL)
+    assert pods_group == group and order.index(c.VLLM_POD_MODEL) < order.index(c.GPU_INFO)
+    assert all(":" not in name or name.startswith("vllm:") for name in metric_names(pods))
     assert _outer_labels(attribution) == [CUSTOM.cluster_label, *dcgm.KEY]  # topk by the exporter key
+    # the doctor prices GPUs before any record exists: from raw series, the same attribution
+    inline = dcgm.attribution(CUSTOM)
+    assert all(":" not in name or name.startswith("vllm:") for name in metric_names(inline))
+    assert inline == attribution.replace(c.VLLM_POD_MODEL, textwrap.indent(pods, "    ").strip())
 
 
 def test_only_the_attribution_is_per_gpu_everything_else_per_pod() -> None:
     """The series budget: one series per GPU held, a handful per pod (docs/rules.md, "The GPU plane")."""
     for _, record, expr in _rules():
         if record == c.GPU_INFO:
+            continue
+        if record == c.VLLM_POD_MODEL:  # the pods' models, or the pods where no model is known: each leg per pod
+            legs, node = [], promql_parser.parse(expr)
+            while isinstance(node, promql_parser.BinaryExpr):
+                legs.append(node.rhs)
+                node = node.lhs
+            pods = {CUSTOM.cluster_label, "namespace", "pod"}
+            assert len(legs) == 2 and all(pods <= set(_outer_labels(str(leg))) <= pods | {"model_name"} for leg in (node, *legs))
             continue
         per = ("namespace", "pod") if record == c.VLLM_POD else dcgm.POD_MODEL  # the pods, before their models
         assert _outer_labels(expr) == [CUSTOM.cluster_label, *per], record

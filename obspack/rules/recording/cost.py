@@ -39,7 +39,7 @@ from obspack.config import ObspackConfig, promql_string, scope_matcher
 from obspack.config.cost import GPU_HOURS
 from obspack.rules import lws
 from obspack.rules.model import RecordingRule, RuleGroup
-from obspack.rules.recording.dcgm import attribution, pod_models
+from obspack.rules.recording.dcgm import attribution
 from obspack.rules.recording.vllm import PREFIX_HITS, asleep, sel
 from obspack.rules.roles import ksm_label, role_of
 
@@ -183,7 +183,7 @@ def ksm_held(cfg: ObspackConfig) -> str:
     dcgm = f"topk by ({node}) (1,\n{_indent(dcgm_node_models(cfg, FIRST_GPU))}\n)"
     nodes_typed = f"{gfd}\nor on ({node})\n{dcgm}\nor on ({node})\ngroup by ({node}) (kube_node_info{_ksm(cfg)})"
     typed = f"(\n{_indent(held)}\n)\n* on ({node}) group_left (modelName)\n(\n{_indent(nodes_typed)}\n)"
-    models = pod_models(cfg)
+    models = c.VLLM_POD_MODEL  # made first in this group
     return f"(\n{_indent(typed)}\n)\n* on ({pod}) group_left (model_name)\n(\n{_indent(models)}\n)"
 
 

@@ -29,7 +29,7 @@ from obspack.catalogue.vllm import POD_MODEL
 from obspack.config import ObspackConfig, scope_matcher
 from obspack.rules import lws
 from obspack.rules.model import RecordingRule, RuleGroup
-from obspack.rules.recording.kubernetes import vllm_image_pods, vllm_leaders, vllm_pods
+from obspack.rules.recording.kubernetes import vllm_image_pods, vllm_leaders
 
 MIB = 1024 * 1024
 EXPORTED_POD = 'exported_pod!=""'
@@ -84,31 +84,33 @@ def normalised(
     return _label_replace(_label_replace(every, '"Hostname", "$1", "hostname", "(.+)"'), '"UUID", "$1", "uuid", "(.+)"')
 
 
-def pod_models(cfg: ObspackConfig, pods: str | None = None) -> str:
+def pod_models(cfg: ObspackConfig, pods: str) -> str:
     """One series per vLLM pod, with its served model where the engine metrics say it.
 
     LeaderWorkerSet workers serve no engine metrics: they take their leader's model. vLLM pods whose
     engine metrics are missing (crash-looping, not scraped yet) stay, without model_name, so their GPUs
-    are still attributed. topk keeps one model per pod for the join. `pods`: the vLLM pods, by default the
-    record made first in the attribution group (for the cost records); from raw series, `vllm_image_pods(cfg)`
-    is enough (the engines' pods and their workers are the first two legs)."""
+    are still attributed. topk keeps one model per pod for the join. `pods`: the vLLM pods besides those;
+    `vllm_image_pods(cfg)` (by image or name) is enough: with the engines' pods and their workers, the first
+    two legs, every pod a vLLM container is found in by its image, name or engine metrics. The attribution
+    group records these first, then the pods alone from them (one read of the sources for both)."""
     pod = c.by(cfg, "namespace", "pod")
     leaders = vllm_leaders(cfg)
     workers = f"group by ({pod}, model_name) (\n{textwrap.indent(lws.workers(cfg, leaders, ('model_name',)), '  ')}\n)"
-    return f"{leaders}\nor on ({pod})\n{workers}\nor on ({pod})\n{pods or c.VLLM_POD}"
+    return f"{leaders}\nor on ({pod})\n{workers}\nor on ({pod})\n{pods}"
 
 
-def attribution(cfg: ObspackConfig) -> str:
+def attribution(cfg: ObspackConfig, models: str | None = None) -> str:
     """Each GPU a vLLM pod holds, keyed by its exporter series, labelled with the pod and its model.
 
     Normalising the label modes reads every GPU through nested label_replace: done once here, so every
     consumer joins on the key. The outer topk keeps one holder per key, so a GPU shared by two pods
     (time-slicing) or a pod rescheduled within the lookback cannot break the joins with duplicates.
-    From raw series only: the GPU alert reads it one hop from the data, and the doctor prices GPUs with it
-    before any record exists."""
+    `models`: the vLLM pods and their models, by default from raw series (the doctor prices GPUs with it
+    before any record exists); the record reads them from the record made first in its group, so the GPU
+    alert stays one hop from the data."""
     key = c.by(cfg, *KEY)
     held = textwrap.indent(normalised(cfg, "DCGM_FI_DEV_FB_USED", keep=(*KEY, *HOLDER)), "    ")
-    models = textwrap.indent(pod_models(cfg, vllm_image_pods(cfg)), "    ")
+    models = textwrap.indent(models or pod_models(cfg, vllm_image_pods(cfg)), "    ")
     return (
         f"topk by ({key}) (1,\n"
         f"  group by ({key}, {', '.join(HOLDER)}) (\n{held}\n  )\n"
@@ -198,7 +200,12 @@ def groups(cfg: ObspackConfig, after_attribution: Iterable[RecordingRule] = ()) 
     return [
         group(
             "-attribution",
-            (RecordingRule(c.VLLM_POD, vllm_pods(cfg)), RecordingRule(c.GPU_INFO, attribution(cfg)), *after_attribution),
+            (
+                RecordingRule(c.VLLM_POD_MODEL, pod_models(cfg, vllm_image_pods(cfg))),
+                RecordingRule(c.VLLM_POD, f"group by ({c.by(cfg, 'namespace', 'pod')}) ({c.VLLM_POD_MODEL})"),
+                RecordingRule(c.GPU_INFO, attribution(cfg, c.VLLM_POD_MODEL)),
+                *after_attribution,
+            ),
         ),
         group("-framebuffer", summaries("framebuffer")),
         group("-xid", (*summaries("xid"), count)),

@@ -73,11 +73,6 @@ def vllm_containers(cfg: ObspackConfig) -> str:
     return _vllm_sources(cfg, "container")
 
 
-def vllm_pods(cfg: ObspackConfig) -> str:
-    """One series per pod that runs vLLM, from raw series: the record made first in the GPU attribution group
-    (obspack/rules/recording/dcgm.py), and what the doctor prices without records."""
-    return _vllm_sources(cfg, "")
-
 
 def group(cfg: ObspackConfig) -> RuleGroup:
     s = cfg.selectors
