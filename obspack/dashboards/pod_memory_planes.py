@@ -15,6 +15,7 @@ from obspack.dashboards import panels as p
 from obspack.dashboards import queries as q
 from obspack.dashboards.defaults import dashboard
 from obspack.numbers import percent, text, tidy
+from obspack.rules.alerts.exporter import fragmentation_over_floor
 from obspack.rules.recording.dcgm import MIB
 
 NAME = c.TRIAGE_DASHBOARD
@@ -29,15 +30,6 @@ def _dashed(pattern: str) -> dict[str, object]:
         "matcher": {"id": "byRegexp", "options": pattern},
         "properties": [{"id": "custom.lineStyle", "value": {"fill": "dash", "dash": [10, 10]}}],
     }
-
-
-def _allocator_fragmentation(cfg: ObspackConfig) -> str:
-    """Each GPU's allocator fragmentation where its split blocks reach the alert's floor, else 0: a cache
-    just emptied shows a ratio of 1 on a few MiB, which VLLMCUDAAllocatorFragmentationHigh leaves out too."""
-    floor = f"{text(cfg.alerts.VLLMCUDAAllocatorFragmentationHigh.min_split_gib)} * {1 << 30}"
-    ratio = q.exporter(cfg, "obspack_cuda_allocator_fragmentation_ratio", q.POD)
-    split = q.exporter(cfg, "obspack_cuda_allocator_inactive_split_bytes", q.POD)
-    return f"{ratio} * ({split} >= bool {floor})"
 
 
 def _stats(cfg: ObspackConfig) -> list[p.Panel]:
@@ -105,7 +97,7 @@ def _stats(cfg: ObspackConfig) -> list[p.Panel]:
         ),
         p.stat(
             "CUDA allocator fragmentation",
-            p.target(f"max({_allocator_fragmentation(cfg)})", "fragmentation"),
+            p.target(f"max({fragmentation_over_floor(cfg, lambda m: q.exporter(cfg, m, q.POD))})", "fragmentation"),
             unit=p.PERCENT_UNIT,
             description=(
                 "Share of the GPU memory PyTorch holds but no tensor uses that sits in inactive split blocks "

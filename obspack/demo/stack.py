@@ -85,7 +85,7 @@ def e2e_config(interval_s: int = INTERVAL_S) -> str:
     and scrapes on the stack's interval, and the config-driven windows cut to fit a short run (the restart
     windows to 45s: at least `for` plus two rule evaluations; the prefix-cache hit rate's to six scrapes).
     The recording rules' fixed 5m windows need no change: a rate has its two samples after two scrapes."""
-    two, muted = f"{2 * interval_s}s", f"{4 * interval_s}s"
+    two, four = f"{2 * interval_s}s", f"{4 * interval_s}s"
     return f"""\
 # obspack config of the end-to-end demo: short `for` durations so alerts fire within seconds.
 selectors:
@@ -111,7 +111,7 @@ alerts:
   VLLMPrefixCacheHitRateLow: {{for: {two}, window: {6 * interval_s}s}}
   VLLMKVCacheFragmentationHigh: {{for: {two}}}
   VLLMCUDAAllocatorFragmentationHigh: {{for: {two}}}
-  ObspackExporterTargetDown: {{for: {muted}}}  # longer than the exporter sees vLLM down before Prometheus does
+  ObspackExporterTargetDown: {{for: {four}}}  # longer than the exporter sees vLLM down before Prometheus does
   InferenceGatewayPickerDown: {{for: {two}}}
   InferencePoolNoReadyEndpoints: {{for: {two}}}
 slos: {{enabled: false}}  # the SLO burn has its own live test (tests/e2e/test_slo_burn.py)

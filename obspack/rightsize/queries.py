@@ -38,12 +38,11 @@ from obspack import conventions as c
 from obspack import slos
 from obspack.config import ObspackConfig, promql_string
 from obspack.durations import format_ms
-from obspack.numbers import text
+from obspack.rules.alerts.exporter import fragmentation_over_floor
 from obspack.rules.recording import autoscaling as scaling
 from obspack.rules.recording import dcgm, kubernetes, slo, vllm
 
 MIB = 1048576  # DCGM reports the framebuffer in MiB
-GIB = 1 << 30
 DAY = 86400
 CONTAINER = ("namespace", "pod", "container")
 RUN = (*CONTAINER, "id")  # one run of a container: cAdvisor's cgroup ("" where the id label is dropped)
@@ -454,13 +453,8 @@ def gpu(f: Fleet) -> list[Query]:
 def knobs(f: Fleet) -> list[Query]:
     w, cl = f.plan.window, f.cl
     running = f"vllm:num_requests_running{vllm.sel(f.cfg)}"
-    # the allocator's fragmentation where its split blocks reach the alert's floor at that moment, else 0: a
-    # cache just emptied gives a ratio of 1 on a few MiB (docs/exporter.md)
-    floor = f"{text(f.cfg.alerts.VLLMCUDAAllocatorFragmentationHigh.min_split_gib)} * {GIB}"
-    fragmented = (
-        f"obspack_cuda_allocator_fragmentation_ratio{f.exporter}\n"
-        f"* (obspack_cuda_allocator_inactive_split_bytes{f.exporter} >= bool {floor})"
-    )
+    # the allocator's fragmentation counted only at the moments its split blocks reach the alert's floor
+    fragmented = fragmentation_over_floor(f.cfg, lambda metric: metric + f.exporter)
 
     def histogram(name: str, family: str) -> Query:
         """Observations per bucket over the window (rate x window: the increase, extrapolated alike)."""

@@ -2,12 +2,27 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from obspack import conventions as c
 from obspack.config import ObspackConfig
 from obspack.numbers import text
 from obspack.rules.model import AlertRule
 
 GIB = 1 << 30
+RATIO = "obspack_cuda_allocator_fragmentation_ratio"
+SPLIT = "obspack_cuda_allocator_inactive_split_bytes"
+
+
+def split_floor(cfg: ObspackConfig) -> str:
+    """VLLMCUDAAllocatorFragmentationHigh's `min_split_gib` in bytes, printed as the setting is written."""
+    return f"{text(cfg.alerts.VLLMCUDAAllocatorFragmentationHigh.min_split_gib)} * {GIB}"
+
+
+def fragmentation_over_floor(cfg: ObspackConfig, series: Callable[[str], str]) -> str:
+    """Each GPU's allocator fragmentation where its split blocks reach the alert's floor, else 0: a cache just
+    emptied shows a ratio of 1 on a few MiB, which the alert leaves out too. `series` selects a metric."""
+    return f"{series(RATIO)} * ({series(SPLIT)} >= bool {split_floor(cfg)})"
 
 
 def kv_cache_fragmentation_high(cfg: ObspackConfig) -> AlertRule:
@@ -43,9 +58,9 @@ def cuda_allocator_fragmentation_high(cfg: ObspackConfig) -> AlertRule:
         alert="VLLMCUDAAllocatorFragmentationHigh",
         expr=f"""
             max by ({c.by(cfg, 'namespace', 'pod')}) (
-              obspack_cuda_allocator_fragmentation_ratio{sel} > {t.ratio}
+              {RATIO}{sel} > {t.ratio}
               and
-              obspack_cuda_allocator_inactive_split_bytes{sel} >= {text(t.min_split_gib)} * {GIB}
+              {SPLIT}{sel} >= {split_floor(cfg)}
             )
         """,
         for_=t.for_,

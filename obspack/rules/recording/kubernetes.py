@@ -51,26 +51,19 @@ def vllm_leaders(cfg: ObspackConfig) -> str:
     return f"topk by ({pod}) (1, group by ({pod}, model_name) ({running}))"
 
 
-def vllm_workers(cfg: ObspackConfig, keep: str = "") -> str:
-    """The LeaderWorkerSet workers of vLLM leaders (obspack/rules/lws.py): they run vLLM's engine workers
-    and serve no engine series, whatever their image. Per container with `keep="container"`."""
+def vllm_workers(cfg: ObspackConfig) -> str:
+    """The containers of the LeaderWorkerSet workers of vLLM leaders (obspack/rules/lws.py): they run vLLM's
+    engine workers and serve no engine series, whatever their image."""
     found = lws.workers(cfg, vllm_leaders(cfg))
-    if not keep:
-        return found
     info = f"kube_pod_container_info{c.selector(cfg.selectors.kube_state_metrics, HAS_CONTAINER)}"
     return f"(\n  {info}\n  and on ({c.by(cfg, 'namespace', 'pod')})\n{textwrap.indent(found, '  ')}\n)"
 
 
-def _vllm_sources(cfg: ObspackConfig, keep: str) -> str:
-    """One series per vLLM container (`keep="container"`) or pod (`keep=""`); `group by` removes duplicates."""
-    legs = [*vllm_source_selectors(cfg, with_container=bool(keep)), vllm_workers(cfg, keep).replace("\n", "\n  ")]
-    joined = "\n  or\n  ".join(legs)
-    return f"group by ({c.by(cfg, 'namespace', 'pod', *([keep] if keep else []))}) (\n  {joined}\n)"
-
-
 def vllm_containers(cfg: ObspackConfig) -> str:
-    """One series per vLLM container, from raw series."""
-    return _vllm_sources(cfg, "container")
+    """One series per vLLM container, from raw series; `group by` removes duplicates."""
+    legs = [*vllm_source_selectors(cfg, with_container=True), vllm_workers(cfg).replace("\n", "\n  ")]
+    joined = "\n  or\n  ".join(legs)
+    return f"group by ({c.by(cfg, 'namespace', 'pod', 'container')}) (\n  {joined}\n)"
 
 
 
