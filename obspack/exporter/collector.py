@@ -302,9 +302,7 @@ def build_families(
     derived = {name: GaugeMetricFamily(name, text) for name, text in DERIVED_HELP.items()}
     for report in reports:
         for sample in report.samples:
-            labels = dict(sample.labels)
-            labels["target"] = report.target
-            derived[sample.name].add_sample(sample.name, labels, sample.value)
+            derived[sample.name].add_sample(sample.name, dict(sample.labels, target=report.target), sample.value)
 
     up = GaugeMetricFamily(
         "obspack_target_up", "1 if the last scrape of the target succeeded.", labels=["target"]

@@ -11,6 +11,7 @@ prometheus_client instead.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Sequence
 
@@ -37,35 +38,43 @@ def _value(text: str) -> str:
     return text.replace("\\", r"\\").replace("\n", r"\n").replace('"', r"\"")
 
 
-def _samples(metric: Metric, names: dict[str, bool], pairs: dict[tuple[str, str], str]) -> Iterable[str]:
-    """The sample lines of a family, as both formats write them (labels sorted by name).
-
-    ``pairs`` holds each ``name="value"`` already written in this answer: the same few label pairs
-    (target, model_name, engine, state) come back on every line, so each is checked and escaped once."""
+def _samples(metric: Metric) -> Iterable[str]:
+    """The sample lines of a family, as both formats write them (labels sorted by name)."""
     for s in metric.samples:
         if s.timestamp is not None or s.exemplar is not None or getattr(s, "native_histogram", None) is not None:
             raise NotPlain(s.name)
-        _plain(names, s.name)
-        labels = s.labels
-        if labels:
-            parts = []
-            for key in sorted(labels):
-                value = labels[key]
-                pair = pairs.get((key, value))
-                if pair is None:
-                    _plain(names, key)
-                    pair = pairs[key, value] = f'{key}="{_value(value)}"'
-                parts.append(pair)
-            yield f"{s.name}{{{','.join(parts)}}} {floatToGoString(s.value)}\n"
+        value = s.value
+        if type(value) is float:  # floatToGoString's own answer for every float it leaves as repr writes it
+            number = repr(value)
+            if number.find(".") > 6 or number[-1] in "fn":  # past 1e6, or inf and nan
+                number = floatToGoString(value)
         else:
-            yield f"{s.name} {floatToGoString(s.value)}\n"
+            number = floatToGoString(value)
+        yield f"{_series(s.name, tuple(s.labels.items()))} {number}\n"
+
+
+# The exporter answers with the same few hundred series every scrape: each series' name and labels are
+# checked and written once, and kept (a bounded number of them, least recently used first out).
+SERIES_KEPT = 4096
+
+
+@functools.lru_cache(maxsize=SERIES_KEPT)
+def _series(name: str, labels: tuple[tuple[str, str], ...]) -> str:
+    """``name{label="value",...}`` with the labels sorted by name, or the name alone. Raises NotPlain."""
+    if not _NAME.match(name):
+        raise NotPlain(name)
+    if not labels:
+        return name
+    for key, _ in labels:
+        if not _NAME.match(key):
+            raise NotPlain(key)
+    return name + "{" + ",".join(f'{key}="{_value(value)}"' for key, value in sorted(labels)) + "}"
 
 
 def text(metrics: Sequence[Metric]) -> bytes:
     """The text format 0.0.4, as prometheus_client's `generate_latest` writes it. Raises NotPlain."""
     out: list[str] = []
     names: dict[str, bool] = {}
-    pairs: dict[tuple[str, str], str] = {}
     for metric in metrics:
         kind = _TEXT_TYPES.get(metric.type)
         if kind is None:
@@ -77,7 +86,7 @@ def text(metrics: Sequence[Metric]) -> bytes:
         created = metric.name + "_created"
         if any(s.name == created for s in metric.samples):
             raise NotPlain(metric.name)  # text puts these in a family of their own: rare, left to the library
-        out.extend(_samples(metric, names, pairs))
+        out.extend(_samples(metric))
     return "".join(out).encode("utf-8")
 
 
@@ -85,7 +94,6 @@ def openmetrics(metrics: Sequence[Metric]) -> bytes:
     """OpenMetrics 1.0.0, as prometheus_client's OpenMetrics `generate_latest` writes it. Raises NotPlain."""
     out: list[str] = []
     names: dict[str, bool] = {}
-    pairs: dict[tuple[str, str], str] = {}
     for metric in metrics:
         if metric.type not in _TEXT_TYPES:
             raise NotPlain(metric.type)
@@ -93,6 +101,6 @@ def openmetrics(metrics: Sequence[Metric]) -> bytes:
         out.append(f"# HELP {metric.name} {_value(metric.documentation)}\n# TYPE {metric.name} {metric.type}\n")
         if metric.unit:
             out.append(f"# UNIT {metric.name} {metric.unit}\n")
-        out.extend(_samples(metric, names, pairs))
+        out.extend(_samples(metric))
     out.append("# EOF\n")
     return "".join(out).encode("utf-8")

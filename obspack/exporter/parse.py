@@ -15,6 +15,7 @@ are copied into several derived series, and a megabyte-long model name has no bu
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -117,7 +118,7 @@ def parse_needed(payload: bytes, names: Iterable[str] = NEEDED, max_samples: int
                 parsed.truncated.append(name)
                 break
             try:
-                sample = parse_sample_line(line.decode("utf-8"), len(name))
+                sample = _read_line(line, len(name))
             except (ValueError, IndexError):
                 parsed.skipped += 1
                 continue
@@ -201,6 +202,45 @@ def _after(newline: int) -> int:
     return -1 if newline == -1 else newline + 1
 
 
+# A target sends the same series every scrape, only the values change: the labels of a line are read once
+# and kept, keyed by the line's bytes up to its closing brace. At most LABELS_KEPT label sets of at most
+# LABELS_KEPT_BYTES each are kept (about 2 MiB at worst; a vLLM engine needs about 10), shared by the
+# Samples that carry them, which nothing changes.
+LABELS_KEPT = 1024
+LABELS_KEPT_BYTES = 2048
+_OPEN_BRACE = ord("{")
+
+
+def _read_line(line: bytes, name_len: int) -> Sample:
+    """``parse_sample_line`` of the line's text, with the labels of a line seen before taken as kept."""
+    close = line.rfind(b"}")
+    if close < LABELS_KEPT_BYTES and name_len < close and line[name_len] == _OPEN_BRACE:
+        labels = _kept_labels(line[: close + 1], name_len)
+        if labels is not None:
+            return Sample(labels, _value_of(line[close + 1 :].decode("utf-8")))
+    return parse_sample_line(line.decode("utf-8"), name_len)
+
+
+@functools.lru_cache(maxsize=LABELS_KEPT)
+def _kept_labels(head: bytes, name_len: int) -> Mapping[str, str] | None:
+    """The labels of ``name{...}`` when the closing brace ends ``head``; else None (the whole line is
+    then read as any other, with the same outcome)."""
+    try:
+        text = head.decode("utf-8")
+        labels, end = parse_labels(text, name_len + 1)
+    except (ValueError, IndexError):
+        return None
+    return labels if end == len(text) else None
+
+
+def _value_of(rest: str) -> float:
+    """The value of what follows the labels: a value and an optional timestamp."""
+    fields = rest.split()
+    if not 1 <= len(fields) <= 2:
+        raise ValueError(f"expected a value and an optional timestamp, got {rest!r}")
+    return float(fields[0])
+
+
 # The usual line, as prometheus_client writes it: labels without spaces or escapes, a value, maybe a
 # timestamp. One regular expression reads it; anything else goes through the label parser below.
 _PLAIN_LINE = re.compile(r'\{((?:[a-zA-Z_][a-zA-Z0-9_]*="[^"\\\n]*",)*(?:[a-zA-Z_][a-zA-Z0-9_]*="[^"\\\n]*",?)?)\}[ \t]+(\S+)(?:[ \t]+\S+)?[ \t]*\Z')
@@ -217,10 +257,7 @@ def parse_sample_line(line: str, name_len: int) -> Sample:
     if rest.startswith("{"):
         labels, end = parse_labels(rest, 1)
         rest = rest[end:]
-    fields = rest.split()
-    if not 1 <= len(fields) <= 2:
-        raise ValueError(f"expected a value and an optional timestamp, got {rest!r}")
-    return Sample(labels, float(fields[0]))
+    return Sample(labels, _value_of(rest))
 
 
 def parse_labels(text: str, pos: int) -> tuple[dict[str, str], int]:

@@ -117,3 +117,42 @@ def test_each_scrape_collects_once() -> None:
     calls.clear()
     call(metrics_app(registry), PROMETHEUS)
     assert len(calls) == 1
+
+
+NUMBERS = [0.0, -0.0, 1.0, 0.5, 1e-7, 123456.0, 999999.5, 1234567.0, 12345678.9, -12345678.9, 1e16, 1.5e22, 5e-324,
+           float("inf"), float("-inf"), float("nan"), 3, 0, -7, True]  # fmt: skip
+
+
+@pytest.mark.parametrize("accept", ["", PROMETHEUS])
+def test_every_kind_of_number_is_written_as_the_library_writes_it(accept: str) -> None:
+    gauge = GaugeMetricFamily("obspack_numbers", "Numbers.", labels=["i"])
+    for index, number in enumerate(NUMBERS):
+        gauge.add_metric([str(index)], number)
+    registry = CollectorRegistry()
+    registry.register(Static([gauge]))
+    assert call(metrics_app(registry), accept) == call(make_wsgi_app(registry), accept)
+
+
+def test_series_written_before_are_written_the_same_and_kept_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    registry = CollectorRegistry()
+    registry.register(Static(families()))
+    first = call(metrics_app(registry), "")
+    assert call(metrics_app(registry), "") == first == call(make_wsgi_app(registry), "")
+    # The same series with its labels given in another order is one series, written once sorted.
+    gauge = GaugeMetricFamily("obspack_order", "Order.")
+    gauge.add_sample("obspack_order", {"b": "2", "a": "1"}, 1.0)
+    gauge.add_sample("obspack_order", {"a": "1", "b": "2"}, 2.0)
+    assert exposition.text([gauge]).splitlines()[2:] == [b'obspack_order{a="1",b="2"} 1.0', b'obspack_order{a="1",b="2"} 2.0']
+    # A label name that needs escaping is refused however often it comes, never kept.
+    odd = GaugeMetricFamily("obspack_odd", "Odd.")
+    odd.add_sample("obspack_odd", {"a-b": "1"}, 1.0)
+    for _ in range(2):
+        with pytest.raises(exposition.NotPlain):
+            exposition.text([odd])
+    exposition._series.cache_clear()
+    many = GaugeMetricFamily("obspack_many", "Many.", labels=["n"])
+    for n in range(exposition.SERIES_KEPT + 100):
+        many.add_metric([str(n)], 1.0)
+    text = exposition.text([many])
+    assert text.count(b"\n") == exposition.SERIES_KEPT + 100 + 2
+    assert exposition._series.cache_info().currsize == exposition.SERIES_KEPT

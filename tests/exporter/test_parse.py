@@ -285,3 +285,54 @@ def test_a_payload_full_of_hashes_switches_to_the_whole_search_and_misses_nothin
 def test_the_declaration_search_on_the_fixtures(name: str) -> None:
     body = payload(name)
     assert list(p._type_lines(body)) == _type_line_starts(body)
+
+
+KEPT_LINES = [
+    'vllm:num_requests_running{model_name="m",engine="0"} 3',
+    'vllm:num_requests_running{engine="0",model_name="m",} 4 1700000000000',  # trailing comma, a timestamp
+    'vllm:num_requests_running{ model_name = "m" , engine="1" } 5',  # spaces inside the braces
+    'vllm:num_requests_running{model_name="a}b"} 6',  # a brace inside a value
+    'vllm:num_requests_running{model_name="a\\"q\\\\b\\n"} 7',  # escapes
+    'vllm:num_requests_running{model_name="m"}8',  # no space before the value
+    'vllm:num_requests_running{model_name="m"} 9 }',  # a brace where the timestamp goes (the old reading)
+    'vllm:num_requests_running{model_name="m"} +Inf',
+    'vllm:num_requests_running{model_name="m"} 1 2 3',  # too many fields
+    'vllm:num_requests_running{model_name="m"} three',
+    'vllm:num_requests_running{model_name="m",} } 3',
+    'vllm:num_requests_running{model_name="m"',
+    'vllm:num_requests_running{model_name=m} 3',
+    'vllm:num_requests_running{1bad="m"} 3',
+    'vllm:num_requests_running 10',
+    'vllm:num_requests_running{} 11',
+]
+
+
+def _reference(line: bytes) -> Sample | None:
+    """What reading the line's text from scratch gives (None: skipped)."""
+    try:
+        return p.parse_sample_line(line.decode("utf-8"), len(p.NUM_REQUESTS_RUNNING))
+    except (ValueError, IndexError):
+        return None
+
+
+@pytest.mark.parametrize("line", [*(text.encode() for text in KEPT_LINES), b'vllm:num_requests_running{model_name="m"} 1\xff'])
+def test_labels_kept_from_an_earlier_scrape_give_what_a_fresh_read_gives(line: bytes) -> None:
+    p._kept_labels.cache_clear()
+    expected = _reference(line)
+    for _ in range(3):  # the first read keeps the labels, the next ones use them
+        parsed = parse_needed(line + b"\n")
+        assert parsed.skipped == (expected is None)
+        assert parsed.families.get(p.NUM_REQUESTS_RUNNING, []) == ([] if expected is None else [expected])
+
+
+def test_kept_labels_are_bounded_in_number_and_size() -> None:
+    p._kept_labels.cache_clear()
+    body = "".join(f'vllm:num_requests_running{{model_name="m{n}"}} {n}\n' for n in range(p.LABELS_KEPT + 50))
+    parsed = parse_needed(body.encode())
+    assert [s.value for s in parsed.families[p.NUM_REQUESTS_RUNNING]] == [float(n) for n in range(p.LABELS_KEPT + 50)]
+    assert p._kept_labels.cache_info().currsize == p.LABELS_KEPT
+    p._kept_labels.cache_clear()
+    long_name = "m" * p.LABELS_KEPT_BYTES
+    parsed = parse_needed(f'vllm:num_requests_running{{model_name="{long_name}"}} 1\n'.encode())
+    assert parsed.families[p.NUM_REQUESTS_RUNNING] == [Sample({"model_name": long_name}, 1.0)]
+    assert p._kept_labels.cache_info().currsize == 0
