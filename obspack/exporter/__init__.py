@@ -2,8 +2,9 @@
 
 Pipeline, one module per step: ``scrape`` (fetch one target) -> ``parse`` (pick out the few families
 needed) -> ``derive`` (pure formulas) -> ``collector`` (a client_python collector that builds fresh
-families on every scrape) -> ``server`` (threaded HTTP). ``window`` holds the only state kept between
-scrapes (a bounded counter history per engine) and ``probe_files`` reads what ``obspack.probe`` writes.
+families on every scrape) -> ``server`` (threaded HTTP). ``command`` checks the options and ``serve`` runs
+the serving process without the CLI's libraries. ``window`` holds the only state kept between scrapes (a
+bounded counter history per engine) and ``probe_files`` reads what ``obspack.probe`` writes.
 """
 
 DEFAULT_PORT = 10025

@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import logging
-import os
 import re
-import signal
-import threading
 from pathlib import Path
 from typing import Annotated
 from urllib.parse import urlsplit
@@ -181,55 +177,8 @@ def _positive_duration(option: str, text: str) -> float:
     return seconds
 
 
-def _run(
-    *,
-    targets: list[str],
-    host: str,
-    port: int,
-    window_s: float,
-    timeout_s: float,
-    probe_dir: Path | None,
-    max_bytes: int,
-) -> None:
-    """Serve until SIGTERM or SIGINT, then shut down cleanly."""
-    logging.basicConfig(
-        level=os.environ.get("OBSPACK_LOG_LEVEL", "INFO"), format="%(asctime)s %(levelname)s %(message)s"
-    )
-    # Imported here: `obspack render` and the other commands start without the exporter's dependencies.
-    from prometheus_client import CollectorRegistry
-    from prometheus_client.process_collector import ProcessCollector
+def _run(**settings: object) -> None:
+    """Serve the checked settings: this process becomes the serving one (obspack.exporter.serve)."""
+    from obspack.exporter.serve import replace_process
 
-    from obspack.exporter.collector import ExporterCollector
-    from obspack.exporter.server import start_server
-
-    registry = CollectorRegistry()
-    collector = ExporterCollector(
-        targets,
-        window_s=window_s,
-        timeout_s=timeout_s,
-        max_bytes=max_bytes,
-        probe_dir=probe_dir,
-        registry=registry,
-    )
-    ProcessCollector(registry=registry)
-    try:
-        server = start_server(host, port, registry)
-    except OSError as e:
-        typer.secho(
-            f"error: cannot listen on {host}:{port}: {e.strerror or e}", fg=typer.colors.RED, err=True
-        )
-        raise typer.Exit(code=1) from None
-    stop = threading.Event()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda *_: stop.set())
-    logging.getLogger(__name__).info(
-        "obspack exporter listening on http://%s:%d/metrics, targets: %s",
-        server.host,
-        server.port,
-        " ".join(targets),
-    )
-    try:
-        stop.wait()
-    finally:
-        server.shutdown()
-        collector.close()
+    replace_process(settings)

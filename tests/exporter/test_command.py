@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import signal
 import subprocess
@@ -301,3 +303,46 @@ def _scrape_quietly(url: str) -> None:
         urllib.request.urlopen(url, timeout=10).close()
     except OSError:
         pass  # the exporter went away mid-scrape, as the test intends
+
+
+def test_the_serving_process_is_the_command_without_the_cli_libraries(fake_vllm: FakeVLLM, tmp_path: Path) -> None:
+    # The command checks its options with typer (which loads pydantic), then becomes a process that loads
+    # neither: same process id (a container's PID 1 keeps its signals), about 10 MiB less memory.
+    maps = Path(f"/proc/{os.getpid()}/maps")
+    if not maps.exists():
+        pytest.skip("needs /proc/PID/maps (Linux) to see which libraries a process loaded")
+    assert "pydantic_core" in maps.read_text(), "the test process itself loads pydantic: the check below would mean nothing"
+    address = f"127.0.0.1:{free_port()}"
+    argv = [*exporter_command(), "--target", fake_vllm.url, "--listen", address]
+    server = Server.start("exporter", argv, tmp_path / "exporter.log", address)
+    try:
+        wait_ready(server, f"{server.url}/healthz")
+        loaded = Path(f"/proc/{server.process.pid}/maps").read_text()
+        assert "_pydantic_core" not in loaded
+        with urllib.request.urlopen(f"{server.url}/metrics", timeout=5) as response:
+            assert f'obspack_target_up{{target="{fake_vllm.url}"}} 1.0' in response.read().decode()
+        cmdline = Path(f"/proc/{server.process.pid}/cmdline").read_bytes().split(b"\0")
+        assert b"obspack.exporter.serve" in cmdline[2]
+    finally:
+        server.stop()
+
+
+def test_the_serving_process_refuses_settings_it_cannot_read() -> None:
+    from obspack.exporter import serve
+
+    good = json.loads(serve.command({**_SETTINGS})[-1])
+    assert good == {**_SETTINGS, "probe_dir": None}
+    for bad in ({**good, "port": "10025"}, {k: v for k, v in good.items() if k != "targets"}, {**good, "extra": 1}):
+        with pytest.raises(SystemExit, match="the serving process got settings it cannot read"):
+            serve.main(json.dumps(bad))
+
+
+_SETTINGS = {
+    "targets": ["http://127.0.0.1:8000/metrics"],
+    "host": "0.0.0.0",
+    "port": 10025,
+    "window_s": 300.0,
+    "timeout_s": 2.0,
+    "probe_dir": None,
+    "max_bytes": 32 * 1024 * 1024,
+}
