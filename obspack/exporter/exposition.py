@@ -44,9 +44,9 @@ def _samples(metric: Metric) -> Iterable[str]:
         if s.timestamp is not None or s.exemplar is not None or getattr(s, "native_histogram", None) is not None:
             raise NotPlain(s.name)
         value = s.value
-        if type(value) is float:  # floatToGoString's own answer for every float it leaves as repr writes it
+        if type(value) is float:  # what floatToGoString writes for a finite float under a million: its repr
             number = repr(value)
-            if number.find(".") > 6 or number[-1] in "fn":  # past 1e6, or inf and nan
+            if number.find(".") > 6 or number[-1] in "fn":  # a million or more, inf, nan: Go's spelling
                 number = floatToGoString(value)
         else:
             number = floatToGoString(value)

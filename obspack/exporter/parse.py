@@ -204,7 +204,7 @@ def _after(newline: int) -> int:
 
 # A target sends the same series every scrape, only the values change: the labels of a line are read once
 # and kept, keyed by the line's bytes up to its closing brace. At most LABELS_KEPT label sets of at most
-# LABELS_KEPT_BYTES each are kept (about 2 MiB at worst; a vLLM engine needs about 10), shared by the
+# LABELS_KEPT_BYTES each are kept (a few MiB at worst; a vLLM engine needs about 10), shared by the
 # Samples that carry them, which nothing changes.
 LABELS_KEPT = 1024
 LABELS_KEPT_BYTES = 2048

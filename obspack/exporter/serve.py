@@ -41,9 +41,9 @@ def replace_process(settings: dict[str, object]) -> None:
     """Become the serving process; never returns. Raises OSError when the interpreter cannot start."""
     sys.stdout.flush()
     sys.stderr.flush()
-    argv = command(settings)
     if not sys.executable:  # an embedded interpreter: nothing to start, serve from here
         sys.exit(serve(**settings))  # type: ignore[arg-type]
+    argv = command(settings)
     os.execv(argv[0], argv)
 
 
@@ -70,6 +70,7 @@ def serve(
     logging.basicConfig(
         level=os.environ.get("OBSPACK_LOG_LEVEL", "INFO"), format="%(asctime)s %(levelname)s %(message)s"
     )
+    # Imported here: the command's process imports this module only to replace itself.
     from prometheus_client import CollectorRegistry
     from prometheus_client.process_collector import ProcessCollector
 

@@ -37,18 +37,21 @@ def captured(monkeypatch: pytest.MonkeyPatch) -> dict:
     return seen
 
 
+DEFAULTS = {
+    "targets": ["http://127.0.0.1:8000/metrics"],
+    "host": "0.0.0.0",
+    "port": 10025,
+    "window_s": 300.0,
+    "timeout_s": 2.0,
+    "probe_dir": None,
+    "max_bytes": 32 * 1024 * 1024,
+}
+
+
 def test_defaults(captured: dict) -> None:
     result = runner.invoke(app, ["exporter", "--target", "http://127.0.0.1:8000/metrics"])
     assert result.exit_code == 0, result.output
-    assert captured == {
-        "targets": ["http://127.0.0.1:8000/metrics"],
-        "host": "0.0.0.0",
-        "port": 10025,
-        "window_s": 300.0,
-        "timeout_s": 2.0,
-        "probe_dir": None,
-        "max_bytes": 32 * 1024 * 1024,
-    }
+    assert captured == DEFAULTS
 
 
 def test_every_option(captured: dict, tmp_path: Path) -> None:
@@ -327,22 +330,12 @@ def test_the_serving_process_is_the_command_without_the_cli_libraries(fake_vllm:
         server.stop()
 
 
-def test_the_serving_process_refuses_settings_it_cannot_read() -> None:
+def test_the_serving_process_gets_the_checked_settings_and_refuses_others() -> None:
     from obspack.exporter import serve
 
-    good = json.loads(serve.command({**_SETTINGS})[-1])
-    assert good == {**_SETTINGS, "probe_dir": None}
+    good = json.loads(serve.command({**DEFAULTS, "probe_dir": Path("/var/run/obspack")})[-1])
+    assert good == {**DEFAULTS, "probe_dir": "/var/run/obspack"}
     for bad in ({**good, "port": "10025"}, {k: v for k, v in good.items() if k != "targets"}, {**good, "extra": 1}):
         with pytest.raises(SystemExit, match="the serving process got settings it cannot read"):
             serve.main(json.dumps(bad))
 
-
-_SETTINGS = {
-    "targets": ["http://127.0.0.1:8000/metrics"],
-    "host": "0.0.0.0",
-    "port": 10025,
-    "window_s": 300.0,
-    "timeout_s": 2.0,
-    "probe_dir": None,
-    "max_bytes": 32 * 1024 * 1024,
-}
