@@ -2,7 +2,7 @@
 
 prometheus_client's writers check and escape every label name of every sample with regular expressions
 (for UTF-8 metric names): with a few hundred derived series per scrape they took about a third of a
-scrape's time. The families here have plain names (checked once per name, not once per sample), no
+scrape's time. The families here have plain names (each series is checked once and kept, see `_series`), no
 timestamps, exemplars or native histograms, so the lines are joined directly. The bytes are the very
 bytes prometheus_client writes (tests/exporter/test_exposition.py compares them); a family this writer
 does not handle (a timestamp, an exemplar, a name that needs escaping) sends the whole answer through
@@ -26,11 +26,8 @@ class NotPlain(Exception):
     """A family this writer does not handle: prometheus_client's writer must do the whole answer."""
 
 
-def _plain(names: dict[str, bool], name: str) -> None:
-    known = names.get(name)
-    if known is None:
-        known = names[name] = bool(_NAME.match(name))
-    if not known:
+def _plain(name: str) -> None:
+    if not _NAME.match(name):
         raise NotPlain(name)
 
 
@@ -61,26 +58,23 @@ SERIES_KEPT = 4096
 @functools.lru_cache(maxsize=SERIES_KEPT)
 def _series(name: str, labels: tuple[tuple[str, str], ...]) -> str:
     """``name{label="value",...}`` with the labels sorted by name, or the name alone. Raises NotPlain."""
-    if not _NAME.match(name):
-        raise NotPlain(name)
+    _plain(name)
     if not labels:
         return name
     for key, _ in labels:
-        if not _NAME.match(key):
-            raise NotPlain(key)
+        _plain(key)
     return name + "{" + ",".join(f'{key}="{_value(value)}"' for key, value in sorted(labels)) + "}"
 
 
 def text(metrics: Sequence[Metric]) -> bytes:
     """The text format 0.0.4, as prometheus_client's `generate_latest` writes it. Raises NotPlain."""
     out: list[str] = []
-    names: dict[str, bool] = {}
     for metric in metrics:
         kind = _TEXT_TYPES.get(metric.type)
         if kind is None:
             raise NotPlain(metric.type)
         name = metric.name + {"counter": "_total", "info": "_info"}.get(metric.type, "")
-        _plain(names, name)
+        _plain(name)
         doc = metric.documentation.replace("\\", r"\\").replace("\n", r"\n")
         out.append(f"# HELP {name} {doc}\n# TYPE {name} {kind}\n")
         created = metric.name + "_created"
@@ -93,11 +87,10 @@ def text(metrics: Sequence[Metric]) -> bytes:
 def openmetrics(metrics: Sequence[Metric]) -> bytes:
     """OpenMetrics 1.0.0, as prometheus_client's OpenMetrics `generate_latest` writes it. Raises NotPlain."""
     out: list[str] = []
-    names: dict[str, bool] = {}
     for metric in metrics:
         if metric.type not in _TEXT_TYPES:
             raise NotPlain(metric.type)
-        _plain(names, metric.name)
+        _plain(metric.name)
         out.append(f"# HELP {metric.name} {_value(metric.documentation)}\n# TYPE {metric.name} {metric.type}\n")
         if metric.unit:
             out.append(f"# UNIT {metric.name} {metric.unit}\n")
