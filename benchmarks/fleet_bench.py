@@ -77,6 +77,7 @@ from benchmarks.fleet_queries import (  # noqa: E402
     load_dashboards,
     resolve_variables,
 )
+from benchmarks.groups_alone import eval_seconds  # noqa: E402
 from obspack.demo import fleet  # noqa: E402
 from obspack.demo.fleet import FleetSpec, FleetSummary, Pod, write_openmetrics_by_source  # noqa: E402
 from obspack.demo.processes import StackError, find_tool  # noqa: E402
@@ -455,12 +456,6 @@ def measure_queries(
     result.compactions_during_queries = server.compactions
 
 
-def _eval_seconds(prom: Prometheus, expr: str, at: int) -> float:
-    body = urllib.parse.urlencode({"query": expr, "time": at, "stats": "all"}).encode()
-    with urllib.request.urlopen(f"{prom.url}/api/v1/query", data=body, timeout=120) as response:
-        return float(json.load(response)["data"]["stats"]["timings"]["evalTotalTime"])
-
-
 def alone_costs(
     prom: Prometheus, recording: list[dict[str, Any]], alerts: list[dict[str, Any]], at: int
 ) -> dict[str, float]:
@@ -468,7 +463,7 @@ def alone_costs(
     out = {}
     for file, groups in (("recording-rules.yaml", recording), ("alerts.yaml", alerts)):
         for group in groups:
-            out[f"{file}: {group['name']}"] = sum(_eval_seconds(prom, r["expr"], at) for r in group["rules"])
+            out[f"{file}: {group['name']}"] = sum(eval_seconds(prom.url, r["expr"], at, timeout_s=120) for r in group["rules"])
     return out
 
 

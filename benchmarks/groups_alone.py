@@ -29,13 +29,19 @@ ROOT = Path(__file__).resolve().parents[1]
 RULES = ROOT / "generated" / "prometheus" / "recording-rules.yaml"
 
 
-def _query(url: str, expr: str, at: float, stats: bool = False) -> dict:
+def _query(url: str, expr: str, at: float, stats: bool = False, timeout_s: float = 600) -> dict:
     fields = {"query": expr, "time": at, **({"stats": "all"} if stats else {})}
-    with urllib.request.urlopen(f"{url}/api/v1/query", data=urllib.parse.urlencode(fields).encode(), timeout=600) as r:
+    data = urllib.parse.urlencode(fields).encode()
+    with urllib.request.urlopen(f"{url}/api/v1/query", data=data, timeout=timeout_s) as r:
         answer = json.load(r)
     if answer["status"] != "success":
         raise SystemExit(f"{expr[:80]}: {answer.get('error')}")
     return answer["data"]
+
+
+def eval_seconds(url: str, expr: str, at: float, timeout_s: float = 600) -> float:
+    """Prometheus's own time to evaluate `expr` as an instant query at `at` (`evalTotalTime`)."""
+    return float(_query(url, expr, at, stats=True, timeout_s=timeout_s)["stats"]["timings"]["evalTotalTime"])
 
 
 def _escape(value: str) -> str:
@@ -72,7 +78,7 @@ def measure(url: str, at: float, rules: Path, runs: int, group: str | None) -> N
         for _ in range(runs):
             total = 0.0
             for rule in g["rules"]:
-                took = float(_query(url, rule["expr"], at, stats=True)["stats"]["timings"]["evalTotalTime"])
+                took = eval_seconds(url, rule["expr"], at)
                 per_rule.setdefault(rule.get("record") or rule["alert"], []).append(took)
                 total += took
             passes.append(total)
