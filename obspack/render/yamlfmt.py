@@ -1,7 +1,9 @@
 """Deterministic YAML: keys in the order the model gives them, multi-line strings as literal blocks.
 
 The emitter is libyaml's (PyYAML's C dumper) when PyYAML has it, as its wheels do: four times faster than
-the pure-Python one, which is the fallback and writes the same bytes (tests/render/test_yamlfmt.py)."""
+the pure-Python one, which is the fallback and writes the same bytes (tests/render/test_yamlfmt.py). The
+plain containers and strings of the pack are turned into nodes by `_Dumper.represent_data`; `PureDumper`
+keeps PyYAML's own representer, and the tests compare the two."""
 
 from __future__ import annotations
 
@@ -12,8 +14,24 @@ import yaml
 _Base: type[yaml.SafeDumper] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # type: ignore[assignment]
 
 
+_MAP, _SEQ = "tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"
+
+
 class _Dumper(_Base):  # type: ignore[misc, valid-type]
-    pass
+    def represent_data(self, data: Any) -> yaml.Node:
+        """Dicts, lists and strings straight to nodes, without PyYAML's bookkeeping for anchors and its
+        lookup of a representer by type (half the time of writing the pack's YAML); anything else as PyYAML
+        represents it. An object met twice in one document is written twice in full, never as an alias."""
+        kind = type(data)
+        if kind is str:
+            self.alias_key = None
+            return _str(self, data)
+        if kind is dict:
+            pairs = [(self.represent_data(k), self.represent_data(v)) for k, v in data.items()]
+            return yaml.MappingNode(_MAP, pairs, flow_style=False)
+        if kind is list:
+            return yaml.SequenceNode(_SEQ, [self.represent_data(v) for v in data], flow_style=False)
+        return super().represent_data(data)
 
 
 class PureDumper(yaml.SafeDumper):

@@ -149,8 +149,14 @@ def resolve(expr: str, mapping: satisfy.Mapping) -> str:
 
 def series_text(metric: str, labels: dict[str, str]) -> str:
     """promtool's series notation, labels in the order given: `name{a="1", b="2"}`."""
-    inner = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in labels.items())
+    inner = ", ".join(f"{k}={_quoted(v)}" for k, v in labels.items())
     return f"{metric}{{{inner}}}"
+
+
+@functools.lru_cache(maxsize=4096)
+def _quoted(value: str) -> str:
+    """A label value as a double-quoted string (the suite's series repeat a few hundred values thousands of times)."""
+    return json.dumps(value, ensure_ascii=False)
 
 
 SOURCES = ("vllm", "cadvisor", "ksm", "dcgm", "exporter", "keda", "epp")

@@ -143,23 +143,31 @@ class _Predictor:
         `_window` gives for lags 0..LAG, windows w-1..w+1 and bases base..base+1, computed inline (this
         is the hot loop of building the SLO tests)."""
         sums, budget, base = self._sums, self.budget, self.base
-        burns: list[float] = []
-        counts: list[float] = []
+        burn_lo = count_lo = math.inf
+        burn_hi = count_hi = -math.inf
         for lag in range(LAG + 1):
             at = s - lag
             if at < 1 or at >= len(sums):
                 return _NAN4
             bad_at, every_at, requests_at, rated = sums[at]
-            for dw in (-1, 0, 1):
-                lo = max(0, at - (w + dw))
-                every = every_at - sums[lo][1]
+            held, held_closed = min(base, rated), min(base + 1, rated)
+            for width in (w - 1, w, w + 1):
+                bad_lo, every_lo, requests_lo, _ = sums[at - width if at > width else 0]
+                every = every_at - every_lo
                 if every <= 0:
                     return _NAN4  # no events in a window: the ratio is NaN
-                burns.append((bad_at - sums[lo][0]) / every / budget)
-                requests = (requests_at - sums[lo][2]) * base
-                counts.append(requests / min(base, rated))
-                counts.append(requests / min(base + 1, rated))
-        return min(burns), max(burns), min(counts), max(counts)
+                burn = (bad_at - bad_lo) / every / budget
+                requests = (requests_at - requests_lo) * base
+                if burn < burn_lo:
+                    burn_lo = burn
+                if burn > burn_hi:
+                    burn_hi = burn
+                for count in (requests / held, requests / held_closed):
+                    if count < count_lo:
+                        count_lo = count
+                    if count > count_hi:
+                        count_hi = count
+        return burn_lo, burn_hi, count_lo, count_hi
 
     def condition(self, s: int, pair: _Pair) -> bool | None:
         """True or False when the pair's condition is clear at step s, None when it is not."""
@@ -169,10 +177,15 @@ class _Predictor:
         return self._cache[key]
 
     def _condition(self, s: int, pair: _Pair) -> bool | None:
-        short, long = self._bounds(s, pair.short), self._bounds(s, pair.long)
-        if any(math.isnan(v) for v in short + long):
-            return False  # no events in a window: the ratio is NaN and the comparison false
         hi, lo = pair.factor * (1 + MARGIN), pair.factor * (1 - MARGIN)
+        short = self._bounds(s, pair.short)
+        if any(math.isnan(v) for v in short):
+            return False  # no events in a window: the ratio is NaN and the comparison false
+        if short[1] < lo:
+            return False  # clear from the short window alone: the long one cannot make it true
+        long = self._bounds(s, pair.long)
+        if any(math.isnan(v) for v in long):
+            return False
         if short[0] > hi and long[0] > hi and long[2] >= self.min * (1 + MARGIN):
             return True
         if short[1] < lo or long[1] < lo or long[3] < self.min * (1 - MARGIN):
