@@ -135,7 +135,9 @@ window = mix(
 scrape_interval = mix(st.sampled_from(["1s", "5s", "15s", "30s", "1m", "2m30s"]), duration)
 refresh = mix(st.sampled_from(["30s", "1m", "", "5s", "1h", "1d"]), st.sampled_from(["1s", "2d", "5 s", "1h30m", "0s", 30]))
 
-objective = mix(st.sampled_from([0.9, 0.99, 0.995, 0.999]), st.sampled_from([0, 1, 1.5, "0.99", None]))
+objective = mix(
+    st.sampled_from([0.5, 0.9, 0.99, 0.995, 0.999, 0.9999, 0.99999, 0.999999]), st.sampled_from([0, 1, 1.5, "0.99", None])
+)
 slo_threshold = mix(st.sampled_from([0.5, 1, 2.5, 5]), st.sampled_from([0.3, 7.3, -1, "fast", None]))
 slo_entry = st.fixed_dictionaries(
     {"model_regex": mix(st.sampled_from(["Qwen/.*", "(?i)llama.*", "mistral|gemma", ".*", "m[0-9]+"]), regex)},

@@ -33,6 +33,18 @@ CONFIGS = {
     "defaults": ObspackConfig(),
     "custom": load_config(FIXTURES / "custom.yaml"),
     "speedup": ObspackConfig.model_validate({"slos": {"speedup": 60}, "rule_interval": "1s"}),
+    # four, five and six nines side by side: the SLIs cross their guards at other steps than each other
+    "tight": ObspackConfig.model_validate(
+        {
+            "slos": {
+                "availability": {"objective": 0.9999},
+                "time_to_first_token": {"objective": 0.99999},
+                "inter_token_latency": {"objective": 0.999999},
+                "speedup": 60,
+            },
+            "rule_interval": "1s",
+        }
+    ),
 }
 
 
@@ -181,6 +193,26 @@ def test_every_slo_fires_and_stays_quiet_in_the_rendered_tests() -> None:
             case["name"] for case in cases if not any(ch.get("exp_alerts") for ch in case["alert_rule_test"])
         ]
         assert len(quiet) == 5, (name, quiet)
+
+
+@pytest.mark.parametrize("objective", [0.5, 0.9, 0.99, 0.999, 0.9999, 0.99999, 0.999999, 0.9999999])
+@pytest.mark.parametrize("sli", slos.SLIS)
+def test_the_slo_tests_are_built_for_any_objective(sli: str, objective: float) -> None:
+    """A render of a valid objective never stops on its own tests (99.99% stopped it with an
+    AssertionError): each SLI alone at the objective, beside the other two at their defaults."""
+    cases = slo_rule_tests(ObspackConfig.model_validate({"slos": {sli: {"objective": objective}}}))[0][FILE]["tests"]
+    assert len(cases) == 7 and all(case["alert_rule_test"] for case in cases)
+    fired = {(a["exp_labels"]["slo"], a["exp_labels"]["long"]) for case in cases for check in case["alert_rule_test"]
+             for a in check.get("exp_alerts", [])}  # fmt: skip
+    if objective >= 0.99:  # under about 93%, not even every request bad burns the budget 14.4 times as fast
+        assert fired == {(s, p.long) for s in slos.SLIS for p in slos.window_pairs(ObspackConfig())}
+
+
+def test_rendered_slo_tests_pass_with_tight_objectives(tmp_path: Path) -> None:
+    """What the model of the rules expects for 99.99% to 99.9999% objectives is what promtool finds."""
+    tests = write_files(slo_family_only(pack_files(build(CONFIGS["tight"]))), tmp_path) / "tests"
+    done = promtool(tests, FILE)
+    assert done.returncode == 0 and "SUCCESS" in done.stdout, done.stdout + done.stderr
 
 
 def test_rendered_slo_tests_fail_without_the_guard(tmp_path: Path) -> None:

@@ -490,14 +490,22 @@ class _Suite:
         return f"{step * self.step_s}s"
 
 
-def _first_clear(suite: _Suite, predictor: _Predictor, start: int, end: int, pair: int) -> int | None:
-    """The first step from `start` at which pair `pair` clearly fires and every pair is clear."""
+def _clear(suite: _Suite, predictor: _Predictor, step: int) -> bool:
+    """Whether every pair's verdict is clear at `step`, with a steady value where it fires."""
+    verdicts = [predictor.firing(step, p) for p in suite.pairs]
+    return None not in verdicts and all(predictor.value(step, p) is not None for p, v in zip(suite.pairs, verdicts) if v)
+
+
+def _first_clear(
+    suite: _Suite, predictor: _Predictor, start: int, end: int, pair: int, others: tuple[_Predictor, ...] = ()
+) -> int | None:
+    """The first step from `start` at which pair `pair` clearly fires and every pair is clear, for this
+    traffic and for the `others` played beside it (SLIs with other objectives cross their guards and
+    thresholds at other steps, and each check step is checked for all of them)."""
     for step in range(start, end):
         if predictor.firing(step, suite.pairs[pair]) is not True:
             continue  # the other pairs' verdicts are not needed at this step
-        verdicts = [predictor.firing(step, p) for p in suite.pairs]
-        steady = all(predictor.value(step, p) is not None for p, v in zip(suite.pairs, verdicts) if v)
-        if verdicts[pair] and None not in verdicts and steady:
+        if all(_clear(suite, p, step) for p in (predictor, *others)):
             return step
     return None
 
@@ -521,9 +529,11 @@ def fast_burn(suite: _Suite) -> _Case:
         healthy = Traffic.of(end, sli.requests, lambda s: 0.0, sli.events_per_request)
         plays[sli.name] = ("prod-a", burning)
         plays[f"{sli.name}@b"] = ("prod-b", healthy)
-        predictor = suite.predictor(sli, burning)
+    predictors = {sli.name: suite.predictor(sli, plays[sli.name][1]) for sli in suite.slis}
+    for name, predictor in predictors.items():
+        others = tuple(p for other, p in predictors.items() if other != name)
         for pair in (0, 1):  # the fast page first, the slow one soon after
-            first = _first_clear(suite, predictor, start, end, pair)
+            first = _first_clear(suite, predictor, start, end, pair, others)
             if first is not None:
                 at.append(first)
     steps = max(at) + 5
@@ -548,11 +558,12 @@ def slow_burn(suite: _Suite) -> _Case:
     at: set[int] = set()
     for sli in suite.slis:
         share = sli.share(4)
-        traffic = Traffic.of(horizon, sli.requests, lambda s, sh=share: sh, sli.events_per_request)
-        plays[sli.name] = ("prod-a", traffic)
-        predictor = suite.predictor(sli, traffic)
+        plays[sli.name] = ("prod-a", Traffic.of(horizon, sli.requests, lambda s, sh=share: sh, sli.events_per_request))
+    predictors = {sli.name: suite.predictor(sli, plays[sli.name][1]) for sli in suite.slis}
+    for name, predictor in predictors.items():
+        others = tuple(p for other, p in predictors.items() if other != name)
         for pair in (2, 3):
-            first = _first_clear(suite, predictor, 1, horizon - 5, pair)
+            first = _first_clear(suite, predictor, 1, horizon - 5, pair, others)
             if first is not None:
                 at.add(first)
     steps = max(at, default=60) + 5
@@ -646,12 +657,19 @@ def counter_reset(suite: _Suite) -> _Case:
 def uneven_traffic(suite: _Suite) -> _Case:
     """40 busy healthy steps, then 20 quiet ones with half the events bad. The period's burn is summed
     bad over summed events, about 0.5% of the events here; an average of per-window ratios would say
-    about a sixth. Nothing fires: the long windows weigh the quiet steps by their traffic too."""
+    about a sixth. Nothing fires: the long windows weigh the quiet steps by their traffic too.
+
+    Under a tight objective (99.99% and tighter) half the quiet events would burn the budget fast enough
+    to page, weighted or not; there the quiet steps carry fewer bad events: as many as burn the budget,
+    over the whole scenario, at half the lowest factor of the pairs whose `for` fits in it."""
     steps = 60
     plays = {}
+    lowest = min(p.factor for p in suite.pairs if p.for_ < steps)
     for sli in suite.slis:
         busy, quiet = sli.requests * 10, sli.requests / 10
-        t = Traffic.of(steps, 1.0, lambda s: 0.0 if s <= 40 else 0.5, sli.events_per_request)
+        weight = (40 * busy + 20 * quiet) / (20 * quiet)  # all the events over the quiet steps' events
+        bad = min(0.5, sli.share(lowest / 2 * weight))
+        t = Traffic.of(steps, 1.0, lambda s, bad=bad: 0.0 if s <= 40 else bad, sli.events_per_request)
         scale = [0.0] + [busy if s <= 40 else quiet for s in range(1, steps + 1)]
         plays[sli.name] = (
             "prod-a",
