@@ -105,7 +105,9 @@ def scoped(selectors: Selectors, scope: Scope, cluster_label: str) -> Selectors:
 class VLLMContainers(_Model):
     """How a vLLM serving container is recognised in cAdvisor and kube-state-metrics series."""
 
-    image_regex: Regex = Field(".*vllm.*", description="container image (cAdvisor or kube-state-metrics) matches this")
+    image_regex: Regex = Field(
+        ".*vllm.*", description="container image (cAdvisor or kube-state-metrics) matches this (empty: off)"
+    )
     name_regex: Regex = Field("", description="also count containers whose name matches this (empty: off)")
 
 

@@ -92,6 +92,24 @@ def test_shipped_tests_exist_and_pass_when_selectors_narrow_every_varied_label(t
     assert vllm and all('job="a\\"b"' in s and 'namespace="inference-' in s and 'pod="vllm-' in s for s in vllm)
 
 
+@pytest.mark.tool
+@pytest.mark.parametrize("containers", [{"image_regex": ""}, {"image_regex": ".*", "name_regex": "worker"}])
+def test_the_memory_plane_tests_follow_what_vllm_containers_takes(tmp_path: Path, containers: dict[str, str]) -> None:
+    """An empty image regex (off) and one that takes every image: the shipped tests expect the containers
+    the rules take for vLLM, not the ones the defaults take (the envoy and the cache worker fire with `.*`)."""
+    files = pack_files(build(load_config(_config(tmp_path, {"vllm_containers": containers, "slos": {"enabled": False}}))))
+    out = write_files(files, tmp_path / "pack")
+    name = "memory-planes_test.yaml"
+    done = subprocess.run([require_tool("promtool"), "test", "rules", name], capture_output=True, text=True,
+                          cwd=needed_only(out / "tests", [name], tmp_path / "needed"))  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr
+    fired = {a["exp_labels"]["pod"] for t in yaml.safe_load(files[f"tests/{name}"])["tests"]
+             for check in t.get("alert_rule_test", []) if check["alertname"] == "VLLMHostMemoryNearLimit"
+             for a in check.get("exp_alerts", [])}  # fmt: skip
+    assert fired == ({"llama-0", "llama-lws-0-1", "cache-0-1", "proxy-0"} if "name_regex" in containers
+                     else {"llama-0", "llama-lws-0-1"})  # fmt: skip
+
+
 def test_the_slo_tests_move_into_what_the_selectors_keep(tmp_path: Path) -> None:
     """The SLO suite picks its models and route inside the selectors and the handler regex, and maps its
     pods and namespace (the promtool run of this file is as long as the default one: test_slo runs those)."""

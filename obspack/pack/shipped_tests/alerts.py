@@ -187,11 +187,18 @@ class Builder:
                 self.sel[source] = self.constraints.source_labels(source, _EXPORTER_LABELS.get(source, {}))
             except satisfy.Unsatisfiable as e:
                 self.problem, self.sel[source] = str(e), {}
-        self.image_ok = re.fullmatch(cfg.vllm_containers.image_regex, IMAGE) is not None
+        self.image_ok = self.takes("", IMAGE)
 
     @property
     def usable(self) -> bool:
         return not self.problem
+
+    def takes(self, container: str, image: str) -> bool:
+        """Whether `vllm_containers` marks a container of this name (where kube-state-metrics names it;
+        empty: it does not) and this image as vLLM, as the rules read it (obspack/rules/recording/kubernetes.py)."""
+        v = self.cfg.vllm_containers
+        by_image = bool(v.image_regex) and re.fullmatch(v.image_regex, image) is not None
+        return by_image or bool(container and v.name_regex and re.fullmatch(v.name_regex, container))
 
     def fitted(self, inc: Incident) -> tuple[Incident, satisfy.Mapping]:
         """The incident and its value mapping, or where the selectors leave a single cluster, the same incident
@@ -365,15 +372,21 @@ def host_memory(b: Builder) -> Incident:
             b.cadvisor(inc, "container_memory_working_set_bytes", {**where, "container": "worker", "image": worker_image},
                        f"{int(limit * ratio)}x{n}")
     # a non-vLLM container at its limit is kubernetes-mixin's business, not ours
-    other = b.where("prod-a", "inference", "proxy-0")
+    other, envoy = b.where("prod-a", "inference", "proxy-0"), "envoyproxy/envoy:v1.30"
     b.ksm(inc, "kube_pod_container_resource_limits", {**other, "container": "envoy", "resource": "memory",
           "unit": "byte"}, f"{GIB}x{n}")
-    b.cadvisor(inc, "container_memory_working_set_bytes", {**other, "container": "envoy", "image": "envoyproxy/envoy:v1.30"},
+    b.cadvisor(inc, "container_memory_working_set_bytes", {**other, "container": "envoy", "image": envoy},
                f"{int(GIB * 0.99)}x{n}")
-    inc.expect("VLLMHostMemoryNearLimit", on_time(0, t.for_), [
+    firing = [
         (b.where("prod-a", "inference", "llama-0", container="server"), hot),
         (b.where("prod-a", "inference", "llama-lws-0-1", container="worker"), hot),
-    ])
+    ]
+    # unless the config's vllm_containers takes them too (an image regex of `.*`, a name regex of `worker`)
+    if b.takes("worker", worker_image):
+        firing.append((b.where("prod-a", "inference", "cache-0-1", container="worker"), hot))
+    if b.takes("", envoy) and int(GIB * 0.99) / GIB > t.ratio:  # no kube-state-metrics info: by image only
+        firing.append((other | {"container": "envoy"}, int(GIB * 0.99) / GIB))
+    inc.expect("VLLMHostMemoryNearLimit", on_time(0, t.for_), firing)
     return inc
 
 

@@ -89,14 +89,15 @@ def pod_models(cfg: ObspackConfig, pods: str) -> str:
 
     LeaderWorkerSet workers serve no engine metrics: they take their leader's model. vLLM pods whose
     engine metrics are missing (crash-looping, not scraped yet) stay, without model_name, so their GPUs
-    are still attributed. topk keeps one model per pod for the join. `pods`: the vLLM pods besides those;
-    `vllm_image_pods(cfg)` (by image or name) is enough: with the engines' pods and their workers, the first
-    two legs, every pod a vLLM container is found in by its image, name or engine metrics. The attribution
-    group records these first, then the pods alone from them (one read of the sources for both)."""
+    are still attributed. topk keeps one model per pod for the join. `pods`: the vLLM pods besides those
+    (empty: none); `vllm_image_pods(cfg)` (by image or name) is enough: with the engines' pods and their
+    workers, the first two legs, every pod a vLLM container is found in by its image, name or engine
+    metrics. The attribution group records these first, then the pods alone from them (one read of the
+    sources for both)."""
     pod = c.by(cfg, "namespace", "pod")
     leaders = vllm_leaders(cfg)
     workers = f"group by ({pod}, model_name) (\n{textwrap.indent(lws.workers(cfg, leaders, ('model_name',)), '  ')}\n)"
-    return f"{leaders}\nor on ({pod})\n{workers}\nor on ({pod})\n{pods}"
+    return f"{leaders}\nor on ({pod})\n{workers}" + (f"\nor on ({pod})\n{pods}" if pods else "")
 
 
 def attribution(cfg: ObspackConfig, models: str | None = None) -> str:

@@ -5,6 +5,7 @@ of a pod that serves them (multi-node engines: obspack/rules/lws.py)."""
 
 from __future__ import annotations
 
+import re
 import textwrap
 
 from obspack import conventions as c
@@ -22,12 +23,11 @@ def vllm_source_selectors(cfg: ObspackConfig, with_container: bool, engines: boo
     or the vLLM engine metrics scraped from it (unless `engines` is false). Any one is enough.
     `with_container`: the engine series must name their container (per-container level)."""
     s = cfg.selectors
-    image = f"=~{promql_string(cfg.vllm_containers.image_regex)}"
     sources = [
-        f"kube_pod_container_info{c.selector(s.kube_state_metrics, HAS_CONTAINER, 'image' + image)}",
-        f"kube_pod_container_info{c.selector(s.kube_state_metrics, HAS_CONTAINER, 'image_spec' + image)}",
-        f"container_memory_working_set_bytes{c.selector(s.cadvisor, HAS_CONTAINER, NOT_PAUSE, 'image' + image)}",
-    ]
+        f"kube_pod_container_info{c.selector(s.kube_state_metrics, HAS_CONTAINER, *_image(cfg, 'image'))}",
+        f"kube_pod_container_info{c.selector(s.kube_state_metrics, HAS_CONTAINER, *_image(cfg, 'image_spec'))}",
+        f"container_memory_working_set_bytes{c.selector(s.cadvisor, HAS_CONTAINER, NOT_PAUSE, *_image(cfg, 'image'))}",
+    ] if cfg.vllm_containers.image_regex else []  # empty: off, as name_regex
     if engines:
         sources.append(f"vllm:num_requests_running{c.selector(s.vllm, HAS_MODEL, HAS_CONTAINER if with_container else '')}")
     if cfg.vllm_containers.name_regex:
@@ -36,11 +36,22 @@ def vllm_source_selectors(cfg: ObspackConfig, with_container: bool, engines: boo
     return sources
 
 
+def _image(cfg: ObspackConfig, label: str) -> tuple[str, ...]:
+    """The matchers of an image label. A regex that takes the empty string would also take every series
+    without the label (kube-state-metrics before 2.x has no image_spec; the kubelet's resource endpoint no
+    image): those are refused, so that only an image the regex takes marks a container as vLLM."""
+    regex = cfg.vllm_containers.image_regex
+    blank = (f'{label}!=""',) if re.fullmatch(regex, "") else ()
+    return (*blank, f"{label}=~{promql_string(regex)}")
+
+
 def vllm_image_pods(cfg: ObspackConfig) -> str:
     """One series per pod with a vLLM container by its image or name, from raw series: with the engines'
     pods (`vllm_leaders`) and their LWS workers, every vLLM pod. What this adds is the pods whose engine
     series are missing (crash-looping, not scraped yet)."""
     legs = vllm_source_selectors(cfg, with_container=False, engines=False)
+    if not legs:
+        return ""  # neither an image nor a name marks vLLM: the engines' pods and their workers are all
     return f"group by ({c.by(cfg, 'namespace', 'pod')}) (\n  " + "\n  or\n  ".join(legs) + "\n)"
 
 
