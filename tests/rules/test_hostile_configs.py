@@ -110,6 +110,24 @@ def test_the_memory_plane_tests_follow_what_vllm_containers_takes(tmp_path: Path
                      else {"llama-0", "llama-lws-0-1"})  # fmt: skip
 
 
+@pytest.mark.tool
+def test_the_prefix_cache_tests_hold_at_the_lowest_threshold(tmp_path: Path) -> None:
+    """At a 0.1% threshold (the lowest allowed) the pods of the incident that must fire still hit under it:
+    the prefill-and-decode pod's 1% did not, and the shipped test expected a page it could not get (found by
+    the config fuzz's long profile)."""
+    alert = {"VLLMPrefixCacheHitRateLow": {"ratio": 0.001, "for": "0"}}
+    files = pack_files(build(load_config(_config(tmp_path, {"alerts": alert, "slos": {"enabled": False}}))))
+    out = write_files(files, tmp_path / "pack")
+    name = "vllm-engine_test.yaml"
+    done = subprocess.run([require_tool("promtool"), "test", "rules", name], capture_output=True, text=True,
+                          cwd=needed_only(out / "tests", [name], tmp_path / "needed"))  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr
+    fired = {a["exp_labels"]["pod"] for t in yaml.safe_load(files[f"tests/{name}"])["tests"]
+             for check in t.get("alert_rule_test", []) if check["alertname"] == "VLLMPrefixCacheHitRateLow"
+             for a in check.get("exp_alerts", [])}  # fmt: skip
+    assert "llama-decode-1" in fired and not fired & {"ds-7c9f", "llama-decode-0", "llama-nixl-0", "llama-1"}
+
+
 def test_the_slo_tests_move_into_what_the_selectors_keep(tmp_path: Path) -> None:
     """The SLO suite picks its models and route inside the selectors and the handler regex, and maps its
     pods and namespace (the promtool run of this file is as long as the default one: test_slo runs those)."""

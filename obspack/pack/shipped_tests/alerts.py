@@ -796,7 +796,7 @@ def prefix_cache(b: Builder) -> Incident:
     # or, without the label, its name does (llama-decode-0). llama-decode-1's label says it does both
     # (prefill-decode): the label wins over the name, it fires. llama-nixl-0 (no role anywhere) gets most prompt tokens from a
     # connector (external prefix-cache hits): quiet.
-    near_zero = int(queries * 0.01)
+    near_zero = int(queries * min(0.01, low))  # 1%, or under a threshold below 3% (the pods that fire must)
     disagg = (("ds-7c9f", "decode", False), ("llama-decode-0", "", True), ("llama-decode-1", "prefill-decode", True))
     for pod, label, named in disagg:
         where = b.where("prod-a", "inference", pod)
