@@ -8,6 +8,10 @@ even where the environment says PYTHONDONTWRITEBYTECODE; the same runs without b
 `--against DIR` runs another checkout (a `git archive` of an older commit) in turns with this one, under the
 same load: on a shared machine only such side-by-side figures compare. Then where the time goes, in one more
 cold process (CPU time per phase).
+
+`--warm N` measures the render's own work without the interpreter and the imports: in one process per tree,
+the build and the serialising of the defaults N times (a new config object each time, so nothing is reused),
+CPU medians, five processes per tree in turns.
 """
 
 from __future__ import annotations
@@ -42,6 +46,37 @@ with tempfile.TemporaryDirectory() as tmp:
 t4 = time.process_time()
 print(f"{t1 - t0} {t2 - t1} {t3 - t2} {t4 - t3}")
 """
+
+
+WARM = """
+import gc, statistics, sys, time
+from obspack.config import ObspackConfig
+from obspack.pack import build
+from obspack.render.files import pack_files
+gc.disable()  # as render runs
+pack_files(build(ObspackConfig()))  # first use: lazy imports, compiled templates
+builds, writes = [], []
+for _ in range(int(sys.argv[1])):
+    cfg = ObspackConfig()
+    t0 = time.process_time(); pack = build(cfg); t1 = time.process_time(); pack_files(pack)
+    builds.append(t1 - t0); writes.append(time.process_time() - t1)
+print(statistics.median(builds), statistics.median(writes))
+"""
+
+
+def warm_runs(trees: list[Path], repeats: int) -> None:
+    out: dict[Path, list[tuple[float, float]]] = {tree: [] for tree in trees}
+    bytecode = {tree: Path(tempfile.mkdtemp(prefix="obspack-bytecode-")) for tree in trees}
+    for index in range(5):
+        for tree in trees if index % 2 == 0 else trees[::-1]:
+            build_s, serialise_s = map(float, _run(tree, bytecode[tree], ["-c", WARM, str(repeats)])[2].split())
+            out[tree].append((build_s, serialise_s))
+    for tree, rows in out.items():
+        print(f"warm, {repeats} renders per process, CPU medians of 5 processes, {tree}: "
+              f"build {statistics.median(b for b, _ in rows) * 1000:.0f} ms "
+              f"({min(b for b, _ in rows) * 1000:.0f}-{max(b for b, _ in rows) * 1000:.0f}), "
+              f"serialise {statistics.median(s for _, s in rows) * 1000:.0f} ms "
+              f"({min(s for _, s in rows) * 1000:.0f}-{max(s for _, s in rows) * 1000:.0f})")  # fmt: skip
 
 
 def _env(tree: Path, bytecode: Path | None) -> dict[str, str]:
@@ -87,9 +122,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("runs", nargs="?", type=int, default=9)
     parser.add_argument("--against", type=Path, help="another checkout to run in turns with this one")
+    parser.add_argument("--warm", type=int, metavar="N", help="only the build and serialising, N times per process")
     args = parser.parse_args()
     trees = [ROOT, *([args.against.resolve()] if args.against else [])]
     print(f"python {sys.version.split()[0]}; load average {os.getloadavg()[0]:.1f} at the start")
+    if args.warm:
+        warm_runs(trees, args.warm)
+        return
     for bytecode in (True, False):
         label = "with bytecode (as installed)" if bytecode else "without bytecode"
         for tree, (walls, cpus) in cold_runs(trees, args.runs, bytecode).items():
