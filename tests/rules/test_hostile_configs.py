@@ -1,13 +1,15 @@
 """Configs that used to break the pack, each now rendering a pack that `promtool check rules --lint-fatal`
 accepts and whose shipped tests exist and pass, or refused with FILE:LINE: selectors with escapes and raw
 strings, selectors that narrow the labels the tests vary, selectors that leave too few values (the render
-names each missing test), many per-model SLOs, and static labels the rules set themselves."""
+names each missing test), many per-model SLOs, static labels the rules set themselves, image regexes that
+take nothing or everything, and the lowest prefix-cache threshold."""
 
 from __future__ import annotations
 
 import re
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -92,20 +94,27 @@ def test_shipped_tests_exist_and_pass_when_selectors_narrow_every_varied_label(t
     assert vllm and all('job="a\\"b"' in s and 'namespace="inference-' in s and 'pod="vllm-' in s for s in vllm)
 
 
+def _pages_of_a_shipped_test(tmp_path: Path, settings: dict[str, Any], name: str, alert: str) -> set[str]:
+    """Render `settings`, check that promtool passes the shipped test file `name` (with the groups its checks
+    need), and return the pods its checks expect `alert` to fire for."""
+    files = pack_files(build(load_config(_config(tmp_path, {**settings, "slos": {"enabled": False}}))))
+    out = write_files(files, tmp_path / "pack")
+    done = subprocess.run([require_tool("promtool"), "test", "rules", name], capture_output=True, text=True,
+                          cwd=needed_only(out / "tests", [name], tmp_path / "needed"))  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr
+    return {a["exp_labels"]["pod"] for t in yaml.safe_load(files[f"tests/{name}"])["tests"]
+            for check in t.get("alert_rule_test", []) if check["alertname"] == alert
+            for a in check.get("exp_alerts", [])}  # fmt: skip
+
+
 @pytest.mark.tool
 @pytest.mark.parametrize("containers", [{"image_regex": ""}, {"image_regex": ".*", "name_regex": "worker"}])
 def test_the_memory_plane_tests_follow_what_vllm_containers_takes(tmp_path: Path, containers: dict[str, str]) -> None:
     """An empty image regex (off) and one that takes every image: the shipped tests expect the containers
     the rules take for vLLM, not the ones the defaults take (the envoy and the cache worker fire with `.*`)."""
-    files = pack_files(build(load_config(_config(tmp_path, {"vllm_containers": containers, "slos": {"enabled": False}}))))
-    out = write_files(files, tmp_path / "pack")
-    name = "memory-planes_test.yaml"
-    done = subprocess.run([require_tool("promtool"), "test", "rules", name], capture_output=True, text=True,
-                          cwd=needed_only(out / "tests", [name], tmp_path / "needed"))  # fmt: skip
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr
-    fired = {a["exp_labels"]["pod"] for t in yaml.safe_load(files[f"tests/{name}"])["tests"]
-             for check in t.get("alert_rule_test", []) if check["alertname"] == "VLLMHostMemoryNearLimit"
-             for a in check.get("exp_alerts", [])}  # fmt: skip
+    fired = _pages_of_a_shipped_test(
+        tmp_path, {"vllm_containers": containers}, "memory-planes_test.yaml", "VLLMHostMemoryNearLimit"
+    )
     assert fired == ({"llama-0", "llama-lws-0-1", "cache-0-1", "proxy-0"} if "name_regex" in containers
                      else {"llama-0", "llama-lws-0-1"})  # fmt: skip
 
@@ -116,15 +125,7 @@ def test_the_prefix_cache_tests_hold_at_the_lowest_threshold(tmp_path: Path) -> 
     the prefill-and-decode pod's 1% did not, and the shipped test expected a page it could not get (found by
     the config fuzz's long profile)."""
     alert = {"VLLMPrefixCacheHitRateLow": {"ratio": 0.001, "for": "0"}}
-    files = pack_files(build(load_config(_config(tmp_path, {"alerts": alert, "slos": {"enabled": False}}))))
-    out = write_files(files, tmp_path / "pack")
-    name = "vllm-engine_test.yaml"
-    done = subprocess.run([require_tool("promtool"), "test", "rules", name], capture_output=True, text=True,
-                          cwd=needed_only(out / "tests", [name], tmp_path / "needed"))  # fmt: skip
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr
-    fired = {a["exp_labels"]["pod"] for t in yaml.safe_load(files[f"tests/{name}"])["tests"]
-             for check in t.get("alert_rule_test", []) if check["alertname"] == "VLLMPrefixCacheHitRateLow"
-             for a in check.get("exp_alerts", [])}  # fmt: skip
+    fired = _pages_of_a_shipped_test(tmp_path, {"alerts": alert}, "vllm-engine_test.yaml", "VLLMPrefixCacheHitRateLow")
     assert "llama-decode-1" in fired and not fired & {"ds-7c9f", "llama-decode-0", "llama-nixl-0", "llama-1"}
 
 
