@@ -1,5 +1,5 @@
 """Which containers the rules take for vLLM, by `vllm_containers`: an image the image regex takes, a name the
-name regex takes, never a series that lacks the image label (kube-state-metrics 1.x has no `image_spec`),
+name regex takes, never a series that lacks the image label (kube-state-metrics before 2.3 has no `image_spec`),
 and an empty image regex is off, as an empty name regex is."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from obspack.rules.recording import kubernetes
 from tests.support.tools import promtool_record_test
 
 WHERE = 'cluster="prod", namespace="llm", pod="chat-0"'
-SERIES = [  # kube-state-metrics 1.x: `image` only
+SERIES = [  # kube-state-metrics before 2.3: `image` only
     {"series": f'kube_pod_container_info{{{WHERE}, container="server", image="docker.io/vllm/vllm-openai:v0.33.0"}}',
      "values": "1x5"},
     {"series": f'kube_pod_container_info{{{WHERE}, container="envoy", image="envoyproxy/envoy:v1.30"}}', "values": "1x5"},

@@ -38,7 +38,7 @@ def vllm_source_selectors(cfg: ObspackConfig, with_container: bool, engines: boo
 
 def _image(cfg: ObspackConfig, label: str) -> tuple[str, ...]:
     """The matchers of an image label. A regex that takes the empty string would also take every series
-    without the label (kube-state-metrics before 2.x has no image_spec; the kubelet's resource endpoint no
+    without the label (kube-state-metrics before 2.3 has no image_spec; the kubelet's resource endpoint no
     image): those are refused, so that only an image the regex takes marks a container as vLLM."""
     regex = cfg.vllm_containers.image_regex
     blank = (f'{label}!=""',) if re.fullmatch(regex, "") else ()
