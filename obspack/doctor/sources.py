@@ -265,7 +265,9 @@ def _vllm_containers(
     )
     containers = rows["containers"]
     wanted = pack.sources
-    by_image = [r for r in containers if matches(("image", "=~", wanted.image_regex), r.get("image", ""))]
+    by_image = wanted.image_regex and [  # empty: off, as in the rules
+        r for r in containers if matches(("image", "=~", wanted.image_regex), r.get("image", ""))
+    ]
     by_name = wanted.name_regex and [
         r for r in containers if matches(("c", "=~", wanted.name_regex), r.get("container", ""))
     ]
@@ -277,8 +279,10 @@ def _vllm_containers(
         note(
             Topic.SOURCE,
             "vLLM containers",
-            f"vllm_containers.image_regex {wanted.image_regex!r} matches no container of the pods that serve vLLM "
-            f"(images: {images}); they are recognised only where vLLM's own series name their container",
+            (f"vllm_containers.image_regex {wanted.image_regex!r} matches" if wanted.image_regex else
+             "vllm_containers.image_regex is empty (off), and so it matches")  # fmt: skip
+            + f" no container of the pods that serve vLLM (images: {images}); they are recognised only where "
+            "vLLM's own series name their container",
             action=f"vllm_containers: set image_regex to the serving image, or name_regex to one of: {names}",
         )
     ]

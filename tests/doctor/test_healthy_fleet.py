@@ -270,10 +270,11 @@ def test_a_mimir_like_api_under_a_path_prefix_with_a_tenant(fleet: Served, healt
     assert code == 0 and oracle.findings(report) == oracle.findings(healthy[1])
 
 
+@pytest.mark.parametrize("image_regex", [".*llm-server.*", ""])  # a regex no image matches; off
 def test_an_image_regex_that_picks_no_vllm_container_is_a_note_naming_the_containers(
-    fleet: Served, healthy, tmp_path: Path
+    fleet: Served, healthy, tmp_path: Path, image_regex: str
 ) -> None:
-    config = {"vllm_containers": {"image_regex": ".*llm-server.*"}}
+    config = {"vllm_containers": {"image_regex": image_regex}}
     code, report = oracle.doctor(
         fleet.prom.url, "--time", str(fleet.summary.end), config=config, tmp=tmp_path
     )
@@ -284,3 +285,5 @@ def test_an_image_regex_that_picks_no_vllm_container_is_a_note_naming_the_contai
     }
     action = next(a for a in report["advice"]["actions"] if a.startswith("vllm_containers"))
     assert action.endswith("name_regex to one of: obspack-exporter, vllm")
+    said = "is empty (off), and so it matches no container" if not image_regex else "'.*llm-server.*' matches no"
+    assert said in oracle.message(report, "vLLM containers")
