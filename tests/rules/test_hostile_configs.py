@@ -16,7 +16,7 @@ import yaml
 from typer.testing import CliRunner
 
 from obspack.cli import app
-from obspack.config import load_config
+from obspack.config import Alerts, load_config
 from obspack.errors import ConfigError
 from obspack.pack import build
 from obspack.pack.shipped_tests import satisfy
@@ -127,6 +127,22 @@ def test_the_prefix_cache_tests_hold_at_the_lowest_threshold(tmp_path: Path) -> 
     alert = {"VLLMPrefixCacheHitRateLow": {"ratio": 0.001, "for": "0"}}
     fired = _pages_of_a_shipped_test(tmp_path, {"alerts": alert}, "vllm-engine_test.yaml", "VLLMPrefixCacheHitRateLow")
     assert "llama-decode-1" in fired and not fired & {"ds-7c9f", "llama-decode-0", "llama-nixl-0", "llama-1"}
+
+
+@pytest.mark.tool
+@pytest.mark.parametrize("for_", ["0", "1m"])
+def test_the_shipped_tests_pass_with_every_alert_at_a_short_for(tmp_path: Path, for_: str) -> None:
+    """Every alert with `for: 0`, then `for: 1m`: the incidents' quiet cases must not be waits that a short
+    `for` turns into pages (the scale-up-blocked test checked a three-minute wait while it still paged; the
+    config fuzz found it)."""
+    alerts = {name: {"for": for_} for name, field in Alerts.model_fields.items() if "for_" in field.annotation.model_fields}
+    pack = build(load_config(_config(tmp_path, {"alerts": alerts, "slos": {"enabled": False}})))
+    assert len(alerts) >= 30 and pack.missing_tests == ()
+    out = write_files(pack_files(pack), tmp_path / "pack")
+    names = sorted(p.name for p in (out / "tests").glob("*_test.yaml"))
+    done = subprocess.run([require_tool("promtool"), "test", "rules", *names], capture_output=True, text=True,
+                          cwd=needed_only(out / "tests", names, tmp_path / "needed"))  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr
 
 
 def test_the_slo_tests_move_into_what_the_selectors_keep(tmp_path: Path) -> None:
