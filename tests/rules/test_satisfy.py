@@ -22,6 +22,9 @@ def test_accepts_decides_as_prometheus_does() -> None:
         ('ns=~"inference-.*"', "inference", "inference-inference"),
         ('pod=~"vllm-\\\\d+"', "llama-0", "vllm-0"),
         ('pod=~"(?i)LLAMA-.*"', "llama-0", "llama-0"),
+        # a flag where the preferred value does not fit: made from the pattern (this raised AttributeError)
+        ('model_name=~"(?i)llama.*"', "meta-llama/Llama-3.1-8B-Instruct", "llamameta-llama/Llama-3.1-8B-Instruct"),
+        ('model_name=~"(?is)qwen.*"', "m", "qwenm"),
         ('ns!~"inference"', "inference", "inference-0"),
         ('ns="prod"', "inference", "prod"),
         ('ns=~"prod|staging"', "inference", "prod"),

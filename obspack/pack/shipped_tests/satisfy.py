@@ -83,13 +83,14 @@ def accepts(value: str, matchers: Iterable[Matcher]) -> bool:
 
 
 def _generated(pattern: str) -> Iterator[str]:
-    flags = 0
+    """Strings the pattern takes. Leading flags are dropped, not passed on: sre_yield supports none of
+    them, and what the pattern takes without them it takes with them (`(?i)` and `(?s)` only widen it, and
+    the strings hold no line break for `(?m)` to matter); `pick` checks each candidate anyway."""
     found = _FLAGS.match(pattern)
     if found:
-        flags = sum(getattr(re, f) for f in found.group(1) if f in "ims")
         pattern = pattern[found.end():]
     try:
-        yield from sre_yield.AllStrings(pattern, flags=flags, charset=_CHARSET, max_count=8)
+        yield from sre_yield.AllStrings(pattern, charset=_CHARSET, max_count=8)
     except (re.error, ValueError, TypeError, OverflowError, sre_yield.ParseError):
         return
 
