@@ -194,10 +194,11 @@ class Builder:
         return not self.problem
 
     def takes(self, container: str, image: str) -> bool:
-        """Whether `vllm_containers` marks a container of this name (where kube-state-metrics names it;
-        empty: it does not) and this image as vLLM, as the rules read it (obspack/rules/recording/kubernetes.py)."""
+        """Whether `vllm_containers` marks a container of this name (where kube-state-metrics names it) and
+        this image as vLLM, as the rules read it (obspack/rules/recording/kubernetes.py); an empty name or
+        image is one the series do not carry, which no regex takes."""
         v = self.cfg.vllm_containers
-        by_image = bool(v.image_regex) and re.fullmatch(v.image_regex, image) is not None
+        by_image = bool(v.image_regex and image) and re.fullmatch(v.image_regex, image) is not None
         return by_image or bool(container and v.name_regex and re.fullmatch(v.name_regex, container))
 
     def fitted(self, inc: Incident) -> tuple[Incident, satisfy.Mapping]:
@@ -1179,8 +1180,7 @@ def autoscaler_scale_up_blocked(b: Builder) -> Incident:
                   {**where, "container": container, "resource": "nvidia_com_gpu", "unit": "integer"}, f"{gpus}x{n}")
         b.ksm(inc, "kube_pod_container_resource_requests",
               {**where, "container": container, "resource": "memory", "unit": "byte"}, f"{64 * GIB}x{n}")
-    name_regex = b.cfg.vllm_containers.name_regex
-    if name_regex and re.fullmatch(name_regex, "embedder"):  # a config that takes any container name for vLLM
+    if b.takes("embedder", ""):  # a config that takes any container name for vLLM (a pending pod has no image)
         fire.append((b.where("prod-a", "web", "embedder-0"), 1))
     # llama-7 waits three minutes: with a `for` under two it pages too, so the check comes after its wait ended
     inc.expect("VLLMAutoscalerScaleUpBlocked", max(on_time(0, t.for_), 3), fire)
