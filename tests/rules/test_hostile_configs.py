@@ -130,6 +130,19 @@ def test_the_prefix_cache_tests_hold_at_the_lowest_threshold(tmp_path: Path) -> 
 
 
 @pytest.mark.tool
+def test_a_vllm_selector_that_requires_a_model_leaves_the_router_copy_out(tmp_path: Path) -> None:
+    """production-stack's router re-exports the queue gauges without model_name: a selector that requires
+    one leaves the router out, as it would live. The shipped test gave the router a model to fit the
+    selector, and then expected no page for what had become an engine with a huge queue (config fuzz)."""
+    settings = {"selectors": {"vllm": 'model_name=~"meta-llama/.+"'}}
+    fired = _pages_of_a_shipped_test(tmp_path, settings, "vllm-engine_test.yaml", "VLLMRequestQueueBacklog")
+    assert {"llama-0", "llama-3"} <= fired and "vllm-router-5f9c" not in fired
+    text = (tmp_path / "pack" / "tests" / "vllm-engine_test.yaml").read_text(encoding="utf-8")
+    router = [line for line in text.splitlines() if 'pod="vllm-router-5f9c"' in line]
+    assert router and not any("model_name" in line for line in router)
+
+
+@pytest.mark.tool
 @pytest.mark.parametrize("for_", ["0", "1m"])
 def test_the_shipped_tests_pass_with_every_alert_at_a_short_for(tmp_path: Path, for_: str) -> None:
     """Every alert with `for: 0`, then `for: 1m`: the incidents' quiet cases must not be waits that a short

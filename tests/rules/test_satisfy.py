@@ -80,7 +80,7 @@ def test_one_cluster_drops_only_a_quiet_twin_in_another_cluster() -> None:
 
     one = incident("prod-a").in_one_cluster("k8s_cluster")
     assert one is not None and one.name.endswith(" (one cluster: the selectors leave no other)")
-    assert [labels for _, _, labels, _ in one.series] == [{"k8s_cluster": "prod-a", "pod": "p"}, {"node": "n"}]
+    assert [labels for _, _, labels, _, _ in one.series] == [{"k8s_cluster": "prod-a", "pod": "p"}, {"node": "n"}]
     assert one.checks == incident("prod-a").checks
     assert satisfy.Constraints.of("k8s_cluster", {"vllm": 'k8s_cluster="prod"'}).mapping(one.labelsets())
     # an alert expected in the second cluster would be lost with it: that test is left out instead

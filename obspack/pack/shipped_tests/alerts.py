@@ -93,12 +93,15 @@ class Incident:
     as written until the test case is built, where they are moved into what the selectors accept."""
 
     name: str
-    series: list[tuple[str, str, dict[str, str], str]] = field(default_factory=list)  # source, metric, labels, values
+    # source, metric, labels, values, and whether labels the selector requires are added (satisfy.fill)
+    series: list[tuple[str, str, dict[str, str], str, bool]] = field(default_factory=list)
     checks: list[tuple[str, str, list[tuple[dict[str, str], float]]]] = field(default_factory=list)
     samples: list[tuple[str, str, list[tuple[str, dict[str, str], float]]]] = field(default_factory=list)
 
-    def add(self, metric: str, labels: dict[str, str], values: str, source: str = "vllm") -> None:
-        self.series.append((source, metric, dict(labels), values))
+    def add(self, metric: str, labels: dict[str, str], values: str, source: str = "vllm", fill: bool = True) -> None:
+        """A series; `fill=False` for one whose exporter lacks a label the selector may require (the
+        router's copy has no model_name): with such a selector, it stays outside, as it would live."""
+        self.series.append((source, metric, dict(labels), values, fill))
 
     def expect(self, alert: str, at: float, firing: list[tuple[dict[str, str], float]]) -> None:
         self.checks.append((alert, f"{int(round(at))}m", firing))
@@ -135,7 +138,7 @@ class Incident:
 
     def labelsets(self) -> list[dict[str, str]]:
         return [
-            *(labels for _, _, labels, _ in self.series),
+            *(item[2] for item in self.series),
             *(labels for _, _, firing in self.checks for labels, _ in firing),
             *(labels for _, _, samples in self.samples for _, labels, _ in samples),
             *({m.group(1): m.group(2)} for expr, _, _ in self.samples for m in _REF.finditer(expr)),
@@ -229,10 +232,13 @@ class Builder:
         notation; Unsatisfiable when the selectors leave too few values."""
         inc, mapping = self.fitted(inc)
         series = [
-            (series_text(metric, self.constraints.fill(source, mapping.labels(labels))), values)
-            for source, metric, labels, values in inc.series
+            (series_text(metric, self.filled(source, mapping.labels(labels), fill)), values)
+            for source, metric, labels, values, fill in inc.series
         ]
         return inc, mapping, series
+
+    def filled(self, source: str, labels: dict[str, str], fill: bool) -> dict[str, str]:
+        return self.constraints.fill(source, labels) if fill else labels
 
     def where(self, cluster: str, namespace: str, pod: str, **more: str) -> dict[str, str]:
         return {self.cfg.cluster_label: cluster, "namespace": namespace, "pod": pod, **more}
@@ -596,8 +602,8 @@ def queue_backlog(b: Builder) -> Incident:
     # production-stack's router re-exports the gauges with a `server` label and no model_name
     router = {**b.sel["vllm"], b.cfg.cluster_label: "prod-a", "namespace": "inference",
               "pod": "vllm-router-5f9c", "server": "http://10.1.2.3:8000"}
-    inc.add("vllm:num_requests_waiting", router, f"{waiting * 5}x{n}")
-    inc.add("vllm:num_requests_running", router, f"0x{n}")
+    inc.add("vllm:num_requests_waiting", router, f"{waiting * 5}x{n}", fill=False)
+    inc.add("vllm:num_requests_running", router, f"0x{n}", fill=False)
     # vLLM 0.20+ tells why requests wait: llama-3's queue waits for capacity (fires, counting only those),
     # llama-4's is deferred (on KV from a prefill pod: more replicas would not help), llama-5 sleeps
     queues = (("llama-3", waiting + 2, 2, True), ("llama-4", 1, waiting * 3, True), ("llama-5", waiting, 0, False))
@@ -1107,7 +1113,7 @@ def autoscaler_maxed_out(b: Builder) -> Incident:
     # production-stack's router copy: no model_name, never counted
     router = {**b.sel["vllm"], b.cfg.cluster_label: "prod-a", "namespace": "inference",
               "pod": "vllm-router-5f9c", "server": "http://10.1.2.3:8000"}
-    inc.add("vllm:num_requests_waiting", router, f"{per_engine * 100:g}x{n}")
+    inc.add("vllm:num_requests_waiting", router, f"{per_engine * 100:g}x{n}", fill=False)
     b.hpa(inc, "kube_horizontalpodautoscaler_status_current_replicas", "prod-a", "inference", "keda-hpa-chat", f"4x{n}")
     b.hpa(inc, "kube_horizontalpodautoscaler_spec_max_replicas", "prod-a", "inference", "keda-hpa-chat", f"4x{n}")
     b.hpa(inc, "kube_horizontalpodautoscaler_status_current_replicas", "prod-a", "inference", "batch", f"2x{n}")

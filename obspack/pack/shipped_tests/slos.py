@@ -280,9 +280,12 @@ class _Writer:
         """A pod of the scenarios' `cluster`, where that cluster is (_places)."""
         return self.b.where(*self.places[cluster], pod)
 
-    def vllm(self, case: _Case, metric: str, where: dict[str, str], values: str, **extra: str) -> None:
+    def vllm(
+        self, case: _Case, metric: str, where: dict[str, str], values: str, fill: bool = True, **extra: str
+    ) -> None:
+        """One series; `fill=False` as in Incident.add (a router's series has no model_name)."""
         labels = self.mapping.labels({**self.b.sel["vllm"], **where, **extra})
-        case.series.append((series_text(metric, self.b.constraints.fill("vllm", labels)), values))
+        case.series.append((series_text(metric, self.b.filled("vllm", labels, fill)), values))
 
     def write(self, case: _Case, sli: str, model: str, cluster: str, traffic: Traffic, threshold: float | None) -> None:
         pods = [self.where(cluster, pod) for pod in _pods(model)]
@@ -611,8 +614,9 @@ def no_traffic(suite: _Suite) -> _Case:
     router = suite.writer.where("prod-a", ROUTER_POD)
     route = suite.writer.route
     http = {**router, "handler": route, "method": "POST", "status": "5xx"}
-    suite.writer.vllm(case, "http_requests_total", http, f"0+50x{steps}")
-    suite.writer.vllm(case, "vllm:num_requests_running", {**router, "server": "http://10.1.2.3:8000"}, f"3x{steps}")
+    suite.writer.vllm(case, "http_requests_total", http, f"0+50x{steps}", fill=False)
+    router_copy = {**router, "server": "http://10.1.2.3:8000"}
+    suite.writer.vllm(case, "vllm:num_requests_running", router_copy, f"3x{steps}", fill=False)
     for sli in suite.slis:
         for record in (
             c.slo_rate("events", slos.recorded_windows(suite.cfg)[0]),
