@@ -109,6 +109,8 @@ matchers = mix(
         "", 'job="vllm"', 'namespace=~"ml-.*"', '{job="kubelet", metrics_path="/metrics/cadvisor",}', 'job!="x"',
         'job="a\\"b"', 'cluster=~"prod|staging"', 'job=~".*vllm.*"', 'pod=~"vllm-\\\\d+"', "job=`kube\\state`",
         'namespace=~"inference-.*", pod!~"canary-.*"', 'engine="0"', 'cluster="prod"', 'model_name=~"(?i)llama.*"',
+        'model_name!=""', 'model_name="meta-llama/Llama-3.1-8B-Instruct"', 'pod!=""', 'container!="", container!="POD"',
+        'namespace!~"kube-.*"', 'exported_namespace=~"llm-.*"', 'Hostname=~"gpu-.*"', 'instance=~".+:8000"',
     ]),
     st.sampled_from([
         "job=vllm", '__name__="x"', '__meta_x="y"', 'a="b"} or vector(1) or up{c="d"', 'job=~"a++"', 'job=~"(?=x)"',
