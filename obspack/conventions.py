@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 from obspack.config import ObspackConfig
+from obspack.promql import without_matchers_on
 
 GROUP_PREFIX = "obspack"
 # The first words of every file obspack writes: what it may later replace or remove (render/write.py).
@@ -132,6 +133,13 @@ def slo_rate(metric: str, window: str) -> str:
 def by(cfg: ObspackConfig, *labels: str) -> str:
     """The `by (...)`/`on (...)` label list, always led by the cluster label."""
     return ", ".join((cfg.cluster_label, *labels))
+
+
+def node_matchers(ksm: str) -> str:
+    """kube-state-metrics' matchers for its node series (kube_node_*): a node is in no namespace, so a
+    matcher on `namespace` (the scope's, or one a team wrote) is left out; it would match no node, or only
+    through a ServiceMonitor's target label, the namespace kube-state-metrics runs in."""
+    return without_matchers_on(ksm, "namespace")
 
 
 def selector(*parts: str) -> str:

@@ -58,6 +58,13 @@ def hide_strings(expr: str) -> tuple[str, Callable[[str], str]]:
     return hidden, restore
 
 
+def without_matchers_on(matchers: str, label: str) -> str:
+    """Label matchers (`a="b", c=~"d"`, no braces) without those on `label`."""
+    hidden, restore = hide_strings(matchers)
+    on_label = re.compile(rf"\s*{re.escape(label)}\s*[=!]")
+    return restore(", ".join(m.strip() for m in hidden.split(",") if m.strip() and not on_label.match(m)))
+
+
 def raw_strings_quoted(text: str) -> str:
     """Backquoted (raw) strings written as double-quoted ones with the same value: promql_parser refuses a
     backslash inside backquotes, which Prometheus reads as a plain character."""

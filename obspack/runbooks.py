@@ -246,6 +246,10 @@ class _Page:
         configured = getattr(self.cfg.selectors, source) if source else ""
         return c.selector(configured, *extra, *self.placeholders(*labels))
 
+    def match_nodes(self, *extra: str) -> str:
+        """`match` for kube-state-metrics' node series, which are in no namespace (c.node_matchers)."""
+        return c.selector(c.node_matchers(self.cfg.selectors.kube_state_metrics), *extra, *self.placeholders())
+
     def placeholders(self, *labels: str) -> list[str]:
         """Matchers of the cluster label and `labels` on their placeholders, cluster first."""
         held = [f'{self.cfg.cluster_label}="{CLUSTER_PLACEHOLDER}"']
@@ -377,6 +381,7 @@ def _context(
         "model_pods": page.model_pods,
         "model_alerts": page.model_alerts,
         "match": page.match,
+        "match_nodes": page.match_nodes,
         "on": page.on,
         "link": page.link,
         "has_alert": page.has_alert,

@@ -51,8 +51,8 @@ def test_a_config_read_back_stays_the_same() -> None:
 
 
 def test_every_raw_selector_of_the_pack_carries_the_scope(tmp_path: Path) -> None:
-    pack = build(_config(SCOPE))
-    raw = 0
+    pack = build(_config({**SCOPE, "cost": {"node_pool_label": "karpenter.sh/nodepool"}}))
+    raw = nodes = 0
     for _, expr in expressions(pack):
         for metric, matchers in selectors(expr):
             if ":" in metric or metric in ("ALERTS", "ALERTS_FOR_STATE", "up"):
@@ -60,10 +60,18 @@ def test_every_raw_selector_of_the_pack_carries_the_scope(tmp_path: Path) -> Non
             raw += 1
             assert CLUSTER in matchers, (metric, matchers, expr)
             # DCGM's and KEDA's namespace depends on how they are scraped (exported_namespace without
-            # honor_labels): DCGM is scoped per label mode, KEDA's series by the vLLM namespaces they join
-            if not metric.startswith(("DCGM_", "keda_")):
+            # honor_labels): DCGM is scoped per label mode, KEDA's series by the vLLM namespaces they join.
+            # A node is in no namespace: kube-state-metrics' node series are asked for none.
+            if metric.startswith("kube_node_"):
+                nodes += 1
+                assert not any(m[0] == "namespace" for m in matchers), (metric, matchers, expr)
+            elif not metric.startswith(("DCGM_", "keda_")):
                 assert NAMESPACE in matchers, (metric, matchers, expr)
-    assert raw > 50
+    assert raw > 50 and nodes >= 2
+    # the runbooks' queries too: the scale-up-blocked runbook asks each node for its allocatable GPUs
+    blocked = dict(pack.runbooks)["vllm-autoscaler-scale-up-blocked"]
+    allocatable = [line for line in blocked.splitlines() if "kube_node_status_allocatable{" in line]
+    assert allocatable and all("namespace" not in line and 'k8s_cluster=~"prod-.*"' in line for line in allocatable)
 
 
 @pytest.mark.tool

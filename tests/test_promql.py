@@ -6,7 +6,7 @@ import promql_parser
 import pytest
 
 from obspack.pack.walk import expressions
-from obspack.promql import walk
+from obspack.promql import walk, without_matchers_on
 from tests.support.packs import CONFIGS, pack
 
 CRAFTED = [
@@ -59,3 +59,18 @@ def test_callbacks_are_optional() -> None:
     visited: list[str] = []
     assert walk(promql_parser.parse("sum(rate(x[5m]))"), None, lambda n: visited.append(type(n).__name__))
     assert visited == ["VectorSelector", "MatrixSelector", "Call", "AggregateExpr"]
+
+
+@pytest.mark.parametrize(
+    ("matchers", "left"),
+    [
+        ('namespace=~"llm-.*", job="ksm"', 'job="ksm"'),
+        (' namespace =~ "a|b" , k8s_cluster=~"prod-.*"', 'k8s_cluster=~"prod-.*"'),
+        ('job="a,namespace=b", namespace!="x"', 'job="a,namespace=b"'),  # a comma inside a string stays
+        ('namespace_x="1", job="a\\"b"', 'namespace_x="1", job="a\\"b"'),  # another label; an escape kept
+        ('namespace="a"', ""),
+        ("", ""),
+    ],
+)
+def test_matchers_on_a_label_are_left_out_and_the_others_kept_as_written(matchers: str, left: str) -> None:
+    assert without_matchers_on(matchers, "namespace") == left

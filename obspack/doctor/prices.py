@@ -100,7 +100,7 @@ def _pools(api: PrometheusAPI, pack: Pack, at: float) -> dict[tuple[str, str], s
     label, cl = pack.costs.node_pool_label, pack.cluster_label
     if not label:
         return {}
-    ksm = c.selector(pack.sources.selectors.get("kube_state_metrics", ""), f'{label}!=""')
+    ksm = c.selector(c.node_matchers(pack.sources.selectors.get("kube_state_metrics", "")), f'{label}!=""')
     rows = _rows(api, f"max by ({_by(cl, 'node', label)}) (kube_node_labels{ksm})", at, (cl, "node", label))
     return None if rows is None else {(cluster, node): pool for cluster, node, pool in rows}
 

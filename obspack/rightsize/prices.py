@@ -57,7 +57,7 @@ def queries(cfg: ObspackConfig, plan: Plan) -> list[Query]:
                          (cl, "node")))
     if cfg.cost.node_pool_label:
         label = ksm_label(cfg.cost.node_pool_label)
-        labels = c.selector(cfg.selectors.kube_state_metrics, f'{label}!=""')
+        labels = c.selector(c.node_matchers(cfg.selectors.kube_state_metrics), f'{label}!=""')
         out.append(Query("gpu_node_pool", f"max by ({c.by(cfg, 'node', label)}) (last_over_time(kube_node_labels{labels}[{w}]))",
                          (cl, "node", label)))
     return out

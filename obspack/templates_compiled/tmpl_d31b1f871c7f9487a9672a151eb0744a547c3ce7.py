@@ -64,12 +64,13 @@ def block_confirm(context, missing=missing):
     if 0: yield None
     _block_vars = {}
     l_0_on = resolve('on')
+    l_0_match_nodes = resolve('match_nodes')
     l_0_match = resolve('match')
     pass
     yield "1. The scheduler's reason (the `FailedScheduling` events, e.g. `Insufficient nvidia.com/gpu`):\n\n   ```sh\n   kubectl -n <namespace> describe pod <pod>\n   ```\n\n2. GPUs allocatable and requested per node:\n\n   ```promql\n   sum by ("
     yield str(context.call((undefined(name='on') if l_0_on is missing else l_0_on), 'node', _block_vars=_block_vars))
     yield ') (kube_node_status_allocatable'
-    yield str(context.call((undefined(name='match') if l_0_match is missing else l_0_match), extra=('resource="nvidia_com_gpu"',), source='kube_state_metrics', _block_vars=_block_vars))
+    yield str(context.call((undefined(name='match_nodes') if l_0_match_nodes is missing else l_0_match_nodes), 'resource="nvidia_com_gpu"', _block_vars=_block_vars))
     yield ')\n   ```\n\n   ```promql\n   sum by ('
     yield str(context.call((undefined(name='on') if l_0_on is missing else l_0_on), 'node', _block_vars=_block_vars))
     yield ') (kube_pod_container_resource_requests'
@@ -129,4 +130,4 @@ def block_escalate(context, missing=missing):
     yield "- No GPU capacity to add: to the owners of the GPU node pools or the cloud account's quota.\n"
 
 blocks = {'now': block_now, 'meaning': block_meaning, 'impact': block_impact, 'confirm': block_confirm, 'causes': block_causes, 'fixes': block_fixes, 'verify': block_verify, 'escalate': block_escalate}
-debug_info = '1=15&2=18&3=21&4=24&5=29&12=39&17=49&21=59&31=70&35=74&41=78&44=83&52=93&60=104&62=111&69=121'
+debug_info = '1=15&2=18&3=21&4=24&5=29&12=39&17=49&21=59&31=71&35=75&41=79&44=84&52=94&60=105&62=112&69=122'

@@ -48,6 +48,8 @@ def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PrometheusAPI]:
             for node, gpu, model, pod in gpus
         ],
         "node_gpu_hourly_cost": ['cluster="east",node="gpu-1",instance="opencost"'],
+        # the L4's node pool; a node series, in no namespace
+        "kube_node_labels": ['cluster="east",job="kube-state-metrics",node="gpu-2",label_karpenter_sh_nodepool="spot-l4"'],
     }
     with (root / "fleet.om").open("w") as out:
         for name, series in rows.items():
@@ -79,3 +81,18 @@ def test_with_opencost_a_node_without_its_price_is_a_problem(api: PrometheusAPI)
     found = price_findings(api, pack, END)
     assert [(f.level, f.subject) for f in found] == [(Level.PROBLEM, f"{L4} (east)")]
     assert "node gpu-2" in found[0].message
+
+
+@pytest.mark.e2e
+@pytest.mark.tool
+def test_a_price_per_node_pool_is_found_with_the_namespaces_in_scope(api: PrometheusAPI) -> None:
+    """The pool comes from kube_node_labels, a node series: the scope's namespace must not be asked of it,
+    or the L4 priced for its spot pool reads as unpriced."""
+    spot = {"model_regex": "NVIDIA L4", "hourly": 1, "node_pool_regex": "spot-.*"}
+    cost = {**PRICED, "gpus": [*PRICED["gpus"], spot], "node_pool_label": "karpenter.sh/nodepool"}
+    for scope in ({}, {"namespace_regex": "llm"}):
+        pack = build(ObspackConfig.model_validate({"cost": cost, "scope": scope}))
+        assert price_findings(api, pack, END) == [], scope
+    # without the pool's price, the L4 is unpriced: the test can fail
+    unpriced = build(ObspackConfig.model_validate({"cost": {**cost, "gpus": PRICED["gpus"]}, "scope": {"namespace_regex": "llm"}}))
+    assert [f.subject for f in price_findings(api, unpriced, END)] == [f"{L4} (east)"]

@@ -85,3 +85,18 @@ def test_a_pod_holds_the_gpus_it_holds_now_once_on_one_node() -> None:
     dcgm, requests = queries(ObspackConfig(), plan)[:2]
     assert f"[{NOW}]" in dcgm.expr and "[14d]" not in dcgm.expr and f"[{NOW}]" in requests.expr
     assert "UUID, GPU_I_ID" in dcgm.expr  # each GPU once, however many series an exporter restart left
+
+
+def test_the_node_pools_are_asked_of_every_node_whatever_namespaces_are_in_scope() -> None:
+    """kube_node_labels is a node series, in no namespace: the scope's namespace (or one written in the
+    kube-state-metrics selector) is not asked of it, the cluster scope is."""
+    plan = Plan(at=0, window_s=14 * 86400, step_s=900, load_s=600)
+    for ksm in ("", 'namespace=~"llm-.*", job="kube-state-metrics"'):
+        cfg = ObspackConfig.model_validate({
+            "cost": {"node_pool_label": "karpenter.sh/nodepool"}, "selectors": {"kube_state_metrics": ksm},
+            "scope": {"namespace_regex": "llm-.*", "cluster_regex": "prod-.*"},
+        })
+        pools = next(q for q in queries(cfg, plan) if q.name == "gpu_node_pool")
+        assert 'kube_node_labels{cluster=~"prod-.*", ' in pools.expr and "namespace" not in pools.expr, pools.expr
+        requests = next(q for q in queries(cfg, plan) if q.name == "gpu_requests")
+        assert 'namespace=~"llm-.*"' in requests.expr  # the pods' series keep the scope

@@ -36,6 +36,9 @@ PRICED = ObspackConfig.model_validate({
         "default_hourly": 1,
     },
 })
+# The same bill with the fleet's namespaces in scope: node series (kube_node_info, kube_node_labels) have
+# no namespace, and the scope must not ask them for one (the pods on nodes without DCGM lost their GPUs).
+SCOPED = PRICED.model_validate({**PRICED.model_dump(), "scope": {"namespace_regex": "inference|research|pd"}})
 MINUTES = 200
 AT, WINDOW = 190, "3h"  # the window's evaluations: minutes 10 to 190, 181 of them
 SAMPLES = 181
@@ -259,7 +262,7 @@ def promtool_file(cfg: ObspackConfig, folder: Path) -> Path:
     return path
 
 
-@pytest.mark.parametrize("cfg", [PRICED, ObspackConfig()], ids=["priced", "gpu-hours"])
+@pytest.mark.parametrize("cfg", [PRICED, ObspackConfig(), SCOPED], ids=["priced", "gpu-hours", "scoped"])
 def test_gpu_hours_and_the_bill_add_up(cfg: ObspackConfig, tmp_path: Path) -> None:
     path = promtool_file(cfg, tmp_path)
     where = needed_only(tmp_path, [path.name], tmp_path / "needed")  # the groups the checks read, and theirs

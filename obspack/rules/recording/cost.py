@@ -115,6 +115,12 @@ def _ksm(cfg: ObspackConfig, *matchers: str) -> str:
     return c.selector(cfg.selectors.kube_state_metrics, *matchers)
 
 
+def _ksm_of(cfg: ObspackConfig, metric: str, *matchers: str) -> str:
+    """The selector of a kube-state-metrics `metric`: its node series are in no namespace (c.node_matchers)."""
+    ksm = cfg.selectors.kube_state_metrics
+    return c.selector(c.node_matchers(ksm) if metric.startswith("kube_node_") else ksm, *matchers)
+
+
 def _indent(expr: str) -> str:
     return textwrap.indent(expr, "  ")
 
@@ -181,7 +187,7 @@ def ksm_held(cfg: ObspackConfig) -> str:
     # mapping (kube_node_info: one series per node). One model per node is kept, so DCGM's first GPU is
     # enough: an eighth of the series on 8-GPU nodes, read at every evaluation even when no pod falls back.
     dcgm = f"topk by ({node}) (1,\n{_indent(dcgm_node_models(cfg, FIRST_GPU))}\n)"
-    nodes_typed = f"{gfd}\nor on ({node})\n{dcgm}\nor on ({node})\ngroup by ({node}) (kube_node_info{_ksm(cfg)})"
+    nodes_typed = f"{gfd}\nor on ({node})\n{dcgm}\nor on ({node})\ngroup by ({node}) (kube_node_info{_ksm_of(cfg, 'kube_node_info')})"
     typed = f"(\n{_indent(held)}\n)\n* on ({node}) group_left (modelName)\n(\n{_indent(nodes_typed)}\n)"
     models = c.VLLM_POD_MODEL  # made first in this group
     return f"(\n{_indent(typed)}\n)\n* on ({pod}) group_left (model_name)\n(\n{_indent(models)}\n)"
@@ -240,7 +246,7 @@ def workloads(cfg: ObspackConfig) -> str:
 def _named(cfg: ObspackConfig, metric: str, keep: tuple[str, ...], label: str, to: str) -> str:
     """One series per `keep` with kube-state-metrics' `label` copied into `to` (where it is set)."""
     keep_ = c.by(cfg, *keep)
-    renamed = _copy(f"{metric}{_ksm(cfg, _set(label))}", to, label)
+    renamed = _copy(f"{metric}{_ksm_of(cfg, metric, _set(label))}", to, label)
     return f"topk by ({keep_}) (1, max by ({keep_}, {to}) (\n{_indent(renamed)}\n))"
 
 
