@@ -2,7 +2,8 @@
 accepts and whose shipped tests exist and pass, or refused with FILE:LINE: selectors with escapes and raw
 strings, selectors that narrow the labels the tests vary, selectors that leave too few values (the render
 names each missing test), many per-model SLOs, static labels the rules set themselves, image regexes that
-take nothing or everything, and the lowest prefix-cache threshold."""
+take nothing or everything, the lowest prefix-cache threshold and high traffic floors, and a vLLM selector
+that requires a model."""
 
 from __future__ import annotations
 
@@ -140,6 +141,26 @@ def test_a_vllm_selector_that_requires_a_model_leaves_the_router_copy_out(tmp_pa
     text = (tmp_path / "pack" / "tests" / "vllm-engine_test.yaml").read_text(encoding="utf-8")
     router = [line for line in text.splitlines() if 'pod="vllm-router-5f9c"' in line]
     assert router and not any("model_name" in line for line in router)
+
+
+@pytest.mark.tool
+@pytest.mark.parametrize("settings", [{"min_query_tokens_per_second": 627.17},
+                                      {"min_query_tokens_per_second": 1_000_000, "window": "2h"}])  # fmt: skip
+def test_the_prefix_cache_tests_hold_at_a_high_traffic_floor(tmp_path: Path, settings: dict[str, Any]) -> None:
+    """A rate over the window climbs from a counter's first sample: the incident's traffic was ten times
+    the floor, under it for the first minutes of a 30-minute window, so the pods that must fire paged late
+    (the config fuzz's long profile found 627 tokens per second)."""
+    alert = {"VLLMPrefixCacheHitRateLow": settings}
+    fired = _pages_of_a_shipped_test(tmp_path, {"alerts": alert}, "vllm-engine_test.yaml", "VLLMPrefixCacheHitRateLow")
+    assert {"llama-0", "llama-2", "llama-5", "llama-8"} <= fired and not fired & {"llama-1", "llama-3", "llama-4"}
+
+
+@pytest.mark.tool
+def test_the_speculative_decoding_tests_hold_at_a_high_draft_floor(tmp_path: Path) -> None:
+    """The same climb in the acceptance incident, whose drafts were ten times the floor too."""
+    alert = {"VLLMSpecDecodeAcceptanceLow": {"min_draft_tokens_per_second": 50}}
+    fired = _pages_of_a_shipped_test(tmp_path, {"alerts": alert}, "vllm-features_test.yaml", "VLLMSpecDecodeAcceptanceLow")
+    assert fired == {"llama-0", "llama-3"}
 
 
 @pytest.mark.tool

@@ -762,7 +762,9 @@ def prefix_cache(b: Builder) -> Incident:
     inc = Incident("VLLMPrefixCacheHitRateLow: low hit rate with traffic fires; high, idle, disabled, recently "
                    "asleep, decode-only (by label or name) and connector-fed pods do not")
     n = int(minutes(t.window) + minutes(t.for_)) + 20
-    queries = max(6000, math.ceil(t.min_query_tokens_per_second * 60 * 10))
+    # A rate over `window` of a counter that starts in it climbs for the whole window (at minute 1 it is a
+    # window's worth of minutes below the traffic): twice the floor by then, so the pods that must fire do
+    queries = max(6000, math.ceil(t.min_query_tokens_per_second * 60 * minutes(t.window) * 2))
     low, good = round(t.ratio / 3, 4), min(0.95, round(t.ratio * 2, 4))
     cases = (("llama-0", low, "prefix_cache"), ("llama-1", good, "prefix_cache"), ("llama-2", low, "gpu_prefix_cache"))
     for pod, hit, name in cases:
@@ -998,7 +1000,8 @@ def spec_decode(b: Builder) -> Incident:
                    "that hardly drafts do not")
     at = on_time(1, t.for_)
     n = math.ceil(at) + 5
-    drafted = max(6000, math.ceil(t.min_draft_tokens_per_second * 60 * 10))
+    # twice the floor from minute 1 of the rate's climb over `window` (as in prefix_cache)
+    drafted = max(6000, math.ceil(t.min_draft_tokens_per_second * 60 * minutes(t.window) * 2))
     low, good = round(t.ratio / 2.5, 4), min(0.95, round(t.ratio * 2, 4))
     idle = math.floor(t.min_draft_tokens_per_second * 60 / 2)
     cases = (("llama-0", drafted, low, "0"), ("llama-1", drafted, good, "0"), ("llama-2", idle, low, "0"),
