@@ -339,6 +339,13 @@ def on_time(onset: float, for_: str) -> float:
     return onset + math.ceil(minutes(for_)) + HOP
 
 
+def _climbing(per_second: float, window: str, times: float, least: int) -> int:
+    """A counter's increase per minute for which a rate over `window` reads `times` the `per_second` floor
+    from minute 1 (at least `least`): the rate of a counter that starts inside the window climbs for the
+    whole window, and at minute 1 reads one minute's increase spread over all of it."""
+    return max(least, math.ceil(per_second * times * minutes(window) * 60))
+
+
 def _above(threshold: float) -> float:
     """A value clearly above a 0-1 threshold, still below 1."""
     return round(threshold + (1 - threshold) / 2, 4)
@@ -762,9 +769,7 @@ def prefix_cache(b: Builder) -> Incident:
     inc = Incident("VLLMPrefixCacheHitRateLow: low hit rate with traffic fires; high, idle, disabled, recently "
                    "asleep, decode-only (by label or name) and connector-fed pods do not")
     n = int(minutes(t.window) + minutes(t.for_)) + 20
-    # A rate over `window` of a counter that starts in it climbs for the whole window (at minute 1 it is a
-    # window's worth of minutes below the traffic): twice the floor by then, so the pods that must fire do
-    queries = max(6000, math.ceil(t.min_query_tokens_per_second * 60 * minutes(t.window) * 2))
+    queries = _climbing(t.min_query_tokens_per_second, t.window, 2, least=6000)  # the pods that must fire do
     low, good = round(t.ratio / 3, 4), min(0.95, round(t.ratio * 2, 4))
     cases = (("llama-0", low, "prefix_cache"), ("llama-1", good, "prefix_cache"), ("llama-2", low, "gpu_prefix_cache"))
     for pod, hit, name in cases:
@@ -908,9 +913,8 @@ def kv_transfer_failures(b: Builder) -> Incident:
                    "fire; a burst, a trickle of expired blocks, healthy transfers and the other cluster do not")
     at = max(on_time(1, t.for_), 5 + minutes(t.window) + 2)  # llama-2's burst (minute 5) has left the window
     n = math.ceil(at) + 5  # the series end soon after the check: every step evaluates every rule
-    # A rate over the window at minute 1 reads one minute's increase over the whole window: four times the
-    # threshold there (llama-1 gets half of it) keeps the onset at minute 1 whatever the threshold and window.
-    per_minute = max(6, math.ceil(t.rate * 4 * minutes(t.window) * 60))
+    # four times the threshold from minute 1 (llama-1 gets half of it), whatever the threshold and window
+    per_minute = _climbing(t.rate, t.window, 4, least=6)
     finished = 1000  # requests a prefill pod finishes per minute
     counters = dict(f.KV_TRANSFER_FAILURES)
     nixl, mooncake = counters["nixl"], counters["mooncake"]
@@ -977,8 +981,7 @@ def kv_offload_failures(b: Builder) -> Incident:
     inc = Incident("VLLMKVOffloadAllocationFailures: steady failures of the CPU and tiering specs fire; a burst does not")
     at = max(on_time(1, t.for_), 5 + minutes(t.window) + 2)  # llama-2's burst (minute 5) has left the window
     n = math.ceil(at) + 5
-    # At minute 1 the rate reads one minute's increase over the whole window: twice the threshold there.
-    per_minute = max(4, math.ceil(t.rate * 2 * minutes(t.window) * 60))
+    per_minute = _climbing(t.rate, t.window, 2, least=4)
     allocation, promotion = f.KV_OFFLOAD_ALLOCATION_FAILURES
     cpu, tiering, burst = (b.where("prod-a", "inference", pod) for pod in ("llama-0", "llama-1", "llama-2"))
     b.vllm(inc, allocation, cpu, f"0+{per_minute}x{n}", engine="0")
@@ -1000,8 +1003,7 @@ def spec_decode(b: Builder) -> Incident:
                    "that hardly drafts do not")
     at = on_time(1, t.for_)
     n = math.ceil(at) + 5
-    # twice the floor from minute 1 of the rate's climb over `window` (as in prefix_cache)
-    drafted = max(6000, math.ceil(t.min_draft_tokens_per_second * 60 * minutes(t.window) * 2))
+    drafted = _climbing(t.min_draft_tokens_per_second, t.window, 2, least=6000)
     low, good = round(t.ratio / 2.5, 4), min(0.95, round(t.ratio * 2, 4))
     idle = math.floor(t.min_draft_tokens_per_second * 60 / 2)
     cases = (("llama-0", drafted, low, "0"), ("llama-1", drafted, good, "0"), ("llama-2", idle, low, "0"),
