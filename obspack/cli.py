@@ -586,6 +586,16 @@ def main() -> None:
         if e.errno not in (errno.EPIPE, errno.ENOSPC, errno.EIO, errno.EBADF):
             raise
         _stdout_failed(e)
+    finally:
+        _no_collection_at_exit()
+
+
+def _no_collection_at_exit() -> None:
+    """The command is done and the process ends. Python's cycle collections at exit would walk every
+    object still alive (after a render, 0.15 s: a sixth of the command) to free memory the operating system
+    takes back anyway: move them all out of the collector's reach. Objects are still released as their
+    last references go, files are closed by then, and atexit handlers run as before."""
+    gc.freeze()
 
 
 def _flush_stdout() -> None:

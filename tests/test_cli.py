@@ -36,6 +36,24 @@ def test_version_and_help() -> None:
             assert re.search(r"Examples?[:,]", result.output), f"{command}: no example"
 
 
+def test_objects_left_after_a_command_are_kept_from_the_exit_collections(tmp_path: Path) -> None:
+    """Python's cycle collections at exit would walk every object a render leaves (0.15 s): once the command
+    is done, main() moves them out of the collector's reach, whether the command returns or exits."""
+    code = (
+        "import gc, sys\n"
+        "from obspack.cli import main\n"
+        "sys.argv = ['obspack', *sys.argv[1:]]\n"
+        "before = gc.get_freeze_count()\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "print(before, gc.get_freeze_count(), gc.isenabled())\n"
+    )
+    for args in (["--version"], ["render", "--out", str(tmp_path / "out")], ["render", "--config", str(tmp_path / "none.yaml")]):
+        out = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True).stdout
+        before, after, enabled = out.split()[-3:]
+        assert (int(before), enabled) == (0, "True"), args
+        assert int(after) > 10_000, args
+
+
 def test_render_writes_the_layout_and_is_deterministic(tmp_path: Path) -> None:
     first, second = tmp_path / "a", tmp_path / "b"
     assert run("render", "--out", str(first)).exit_code == 0

@@ -10,7 +10,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "obspack"
 
 STAGES = {
     0: {"__init__", "errors", "durations", "memo", "numbers", "promql", "metricsql", "catalogue", "templating", "yamlsource",
-        "exporter", "probe", "templates_compiled"},
+        "attrs_bytecode", "exporter", "probe", "templates_compiled"},
     1: {"config", "conventions", "slos"},
     2: {"rules", "dashboards", "runbooks", "pack"},
     3: {"render", "doctor", "rightsize"},

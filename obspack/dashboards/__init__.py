@@ -4,7 +4,13 @@ Each topic module builds one dashboard from the helpers in `panels`, the queries
 variables in `variables`; `defaults` stamps what they share (uid, tags, refresh, links, panel ids).
 """
 
+# ruff: noqa: E402 - grafanalib is imported through attrs_bytecode first, then as usual
+
 from __future__ import annotations
+
+from obspack.attrs_bytecode import import_module
+
+import_module("grafanalib.core")  # its classes' generated methods compiled once per install, not per process
 
 from collections.abc import Callable
 
