@@ -43,3 +43,14 @@ def test_wheel_ships_templates_and_renders_like_the_checkout(tmp_path: Path) -> 
     )
     assert checkout.returncode == 0, checkout.stderr
     assert snapshot(tmp_path / "installed") == snapshot(tmp_path / "checkout")
+
+    # the installed copy kept grafanalib's compiled attrs methods beside its bytecode, and renders the same from them
+    assert [p.name for p in (site / "obspack" / "__pycache__").glob("attrs-methods.*.bin")] == [
+        f"attrs-methods.{sys.implementation.cache_tag}.bin"
+    ]
+    again = subprocess.run(
+        [sys.executable, "-c", render, str(tmp_path / "again")],
+        capture_output=True, text=True, cwd=tmp_path, env={"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"},
+    )
+    assert again.returncode == 0, again.stderr
+    assert snapshot(tmp_path / "again") == snapshot(tmp_path / "checkout")
