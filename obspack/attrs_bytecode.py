@@ -8,8 +8,10 @@ rewrites the file when the module's classes asked for code it does not hold.
 
 The file follows Python's rules for `.pyc` files: it sits in obspack's `__pycache__` folder (under
 `PYTHONPYCACHEPREFIX` when that is set), is never written with `PYTHONDONTWRITEBYTECODE` or where the folder
-cannot be written, and is valid only for the Python that wrote it (its bytecode magic number). Each entry
-is keyed by the exact file name and source that attrs compiles, so a changed attrs or grafanalib misses.
+cannot be written, is valid only for the Python that wrote it (its bytecode magic number), and has one file
+per optimisation level (`-O`, `-OO`), as `.pyc` files do. Each entry is keyed by the exact file name, source
+and `__future__` flags that attrs compiles with, so a changed attrs or grafanalib misses. `pip uninstall`
+leaves the file behind, as it leaves any bytecode written after the install.
 A missing, foreign, oversized or damaged file costs only the compiling it would have saved; where attrs
 no longer compiles through the function this hooks, the import runs untouched.
 """
@@ -37,9 +39,11 @@ Table = dict[str, types.CodeType]  # "file name NUL source" -> its code
 
 
 def cache_file() -> Path:
-    """Where the compiled methods live: beside this module's own bytecode, tagged with the interpreter."""
+    """Where the compiled methods live: beside this module's own bytecode, tagged with the interpreter and
+    the optimisation level."""
     pyc = Path(importlib.util.cache_from_source(__file__))
-    return pyc.with_name(f"attrs-methods.{sys.implementation.cache_tag}.bin")
+    level = sys.flags.optimize
+    return pyc.with_name(f"attrs-methods.{sys.implementation.cache_tag}{f'.opt-{level}' if level else ''}.bin")
 
 
 def _header() -> bytes:
@@ -69,30 +73,28 @@ def read(path: Path) -> Table:
 
 
 def write(path: Path, table: Table) -> bool:
-    """Replace `path` with `table` in one step (a reader sees the old file or the new one), readable by
-    whoever can read this module, as Python writes a `.pyc`; False where the folder cannot be written."""
-    import tempfile  # only when writing: most renders read
-
-    tmp = None
+    """Replace `path` with `table` in one step, as Python writes a `.pyc`: a new file beside it, created with
+    this module's permissions less the umask, then renamed over it (a reader sees the old file or the new
+    one; a link at `path` is replaced, not written through). False where the folder cannot be written."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}")
     try:
+        mode = (os.stat(__file__).st_mode | 0o200) & 0o666
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-        with os.fdopen(fd, "wb") as f:
-            os.fchmod(f.fileno(), (os.stat(__file__).st_mode | 0o200) & 0o666)
-            f.write(_header() + marshal.dumps(table))
-        os.replace(tmp, path)
+        fd = os.open(tmp, os.O_EXCL | os.O_CREAT | os.O_WRONLY, mode)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(_header() + marshal.dumps(table))
+            os.replace(tmp, path)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
         return True
     except OSError:
-        if tmp is not None:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
         return False
 
 
-def key(source: str, filename: str) -> str:
-    return f"{filename}\0{source}"
+def key(source: str, filename: str, flags: int) -> str:
+    return f"{flags}\0{filename}\0{source}"
 
 
 @contextmanager
@@ -102,14 +104,16 @@ def _answered(table: Table, used: Table) -> Iterator[bool]:
     make = sys.modules.get("attr._make")
     original = getattr(make, "_compile_and_eval", None)
     code = getattr(original, "__code__", None)
-    if code is None or code.co_varnames[:4] != ("script", "globs", "locs", "filename"):
+    if code is None or (code.co_argcount, code.co_kwonlyargcount, code.co_varnames[:4]) != (
+        4, 0, ("script", "globs", "locs", "filename")
+    ):
         yield False
         return
     # compile() inherits the __future__ statements of the module calling it: those of attrs' module
     flags = code.co_flags & _FUTURE_FLAGS
 
     def compile_and_eval(script: str, globs: dict | None, locs: object = None, filename: str = "") -> None:
-        k = key(script, filename)
+        k = key(script, filename, flags)
         compiled = table.get(k)
         if compiled is None:
             compiled = compile(script, filename, "exec", flags=flags, dont_inherit=True)

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import builtins
 import itertools
+import os
+import stat
+import subprocess
 import sys
 import types
 from collections.abc import Iterator
@@ -95,31 +98,65 @@ def test_first_import_compiles_and_writes_then_the_next_compiles_nothing(
     assert cache.stat().st_mtime_ns == written  # nothing new: not rewritten
 
 
-def test_the_code_from_the_file_is_the_code_attrs_compiles(tmp_path: Path, cache: Path, compiled: list[str]) -> None:
+def test_the_code_from_the_file_is_the_code_attrs_compiles(tmp_path: Path, cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """attrs' module has `from __future__ import annotations`, which its compile() passes on to the
-    generated methods: the file's code carries the same flags, and equals attrs' own compile field by field."""
+    generated methods: the file's code equals, field by field, what attrs' own compile() call returns in a
+    plain import (caught at the builtin, with the flags it inherits from attrs' frame)."""
     name = _fresh(tmp_path)
     attrs_bytecode.import_module(name)
     table = attrs_bytecode.read(cache)
 
     own: dict[str, types.CodeType] = {}
-    real = attr._make._compile_and_eval
+    real = builtins.compile
 
-    def record(script: str, globs: dict, locs: object = None, filename: str = "") -> None:
-        own[attrs_bytecode.key(script, filename)] = compile(script, filename, "exec")  # as attr._make does
-        real(script, globs, locs, filename)
+    def attrs_compile(source, filename, mode, flags=0, dont_inherit=False, **kw):  # type: ignore[no-untyped-def]
+        caller = sys._getframe(1).f_code
+        inherited = 0 if dont_inherit else caller.co_flags & attrs_bytecode._FUTURE_FLAGS
+        code = real(source, filename, mode, flags | inherited, True, **kw)
+        if caller is attr._make._compile_and_eval.__code__:
+            own[attrs_bytecode.key(source, filename, flags | inherited)] = code
+        return code
 
     sys.modules.pop(name)
-    attr._make._compile_and_eval = record
-    try:
-        __import__(name)
-    finally:
-        attr._make._compile_and_eval = real
-    assert own.keys() == table.keys()
+    monkeypatch.setattr(builtins, "compile", attrs_compile)
+    __import__(name)  # attrs as it is, unhooked
+    monkeypatch.undo()
+    assert len(own) == 2 and own.keys() == table.keys()
     for k, code in own.items():
         assert table[k] == code
         assert table[k].co_flags == code.co_flags
-    assert real.__code__.co_flags & attrs_bytecode._FUTURE_FLAGS  # the flags this test is about are there
+    assert attr._make._compile_and_eval.__code__.co_flags & attrs_bytecode._FUTURE_FLAGS  # the flags at stake
+
+
+def test_one_file_per_optimisation_level() -> None:
+    names = {
+        level: subprocess.run(
+            [sys.executable, *level, "-c", "from obspack import attrs_bytecode; print(attrs_bytecode.cache_file().name)"],
+            capture_output=True, text=True, check=True,
+        ).stdout.strip()
+        for level in ((), ("-O",), ("-OO",))
+    }
+    tag = sys.implementation.cache_tag
+    assert names == {(): f"attrs-methods.{tag}.bin", ("-O",): f"attrs-methods.{tag}.opt-1.bin", ("-OO",): f"attrs-methods.{tag}.opt-2.bin"}
+
+
+def test_the_file_is_written_as_python_writes_bytecode(tmp_path: Path) -> None:
+    """The module's permissions less the umask, through a new file renamed over the old: a link at the
+    path is replaced, never written through."""
+    outside = tmp_path / "outside.txt"
+    outside.write_text("not ours\n")
+    path = tmp_path / "pycache" / "attrs-methods.bin"
+    path.parent.mkdir()
+    path.symlink_to(outside)
+    old = os.umask(0o077)
+    try:
+        assert attrs_bytecode.write(path, {})
+    finally:
+        os.umask(old)
+    assert outside.read_text() == "not ours\n"
+    assert not path.is_symlink() and attrs_bytecode.read(path) == {}
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert sorted(p.name for p in path.parent.iterdir()) == ["attrs-methods.bin"]  # no temporary file left
 
 
 @pytest.mark.parametrize(

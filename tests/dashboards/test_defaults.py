@@ -46,12 +46,17 @@ class Ratio(float):
     pass
 
 
+class Titled(str):
+    def to_json_data(self) -> dict[str, str]:  # the encoder never asks a str for it
+        return {"title": str(self)}
+
+
 @pytest.mark.parametrize(
     "value",
     [
         pytest.param({"a": (1, 2.5, None, True)}, id="tuple"),
         pytest.param({7: "x", 2.5: "y", True: "z", False: "f", None: "n", Level.HIGH: "l"}, id="keys-not-text"),
-        pytest.param({Colour.RED: Colour.RED, "level": Level.HIGH, "ratio": Ratio(0.5)}, id="subclasses"),
+        pytest.param({Colour.RED: Colour.RED, "level": Level.HIGH, "ratio": Ratio(0.5), "t": Titled("x")}, id="subclasses"),
         pytest.param([Stat(title="t", targets=[Target(expr="up", refId="A")])], id="grafanalib-objects"),
         pytest.param({"nested": [{"deep": [(), {}]}], "inf": float("inf")}, id="nested-and-infinity"),
     ],
