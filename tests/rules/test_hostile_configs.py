@@ -2,8 +2,8 @@
 accepts and whose shipped tests exist and pass, or refused with FILE:LINE: selectors with escapes and raw
 strings, selectors that narrow the labels the tests vary, selectors that leave too few values (the render
 names each missing test), many per-model SLOs, static labels the rules set themselves, image regexes that
-take nothing or everything, the lowest prefix-cache threshold and high traffic floors, and a vLLM selector
-that requires a model."""
+take nothing or everything, the lowest prefix-cache threshold and high traffic floors, a vLLM selector
+that requires a model, and saturation thresholds far under and over the default."""
 
 from __future__ import annotations
 
@@ -95,15 +95,15 @@ def test_shipped_tests_exist_and_pass_when_selectors_narrow_every_varied_label(t
     assert vllm and all('job="a\\"b"' in s and 'namespace="inference-' in s and 'pod="vllm-' in s for s in vllm)
 
 
-def _pages_of_a_shipped_test(tmp_path: Path, settings: dict[str, Any], name: str, alert: str) -> set[str]:
+def _pages_of_a_shipped_test(tmp_path: Path, settings: dict[str, Any], name: str, alert: str, label: str = "pod") -> set[str]:
     """Render `settings`, check that promtool passes the shipped test file `name` (with the groups its checks
-    need), and return the pods its checks expect `alert` to fire for."""
+    need), and return the pods (or another `label`'s values) its checks expect `alert` to fire for."""
     files = pack_files(build(load_config(_config(tmp_path, {**settings, "slos": {"enabled": False}}))))
     out = write_files(files, tmp_path / "pack")
     done = subprocess.run([require_tool("promtool"), "test", "rules", name], capture_output=True, text=True,
                           cwd=needed_only(out / "tests", [name], tmp_path / "needed"))  # fmt: skip
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr
-    return {a["exp_labels"]["pod"] for t in yaml.safe_load(files[f"tests/{name}"])["tests"]
+    return {a["exp_labels"][label] for t in yaml.safe_load(files[f"tests/{name}"])["tests"]
             for check in t.get("alert_rule_test", []) if check["alertname"] == alert
             for a in check.get("exp_alerts", [])}  # fmt: skip
 
@@ -161,6 +161,18 @@ def test_the_speculative_decoding_tests_hold_at_a_high_draft_floor(tmp_path: Pat
     alert = {"VLLMSpecDecodeAcceptanceLow": {"min_draft_tokens_per_second": 50}}
     fired = _pages_of_a_shipped_test(tmp_path, {"alerts": alert}, "vllm-features_test.yaml", "VLLMSpecDecodeAcceptanceLow")
     assert fired == {"llama-0", "llama-3"}
+
+
+@pytest.mark.tool
+@pytest.mark.parametrize("saturation", [1.5475155747106215e-233, 0.05, 100])
+def test_the_autoscaler_tests_hold_at_any_saturation_threshold(tmp_path: Path, saturation: float) -> None:
+    """The idle model beside a maxed-out autoscaler had its KV cache at a tenth of the target, a signal of
+    0.1: over a threshold under 0.1, so the autoscaler that must stay quiet paged (the config fuzz's long
+    profile found 1.5e-233). It now idles at a tenth of the threshold as well."""
+    alert = {"VLLMAutoscalerMaxedOut": {"saturation": saturation, "for": "0"}}
+    fired = _pages_of_a_shipped_test(tmp_path, {"alerts": alert}, "autoscaling_test.yaml", "VLLMAutoscalerMaxedOut",
+                                     label="horizontalpodautoscaler")  # fmt: skip
+    assert fired == {"keda-hpa-chat"}
 
 
 @pytest.mark.tool

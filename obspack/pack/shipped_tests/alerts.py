@@ -1123,8 +1123,10 @@ def autoscaler_maxed_out(b: Builder) -> Incident:
     b.hpa(inc, "kube_horizontalpodautoscaler_spec_max_replicas", "prod-a", "inference", "keda-hpa-chat", f"4x{n}")
     b.hpa(inc, "kube_horizontalpodautoscaler_status_current_replicas", "prod-a", "inference", "batch", f"2x{n}")
     b.hpa(inc, "kube_horizontalpodautoscaler_spec_max_replicas", "prod-a", "inference", "batch", f"6x{n}")
-    # another namespace at its maximum, its model idle (KV at a tenth of the target, no queue)
-    _serving(b, inc, b.where("prod-a", "research", "mistral-0"), n, engines=1, waiting=0, kv=round(kv_target / 10, 4))
+    # another namespace at its maximum, its model idle: no queue, the KV cache at a tenth of the target, or of
+    # the threshold where that is under 1 (4 decimals: a tiny one rounds to an empty cache, still idle)
+    idle_kv = round(kv_target * min(t.saturation, 1) / 10, 4)
+    _serving(b, inc, b.where("prod-a", "research", "mistral-0"), n, engines=1, waiting=0, kv=idle_kv)
     b.hpa(inc, "kube_horizontalpodautoscaler_status_current_replicas", "prod-a", "research", "mistral", f"3x{n}")
     b.hpa(inc, "kube_horizontalpodautoscaler_spec_max_replicas", "prod-a", "research", "mistral", f"3x{n}")
     at = on_time(0, t.for_)
