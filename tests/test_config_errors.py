@@ -121,6 +121,12 @@ ERRORS: dict[str, tuple[bytes | None, str]] = {
         "FILE:3: alerts.VLLMKVCacheUsageHigh.ratio: 0.96 is not below alerts.VLLMKVCacheUsageCritical.ratio "
         "(0.95, FILE:5) (allowed: the warning threshold below the critical one)",
     ),
+    "more reversals than the window holds": (
+        b"alerts:\n  VLLMAutoscalerThrashing:\n    reversals: 16\n",
+        "FILE:3: alerts.VLLMAutoscalerThrashing.reversals: 16 rises and as many falls cannot fit in the window "
+        "(30m, the default): the replicas are compared minute by minute, so it holds at most 15 of each "
+        "(allowed: at most 15 with this window, or a longer window)",
+    ),
     "every alert disabled": (
         ALL_DISABLED.encode(),
         "FILE:1: alerts: every alert is disabled (allowed: at least one enabled)",

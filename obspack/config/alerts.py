@@ -163,7 +163,8 @@ class AutoscalerThrashing(AlertSettings):
     for_: Duration = Field("0m", alias="for", description=FOR)
     window: Window = Field("30m", description=f"window in which the desired replicas went up and down {WINDOW}")
     reversals: Number = Field(
-        2.0, ge=1, le=100, description="fires when the replicas went up at least this often and down as often (1 to 100)"
+        2.0, ge=1, le=100, description="fires when the replicas went up at least this often and down as often "
+        "(1 to 100, and at most half the window's minutes)"
     )
 
 

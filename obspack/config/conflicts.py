@@ -96,6 +96,16 @@ def conflicts(cfg: ObspackConfig) -> list[Conflict]:
             "(allowed: the warning threshold below the critical one)",
             ("alerts", "VLLMKVCacheUsageCritical", "ratio"),
         ))
+    thrashing = cfg.alerts.VLLMAutoscalerThrashing
+    most = durations.parse_ms(thrashing.window) // _MINUTE // 2
+    if thrashing.enabled and thrashing.reversals > most:
+        found.append(Conflict(
+            ("alerts", "VLLMAutoscalerThrashing", "reversals"),
+            f"{thrashing.reversals:g} rises and as many falls cannot fit in the window ({thrashing.window}, {{other}}): "
+            f"the replicas are compared minute by minute, so it holds at most {most} of each "
+            f"(allowed: at most {most} with this window, or a longer window)",
+            ("alerts", "VLLMAutoscalerThrashing", "window"),
+        ))
     found += _cost_conflicts(cfg)
     if not any(getattr(cfg.alerts, alert).enabled for alert in Alerts.model_fields):
         found.append(Conflict(("alerts",), "every alert is disabled (allowed: at least one enabled)"))

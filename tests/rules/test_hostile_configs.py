@@ -176,6 +176,18 @@ def test_the_autoscaler_tests_hold_at_any_saturation_threshold(tmp_path: Path, s
 
 
 @pytest.mark.tool
+@pytest.mark.parametrize("settings", [{"reversals": 4.0}, {"reversals": 15}, {"reversals": 100, "window": "4h"}])
+def test_the_autoscaler_thrashing_tests_hold_at_any_reversals_the_window_allows(tmp_path: Path, settings: dict[str, Any]) -> None:
+    """The incident flipped the replicas every 5 minutes: from 4 reversals on, the first rises left the
+    30-minute window before the last fall, and the autoscaler that must page did not (config fuzz). The
+    flips now fit the window, up to the most it can hold (a minute per rise and per fall; more is refused)."""
+    alert = {"VLLMAutoscalerThrashing": settings}
+    fired = _pages_of_a_shipped_test(tmp_path, {"alerts": alert}, "autoscaling_test.yaml", "VLLMAutoscalerThrashing",
+                                     label="horizontalpodautoscaler")  # fmt: skip
+    assert fired == {"keda-hpa-chat"}
+
+
+@pytest.mark.tool
 @pytest.mark.parametrize("for_", ["0", "1m"])
 def test_the_shipped_tests_pass_with_every_alert_at_a_short_for(tmp_path: Path, for_: str) -> None:
     """Every alert with `for: 0`, then `for: 1m`: the incidents' quiet cases must not be waits that a short

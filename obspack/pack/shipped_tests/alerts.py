@@ -1153,9 +1153,10 @@ def autoscaler_thrashing(b: Builder) -> Incident:
     inc = Incident("VLLMAutoscalerThrashing: replicas up and down repeatedly fire; a steady climb, or flapping "
                    "outside vLLM's namespaces, do not")
     k = math.ceil(t.reversals)
-    period = 5
     flips = 2 * k  # up, down, up, down, ...
-    n = period * flips + int(minutes(t.window)) + 10
+    window = int(minutes(t.window))
+    period = max(1, min(5, window // flips))  # every flip inside the window (the config allows k up to window / 2)
+    n = period * flips + window + 10
     flapping = " ".join(f"{2 + (i % 2)}x{period - 1}" for i in range(flips + 1)) + f" 2x{n}"
     climbing = " ".join(f"{2 + i}x{period - 1}" for i in range(flips + 1)) + f" {2 + flips}x{n}"
     b.vllm_container(inc, b.where("prod-a", "inference", "llama-0"), "vllm", n + flips * period)
