@@ -1156,16 +1156,27 @@ def autoscaler_thrashing(b: Builder) -> Incident:
     flips = 2 * k  # up, down, up, down, ...
     window = int(minutes(t.window))
     period = max(1, min(5, window // flips))  # every flip inside the window (the config allows k up to window / 2)
-    n = period * flips + window + 10
-    flapping = " ".join(f"{2 + (i % 2)}x{period - 1}" for i in range(flips + 1)) + f" 2x{n}"
+    onset = flips * period  # the k-th fall lands there
+    at = on_time(onset, t.for_)
+    # the first rise leaves the window at period + window: where `for` outlasts that, the replicas keep
+    # flapping until the alert is checked (any `window` minutes of it hold k rises and k falls), and the
+    # check moves off a minute whose window starts on a rise (Prometheus 2 counts a window's first minute,
+    # Prometheus 3 leaves it out)
+    total = flips
+    if at >= period + window:
+        if (at - window) % (2 * period) == period:
+            at += 1
+        total = max(flips, 2 * math.ceil(at / (2 * period)))
+    rises = sum(1 for i in range(1, total, 2) if at - window < i * period <= at)
+    n = period * total + window + 10
+    flapping = " ".join(f"{2 + (i % 2)}x{period - 1}" for i in range(total + 1)) + f" 2x{n}"
     climbing = " ".join(f"{2 + i}x{period - 1}" for i in range(flips + 1)) + f" {2 + flips}x{n}"
-    b.vllm_container(inc, b.where("prod-a", "inference", "llama-0"), "vllm", n + flips * period)
+    b.vllm_container(inc, b.where("prod-a", "inference", "llama-0"), "vllm", n + total * period)
     b.hpa(inc, "kube_horizontalpodautoscaler_status_desired_replicas", "prod-a", "inference", "keda-hpa-chat", flapping)
     b.hpa(inc, "kube_horizontalpodautoscaler_status_desired_replicas", "prod-a", "inference", "steady", climbing)
     b.hpa(inc, "kube_horizontalpodautoscaler_status_desired_replicas", "prod-a", "web", "shop", flapping)
-    onset = flips * period  # the k-th fall lands there
-    inc.expect("VLLMAutoscalerThrashing", on_time(onset, t.for_), [
-        ({b.cfg.cluster_label: "prod-a", "namespace": "inference", "horizontalpodautoscaler": "keda-hpa-chat"}, k),
+    inc.expect("VLLMAutoscalerThrashing", at, [
+        ({b.cfg.cluster_label: "prod-a", "namespace": "inference", "horizontalpodautoscaler": "keda-hpa-chat"}, rises),
     ])
     inc.expect("VLLMAutoscalerThrashing", onset - 1, [])
     return inc
