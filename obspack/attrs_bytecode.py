@@ -35,7 +35,7 @@ _FUTURE_FLAGS = 0
 for _feature in __future__.all_feature_names:
     _FUTURE_FLAGS |= getattr(__future__, _feature).compiler_flag
 
-Table = dict[str, types.CodeType]  # "file name NUL source" -> its code
+Table = dict[str, types.CodeType]  # "flags NUL file name NUL source" (key()) -> its code
 
 
 def cache_file() -> Path:
