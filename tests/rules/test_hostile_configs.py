@@ -177,13 +177,15 @@ def test_the_autoscaler_tests_hold_at_any_saturation_threshold(tmp_path: Path, s
 
 @pytest.mark.tool
 @pytest.mark.parametrize("settings", [{"reversals": 4.0}, {"reversals": 15}, {"reversals": 100, "window": "4h"},
-                                      {"reversals": 3, "for": "1h"}, {"reversals": 1, "window": "2m", "for": "10m"}])  # fmt: skip
+                                      {"reversals": 3, "for": "1h"}, {"reversals": 1, "window": "2m", "for": "10m"},
+                                      {"reversals": 100, "window": "1d"}])  # fmt: skip
 def test_the_autoscaler_thrashing_tests_hold_at_any_reversals_the_window_allows(tmp_path: Path, settings: dict[str, Any]) -> None:
     """The incident flipped the replicas every 5 minutes: from 4 reversals on, the first rises left the
     30-minute window before the last fall, and the autoscaler that must page did not (config fuzz). The
     flips now fit the window, up to the most it can hold (a minute per rise and per fall; more is refused).
     And it stopped flapping at the k-th fall, so a `for` longer than what was left of the window (20m at
-    the defaults) saw the condition end first: the replicas now keep flapping until the alert is checked."""
+    the defaults) saw the condition end first: the replicas now keep flapping until the alert is checked.
+    A day-long window read six series at every minute, over what promtool's test engine holds per query."""
     alert = {"VLLMAutoscalerThrashing": settings}
     fired = _pages_of_a_shipped_test(tmp_path, {"alerts": alert}, "autoscaling_test.yaml", "VLLMAutoscalerThrashing",
                                      label="horizontalpodautoscaler")  # fmt: skip
