@@ -1175,13 +1175,13 @@ def autoscaler_thrashing(b: Builder) -> Incident:
     n = period * total + window + 10
     flapping = " ".join(f"{2 + (i % 2)}x{period - 1}" for i in range(total + 1)) + f" 2x{n}"
     climbing = " ".join(f"{2 + i}x{period - 1}" for i in range(flips + 1)) + f" {2 + flips}x{n}"
+    hpas = (("inference", "keda-hpa-chat", flapping), ("inference", "steady", climbing), ("web", "shop", flapping))
     # the rule reads each HPA series at every minute of the window twice (now and a minute before), and
     # promtool's test engine holds at most PROMTOOL_QUERY_SAMPLES per query: past about 13 hours of window,
     # one kube-state-metrics replica only (the collapse of the two is checked at shorter windows)
-    replicas = 2 if 3 * 2 * 2 * (window + 1) <= PROMTOOL_QUERY_SAMPLES else 1
+    replicas = 2 if len(hpas) * 2 * 2 * (window + 1) <= PROMTOOL_QUERY_SAMPLES else 1
     b.vllm_container(inc, b.where("prod-a", "inference", "llama-0"), "vllm", n + total * period)
-    for namespace, name, values in (("inference", "keda-hpa-chat", flapping), ("inference", "steady", climbing),
-                                    ("web", "shop", flapping)):
+    for namespace, name, values in hpas:
         b.hpa(inc, "kube_horizontalpodautoscaler_status_desired_replicas", "prod-a", namespace, name, values,
               replicas=replicas)
     inc.expect("VLLMAutoscalerThrashing", at, [
