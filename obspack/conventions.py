@@ -49,6 +49,10 @@ MEMORY_LIMIT_RATIO = record_name("namespace_pod_container", "vllm_container_memo
 # Every GPU held by a vLLM pod, keyed by its dcgm-exporter series, labelled with the pod and its model.
 GPU_INFO = record_name("namespace_pod_model_gpu", "vllm_gpu", "info")
 
+# The GPUs each vLLM pod holds, per node (`Hostname`), GPU model and MIG profile: one series per pod (more where
+# its MIG profiles differ), which the cost records and the GPU count read instead of one record per GPU.
+POD_NODE_GPU_COUNT = record_name("namespace_pod_model_node", "vllm_gpu", "count")
+
 # DCGM fields summarised over the GPUs of each vLLM pod (fleet-wide GPU panels read these).
 POD_GPU_COUNT = record_name("namespace_pod_model", "vllm_gpu", "count")
 POD_GPU_FB_RATIO_MAX = record_name("namespace_pod_model", "vllm_gpu_framebuffer_used", "ratio_max")
@@ -92,6 +96,7 @@ SATURATION = record_name("namespace_model", "vllm_saturation", "ratio")
 # model: cost per hour, tokens, cost per million tokens, the prefix cache's savings, the goodput share.
 COST_EVALUATION = record_name("obspack", "vllm_cost_evaluation", "time")  # time() at each evaluation: the step
 POD_GPUS_ALLOCATED = record_name("namespace_pod_model", "vllm_gpus_allocated", "sum")
+POD_ROLE = record_name("namespace_pod", "vllm_pod_role", "info")  # prefill, decode or both per pod
 POD_COST_INFO = record_name("namespace_pod", "vllm_cost_owner", "info")  # workload, team and role per pod
 NODE_GPU_MODEL = record_name("node_gpu_model", "vllm_gpu_node", "info")  # GPU models per node (and pool), raw
 GPU_PRICE = record_name("node_gpu_model", "vllm_gpu_price_per_hour", "max")

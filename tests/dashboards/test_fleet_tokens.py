@@ -41,7 +41,7 @@ def test_a_disaggregated_request_counts_once(tmp_path: Path) -> None:
         series += [
             {"series": f'{c.PROMPT_RATE}{{{where}, model_name="{model}"}}', "values": f"{prompt}x10"},
             {"series": f'{c.GENERATION_RATE}{{{where}, model_name="{model}"}}', "values": f"{generated}x10"},
-            {"series": f'{c.POD_COST_INFO}{{{where}, role="{role}"}}', "values": "1x10"},
+            {"series": f'{c.POD_ROLE}{{{where}, role="{role}"}}', "values": "1x10"},
         ]
     checks = []
     for pod in (".*", "decode-0"):  # every pod, and a pod filter, which does not narrow a model's tokens

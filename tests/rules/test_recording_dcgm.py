@@ -80,6 +80,11 @@ def test_only_the_attribution_is_per_gpu_everything_else_per_pod() -> None:
             pods = {CUSTOM.cluster_label, "namespace", "pod"}
             assert len(legs) == 2 and all(pods <= set(_outer_labels(str(leg))) <= pods | {"model_name"} for leg in (node, *legs))
             continue
+        if record == c.POD_NODE_GPU_COUNT:  # a pod's GPUs share its node and model: per pod, or per MIG profile
+            assert _outer_labels(expr) == [CUSTOM.cluster_label, *dcgm.NODE_GPUS]
+            assert dcgm.NODE_GPUS[: len(dcgm.POD_MODEL)] == dcgm.POD_MODEL
+            assert set(dcgm.NODE_GPUS) - set(dcgm.POD_MODEL) == {"modelName", "Hostname", "GPU_I_PROFILE"}
+            continue
         per = ("namespace", "pod") if record == c.VLLM_POD else dcgm.POD_MODEL  # the pods, before their models
         assert _outer_labels(expr) == [CUSTOM.cluster_label, *per], record
 

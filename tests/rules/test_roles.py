@@ -103,7 +103,7 @@ def test_engine_records_per_model_and_role(tmp_path: Path) -> None:
             {"series": f"{c.WAITING}{{{engine}}}", "values": f"{waiting}x10"},
             {"series": f"{c.KV_USAGE}{{{engine}}}", "values": f"{kv}x10"},
             {"series": f"{c.PROMPT_RATE}{{{engine}}}", "values": f"{prompt}x10"},
-            {"series": f'{c.POD_COST_INFO}{{{where}, pod="{pod}", role="{role}", workload="w", workload_type="Deployment", team_name="t"}}',
+            {"series": f'{c.POD_ROLE}{{{where}, pod="{pod}", role="{role}"}}',
              "values": "1x10"},
         ]
     series.append({"series": f'{c.WAITING}{{{where}, pod="gone", model_name="llama"}}', "values": "50x10"})  # no owner: no role

@@ -18,17 +18,21 @@ SERIES = [  # kube-state-metrics before 2.3: `image` only
     {"series": f'kube_pod_container_info{{{WHERE}, container="server", image="docker.io/vllm/vllm-openai:v0.33.0"}}',
      "values": "1x5"},
     {"series": f'kube_pod_container_info{{{WHERE}, container="envoy", image="envoyproxy/envoy:v1.30"}}', "values": "1x5"},
+    # a runtime that reports the image by digest: only the spec image (kube-state-metrics 2.3+) tells
+    {"series": f'kube_pod_container_info{{{WHERE}, container="pinned", image="sha256:4f1c0a9e", image_spec="vllm/vllm-openai@sha256:4f1c0a9e"}}',
+     "values": "1x5"},
 ]  # fmt: skip
 
 
 @pytest.mark.parametrize(
     ("containers", "vllm"),
     [
-        ({}, ["server"]),  # the default image regex
+        ({}, ["pinned", "server"]),  # the default image regex
         ({"image_regex": "", "name_regex": "server"}, ["server"]),  # by name alone: the image regex is off
         ({"image_regex": ""}, []),  # neither: only engine metrics would tell
-        ({"image_regex": "(.*vllm.*)?"}, ["server"]),  # takes the empty string, never a missing image_spec
-        ({"image_regex": ".*"}, ["envoy", "server"]),  # every image
+        ({"image_regex": "(.*vllm.*)?"}, ["pinned", "server"]),  # takes the empty string, never a missing image_spec
+        ({"image_regex": ".*"}, ["envoy", "pinned", "server"]),  # every image
+        ({"image_regex": ".*sha256.*"}, ["pinned"]),  # both images: found once
     ],
 )
 def test_a_container_is_vllm_by_an_image_or_name_the_config_takes(

@@ -6,7 +6,8 @@ The records the cost alerts read (GPUs held per pod and model and state, the pod
 GPU attribution group, after the attribution record they start from, so that they are computed from raw
 series within one group: the alerts read them one group hop from the data, and a rule reading one made
 earlier in the group sees this evaluation's value. The prices and costs, which only the cost page reads,
-are a group of their own (`obspack-cost.rules`), one hop further.
+are a group of their own (`obspack-cost.rules`), one hop further, with the workload and team of each pod,
+which only the costs per workload read.
 
 - GPUs held per pod: the GPUs dcgm-exporter maps to the pod (the attribution record: one holder per GPU,
   so a GPU time-sliced between pods is counted once; a MIG instance as its share of the GPU's compute
@@ -149,11 +150,10 @@ def mig_shares() -> str:
 
 
 def dcgm_held(cfg: ObspackConfig) -> str:
-    """GPUs per pod from the attribution record: whole GPUs count 1, MIG instances their share (a profile
-    of another shape counts 1: never less than it may cost). The record is read once and counted per pod
-    and profile first, so the shares are looked up per pod, not per GPU."""
-    per_profile = f"count by ({c.by(cfg, 'namespace', 'pod', 'model_name', 'modelName', 'Hostname', 'GPU_I_PROFILE')}) ({c.GPU_INFO})"
-    info = f'label_replace(\n{_indent(per_profile)},\n  "mig_g", "g$1", "GPU_I_PROFILE", {promql_string(MIG_PROFILE)}\n)'
+    """GPUs per pod from the attribution: whole GPUs count 1, MIG instances their share (a profile of another
+    shape counts 1: never less than it may cost). The shares are looked up per pod and profile (the count
+    record made from the attribution earlier in the group), not per GPU."""
+    info = f'label_replace(\n{_indent(c.POD_NODE_GPU_COUNT)},\n  "mig_g", "g$1", "GPU_I_PROFILE", {promql_string(MIG_PROFILE)}\n)'
     info = f'label_replace(\n{_indent(info)},\n  "mig_slices", "s$1$2", "modelName", {promql_string(MIG_FOUR_SLICES)}\n)'
     shared = f"{info}\n* on (mig_g, mig_slices) group_left ()\n(\n  {mig_shares()}\n)"
     return f"sum by ({c.by(cfg, *HELD)}) (\n{_indent(_copy(shared, 'node', 'Hostname'))}\n)"
@@ -162,9 +162,10 @@ def dcgm_held(cfg: ObspackConfig) -> str:
 def dcgm_nodes(cfg: ObspackConfig, nodes: str) -> str:
     """1 for each of `nodes` where DCGM maps a vLLM pod's GPU, else 0: kube-state-metrics' requests count only
     where it is 0. (A fallback, not a negation: on partial data a node DCGM does not answer for counts its
-    requests, so the group warns under Thanos like the others.)"""
+    requests, so the group warns under Thanos where nothing else in it negates.) The mapped nodes come from
+    the GPU count per pod and node, one series per pod, not from the attribution's one per GPU."""
     node = c.by(cfg, "node")
-    mapped = _copy(f"group by ({c.by(cfg, 'Hostname')}) ({c.GPU_INFO})", "node", "Hostname")
+    mapped = _copy(f"group by ({c.by(cfg, 'Hostname')}) ({c.POD_NODE_GPU_COUNT})", "node", "Hostname")
     return f"max by ({node}) (\n{_indent(mapped)}\n)\nor on ({node})\n0 * {nodes}"
 
 
@@ -260,19 +261,22 @@ def teams(cfg: ObspackConfig, pods: str) -> str:
     return f"{own}\nor on ({pod})\n(\n{_indent(by_namespace)}\n)"
 
 
-def roles(cfg: ObspackConfig, pods: str) -> str:
-    """The prefill/decode role of each pod (obspack/rules/roles.py): `prefill`, `decode`, else `both`."""
-    return role_of(cfg, pods, other="both")
+def roles(cfg: ObspackConfig) -> str:
+    """The prefill/decode role of each vLLM pod (obspack/rules/roles.py): `prefill`, `decode`, else `both`."""
+    pods = c.VLLM_POD  # made first in the attribution group
+    return f"group by ({c.by(cfg, *POD, 'role')}) (\n{_indent(role_of(cfg, pods, other='both'))}\n)"
 
 
 def pod_info(cfg: ObspackConfig) -> str:
-    """One series per vLLM pod: its workload, team and role (each missing label stays empty)."""
+    """One series per vLLM pod: its role (the role record), workload and team (each missing label stays
+    empty). Only the costs per workload read the workload and team: this sits in the cost group, where
+    the kube-state-metrics owners of every pod cost the attribution group nothing (docs/benchmarks.md)."""
     pod = c.by(cfg, *POD)
-    pods = c.VLLM_POD  # made first in this group
+    pods = c.VLLM_POD
     dims = [f"(\n{_indent(workloads(cfg))}\n  or on ({pod})\n  {pods}\n)"]
     if cfg.cost.team_label:
         dims.append(f"(\n{_indent(teams(cfg, pods))}\n  or on ({pod})\n  {pods}\n)")
-    joined = f"group by ({c.by(cfg, *POD, 'role')}) (\n{_indent(roles(cfg, pods))}\n)"
+    joined = c.POD_ROLE
     for dim, labels in zip(dims, ("workload_type, workload", "team_name")):
         joined = f"{joined}\n* on ({pod}) group_left ({labels})\n{dim}"
     return joined
@@ -349,7 +353,7 @@ def _role(*roles: str) -> str:
 
 def _per_pod_of_roles(cfg: ObspackConfig, series: str, *roles: str, labels: str = "") -> str:
     """Per-pod series (tokens, times) of the vLLM pods with these roles (whether or not a GPU of theirs is seen)."""
-    return f"{series}\n* on ({c.by(cfg, *POD)}) group_left ({labels})\n{c.POD_COST_INFO}{{{_role(*roles)}}}"
+    return f"{series}\n* on ({c.by(cfg, *POD)}) group_left ({labels})\n{c.POD_ROLE}{{{_role(*roles)}}}"
 
 
 def input_share(cfg: ObspackConfig) -> str:
@@ -432,18 +436,19 @@ def rules(cfg: ObspackConfig) -> list[RecordingRule]:
     return [
         RecordingRule(c.COST_EVALUATION, "vector(time())"),
         RecordingRule(c.POD_GPUS_ALLOCATED, pod_gpus(cfg)),
-        RecordingRule(c.POD_COST_INFO, pod_info(cfg)),
+        RecordingRule(c.POD_ROLE, roles(cfg)),
         RecordingRule(c.MODEL_GPUS_ALLOCATED, f"sum by ({c.by(cfg, *MODEL, 'state')}) ({c.POD_GPUS_ALLOCATED})"),
         RecordingRule(c.MODEL_TOKENS, model_tokens(cfg)),
     ]
 
 
 def price_group(cfg: ObspackConfig) -> RuleGroup:
-    """The prices and what the GPUs cost, for the cost page only: a group of their own, one hop after the
-    attribution group (a page may read two hops from raw series), so that neither group takes a second
-    alone at 1,000 pods (docs/benchmarks.md)."""
+    """The pods' owners, the prices and what the GPUs cost, for the cost page only: a group of their own, one
+    hop after the attribution group (a page may read two hops from raw series), so that neither group takes
+    a second alone at 1,000 pods (docs/benchmarks.md)."""
     workload = c.by(cfg, "namespace", *WORKLOAD, "model_name", "state")
     rules = (
+        RecordingRule(c.POD_COST_INFO, pod_info(cfg)),
         RecordingRule(c.NODE_GPU_MODEL, node_models(cfg)),
         RecordingRule(c.GPU_PRICE, prices(cfg)),
         RecordingRule(

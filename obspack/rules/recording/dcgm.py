@@ -43,6 +43,8 @@ HOLDER = ("namespace", "pod", "UUID", "Hostname", "modelName", "GPU_I_PROFILE") 
 # (GPU_I_PROFILE: a MIG instance's profile, e.g. 3g.40gb; absent on a whole GPU)
 # The labels of a GPU as alerts and per-GPU panels show it.
 GPU_LABELS = ("namespace", "pod", "gpu", "UUID", "Hostname")
+# What a pod's GPUs are counted by: every GPU of a pod on one node, of one model and MIG profile, is alike.
+NODE_GPUS = (*POD_MODEL, "modelName", "Hostname", "GPU_I_PROFILE")
 
 
 def _label_replace(inner: str, args: str) -> str:
@@ -181,9 +183,11 @@ def groups(cfg: ObspackConfig, after_attribution: Iterable[RecordingRule] = ()) 
     """The GPU plane's groups: the vLLM pods and the attribution (then `after_attribution`, the cost records,
     which start from them within the group), then the per-pod summaries reading it. The pod record comes
     first: the cost records read it several times each, where the raw sources behind it (images in
-    kube-state-metrics and cAdvisor, engine series, LeaderWorkerSet owners) cost far more. The attribution
-    reads those sources itself: vmalert does not show a rule what an earlier rule of its group wrote at the
-    same evaluation, and the GPU alert reading the attribution must stay one evaluation from raw series there.
+    kube-state-metrics and cAdvisor, engine series, LeaderWorkerSet owners) cost far more; the attribution
+    reads the pods' models from it too (on vmalert, which does not show a rule what an earlier rule of its
+    group wrote at the same evaluation, that costs a pod that starts an evaluation: docs/engines.md). The GPUs
+    per pod, node, model and profile come next: the cost records and the GPU count read them, one series per
+    pod, where reading the attribution itself costs one series per GPU each time.
 
     A rule over every GPU costs 0.3 to 0.5 s at 8,000 GPUs with the rule groups sharing two cores
     (docs/benchmarks.md). Prometheus evaluates the rules of a group one after the other and groups
@@ -197,7 +201,7 @@ def groups(cfg: ObspackConfig, after_attribution: Iterable[RecordingRule] = ()) 
         return [RecordingRule(s.record, summary_expr(cfg, s)) for s in SUMMARIES if s.group == name]
 
     # GPUs per pod, for the dashboards only: beside the XID count, the lightest of the per-pod summaries
-    count = RecordingRule(c.POD_GPU_COUNT, f"count by ({c.by(cfg, *POD_MODEL)}) ({c.GPU_INFO})")
+    count = RecordingRule(c.POD_GPU_COUNT, f"sum by ({c.by(cfg, *POD_MODEL)}) ({c.POD_NODE_GPU_COUNT})")
     return [
         group(
             "-attribution",
@@ -205,6 +209,7 @@ def groups(cfg: ObspackConfig, after_attribution: Iterable[RecordingRule] = ()) 
                 RecordingRule(c.VLLM_POD_MODEL, pod_models(cfg, vllm_image_pods(cfg))),
                 RecordingRule(c.VLLM_POD, f"group by ({c.by(cfg, 'namespace', 'pod')}) ({c.VLLM_POD_MODEL})"),
                 RecordingRule(c.GPU_INFO, attribution(cfg, c.VLLM_POD_MODEL)),
+                RecordingRule(c.POD_NODE_GPU_COUNT, f"count by ({c.by(cfg, *NODE_GPUS)}) ({c.GPU_INFO})"),
                 *after_attribution,
             ),
         ),

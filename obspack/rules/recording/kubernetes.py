@@ -25,7 +25,7 @@ def vllm_source_selectors(cfg: ObspackConfig, with_container: bool, engines: boo
     s = cfg.selectors
     sources = [
         f"kube_pod_container_info{c.selector(s.kube_state_metrics, HAS_CONTAINER, *_image(cfg, 'image'))}",
-        f"kube_pod_container_info{c.selector(s.kube_state_metrics, HAS_CONTAINER, *_image(cfg, 'image_spec'))}",
+        f"kube_pod_container_info{c.selector(s.kube_state_metrics, HAS_CONTAINER, *_not_image(cfg), *_image(cfg, 'image_spec'))}",
         f"container_memory_working_set_bytes{c.selector(s.cadvisor, HAS_CONTAINER, NOT_PAUSE, *_image(cfg, 'image'))}",
     ] if cfg.vllm_containers.image_regex else []  # empty: off, as name_regex
     if engines:
@@ -34,6 +34,15 @@ def vllm_source_selectors(cfg: ObspackConfig, with_container: bool, engines: boo
         name = promql_string(cfg.vllm_containers.name_regex)
         sources.append(f"kube_pod_container_info{c.selector(s.kube_state_metrics, 'container=~' + name)}")
     return sources
+
+
+def _not_image(cfg: ObspackConfig) -> tuple[str, ...]:
+    """The spec image is read only where the status image did not mark the container already, so each
+    container's series is read once (the image leg takes nearly all of them: the spec image matters where the
+    runtime reports a digest). Where the regex takes the empty string, the image leg refuses a blank image as
+    well, which one matcher cannot add: then nothing is left out."""
+    regex = cfg.vllm_containers.image_regex
+    return () if re.fullmatch(regex, "") else (f"image!~{promql_string(regex)}",)
 
 
 def _image(cfg: ObspackConfig, label: str) -> tuple[str, ...]:

@@ -1,6 +1,6 @@
 """The engine records per model and prefill/decode role, for the disaggregated-serving page.
 
-Each pod's role is the owner record's `role` (prefill, decode or both, obspack/rules/roles.py via
+Each pod's role is the role record's `role` (prefill, decode or both, obspack/rules/roles.py via
 obspack/rules/recording/cost.py); the per-pod engine records are those of `obspack-vllm.rules`. Both are
 records of other groups, so these sit in a group of their own, two hops from raw series (a page may read
 two; no alert reads them). A few series per model (one per role it runs): the page's graphs joined 1,000
@@ -29,12 +29,12 @@ BY_ROLE: tuple[tuple[str, str, str], ...] = (
 
 def by_role(cfg: ObspackConfig, record: str, how: str) -> str:
     """A per-pod engine record aggregated per model and role: one term per role, the record's pods of that
-    role (`and` with the owner record's pods of the role: each pod passes as it is, and a pod the owner record
+    role (`and` with the role record's pods of the role: each pod passes as it is, and a pod the role record
     shows twice while its role changes counts once per role) aggregated per model, then labelled."""
     per_model, pod = c.by(cfg, "namespace", "model_name"), c.by(cfg, "namespace", "pod")
     return "\nor\n".join(
         f"label_replace(\n  {how} by ({per_model}) (\n    {record}\n    and on ({pod})\n"
-        f'    {c.POD_COST_INFO}{{role="{role}"}}\n  ),\n  "role", "{role}", "", ""\n)'
+        f'    {c.POD_ROLE}{{role="{role}"}}\n  ),\n  "role", "{role}", "", ""\n)'
         for role in ROLES
     )
 
