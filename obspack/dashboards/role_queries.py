@@ -1,9 +1,9 @@
 """Queries of the disaggregated-serving page: engine records split by each pod's prefill/decode role
 (obspack/rules/roles.py), and the endpoint picker's P/D decisions.
 
-Each pod's role comes from the per-pod role record of the GPU attribution group (`role`: prefill, decode or
-both, made by obspack/rules/roles.py from the role label and the pod's name): one series per pod, where joining the raw
-role label and pod names at every step of a range took over a second at 1,000 pods. The per-role graphs
+Each pod's role comes from the role record of the GPU attribution group (`role`: prefill, decode or both,
+made by obspack/rules/roles.py from the role label and the pod's name): one series per pod, where joining the
+raw role label and pod names at every step of a range took over a second at 1,000 pods. The per-role graphs
 read the records made from it per model and role (obspack/rules/recording/roles.py): joining 1,000 pods
 to it at every step still took ~0.8 s a graph.
 """

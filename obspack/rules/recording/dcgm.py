@@ -184,10 +184,10 @@ def groups(cfg: ObspackConfig, after_attribution: Iterable[RecordingRule] = ()) 
     which start from them within the group), then the per-pod summaries reading it. The pod record comes
     first: the cost records read it several times each, where the raw sources behind it (images in
     kube-state-metrics and cAdvisor, engine series, LeaderWorkerSet owners) cost far more; the attribution
-    reads the pods' models from it too (on vmalert, which does not show a rule what an earlier rule of its
-    group wrote at the same evaluation, that costs a pod that starts an evaluation: docs/engines.md). The GPUs
-    per pod, node, model and profile come next: the cost records and the GPU count read them, one series per
-    pod, where reading the attribution itself costs one series per GPU each time.
+    reads the pods' models from it too (vmalert does not show a rule what an earlier rule of its group wrote
+    at the same evaluation, so there a pod that starts reaches the attribution an evaluation later:
+    docs/engines.md). The GPUs per pod, node, model and profile come next: the cost records and the GPU count
+    read them, one series per pod, where each read of the attribution reads one series per GPU.
 
     A rule over every GPU costs 0.3 to 0.5 s at 8,000 GPUs with the rule groups sharing two cores
     (docs/benchmarks.md). Prometheus evaluates the rules of a group one after the other and groups
