@@ -61,6 +61,10 @@ POD_GPU_UTILIZATION = record_name("namespace_pod_model", "vllm_gpu_utilization",
 POD_GPU_SM_ACTIVE = record_name("namespace_pod_model", "vllm_gpu_sm_active", "avg")
 POD_GPU_TEMPERATURE = record_name("namespace_pod_model", "vllm_gpu_temperature_celsius", "max")
 POD_GPU_POWER = record_name("namespace_pod_model", "vllm_gpu_power_watts", "sum")
+# Per model, for the GPU page's mean utilisation over every selected GPU: the utilisation of the model's GPUs
+# added up, and their number (a mean weighted by the pods' GPUs, without joining 1,000 pods at every step).
+MODEL_GPU_UTILIZATION_SUM = record_name("namespace_model", "vllm_gpu_utilization", "sum")
+MODEL_GPU_COUNT = record_name("namespace_model", "vllm_gpu", "count")
 
 KV_USAGE = record_name("namespace_pod_model", "vllm_kv_cache_usage", "max")
 RUNNING = record_name("namespace_pod_model", "vllm_num_requests_running", "sum")

@@ -65,7 +65,7 @@ def _stats(cfg: ObspackConfig, gpu_ratio: float, vram_runbook: list[dict[str, ob
         ),
         p.stat(
             "Mean GPU utilisation",
-            p.target(q.weighted_gpu_mean(cfg, c.POD_GPU_UTILIZATION), "mean"),
+            p.target(q.mean_gpu_utilization(cfg), "mean"),
             unit=p.PERCENT,
             description=(
                 "Mean DCGM GPU utilisation over the selected GPUs. Low utilisation with a request queue means "

@@ -284,10 +284,10 @@ def gpu_framebuffer_total(cfg: ObspackConfig) -> str:
     return f"{dcgm.MIB} * (\n{gpu(cfg, f'{used} + {free}')}\n)"
 
 
-def weighted_gpu_mean(cfg: ObspackConfig, record: str) -> str:
-    """The mean of a per-pod GPU average over every selected GPU (pods weighted by their GPU count)."""
-    pm = c.by(cfg, *dcgm.POD_MODEL)
-    return f"sum({rec(cfg, record, FLEET)} * on ({pm}) {rec(cfg, c.POD_GPU_COUNT, FLEET)})\n/\nsum({rec(cfg, c.POD_GPU_COUNT, FLEET)})"
+def mean_gpu_utilization(cfg: ObspackConfig) -> str:
+    """The mean utilisation over every selected GPU (pods weighted by their GPU count), from the per-model
+    sums: the per-pod records joined at every step took ~0.5 s at 1,000 pods."""
+    return f"sum({rec(cfg, c.MODEL_GPU_UTILIZATION_SUM, FLEET)})\n/\nsum({rec(cfg, c.MODEL_GPU_COUNT, FLEET)})"
 
 
 def extremes(series: str, lowest: bool = False) -> str:

@@ -68,9 +68,13 @@ def test_the_attribution_reads_raw_series_and_the_pods_recorded_before_it_in_its
 
 
 def test_only_the_attribution_is_per_gpu_everything_else_per_pod() -> None:
-    """The series budget: one series per GPU held, a handful per pod (docs/rules.md, "The GPU plane")."""
+    """The series budget: one series per GPU held, a handful per pod (docs/rules.md, "The GPU plane"), and
+    the two per model of the GPU page's mean utilisation."""
     for _, record, expr in _rules():
         if record == c.GPU_INFO:
+            continue
+        if record in (c.MODEL_GPU_UTILIZATION_SUM, c.MODEL_GPU_COUNT):
+            assert _outer_labels(expr) == [CUSTOM.cluster_label, "namespace", "model_name"], record
             continue
         if record == c.VLLM_POD_MODEL:  # the pods' models, or the pods where no model is known: each leg per pod
             legs, node = [], promql_parser.parse(expr)

@@ -202,6 +202,17 @@ def groups(cfg: ObspackConfig, after_attribution: Iterable[RecordingRule] = ()) 
 
     # GPUs per pod, for the dashboards only: beside the XID count, the lightest of the per-pod summaries
     count = RecordingRule(c.POD_GPU_COUNT, f"sum by ({c.by(cfg, *POD_MODEL)}) ({c.POD_NODE_GPU_COUNT})")
+    # per model, for the GPU page's mean utilisation: after the per-pod means, with the GPU counts they are
+    # weighted by, both from the attribution group's count (one hop, read at one time, so they agree)
+    model, pod = c.by(cfg, "namespace", "model_name"), c.by(cfg, *POD_MODEL)
+    gpus = f"sum by ({pod}) ({c.POD_NODE_GPU_COUNT})"
+    per_model = (
+        RecordingRule(
+            c.MODEL_GPU_UTILIZATION_SUM,
+            f"sum by ({model}) (\n  {c.POD_GPU_UTILIZATION}\n  * on ({pod})\n  {gpus}\n)",
+        ),
+        RecordingRule(c.MODEL_GPU_COUNT, f"sum by ({model}) ({c.POD_NODE_GPU_COUNT})"),
+    )
     return [
         group(
             "-attribution",
@@ -215,5 +226,6 @@ def groups(cfg: ObspackConfig, after_attribution: Iterable[RecordingRule] = ()) 
         ),
         group("-framebuffer", summaries("framebuffer")),
         group("-xid", (*summaries("xid"), count)),
-        *(group(f"-{name}", summaries(name)) for name in ("utilization", "thermal")),
+        group("-utilization", (*summaries("utilization"), *per_model)),
+        group("-thermal", summaries("thermal")),
     ]
