@@ -97,14 +97,6 @@ def without(cfg: ObspackConfig, expr: str, role: Role) -> str:
     return f"(\n{textwrap.indent(expr, '  ')}\n)\nunless on ({_key(cfg)})\n(\n{textwrap.indent(only, '  ')}\n)" if only else expr
 
 
-def only(cfg: ObspackConfig, expr: str, role: Role) -> str:
-    """`expr` (keyed by namespace and pod) of the pods that only do `role`, its labels unchanged."""
-    of_role = pods(cfg, role)
-    if not of_role:  # nothing tells roles apart: no pod has one
-        return f"(\n{textwrap.indent(expr, '  ')}\n)\nand on ()\n(vector(1) == 0)"
-    return f"(\n{textwrap.indent(expr, '  ')}\n)\n* on ({_key(cfg)}) group_left ()\n(\n{textwrap.indent(of_role, '  ')}\n)"
-
-
 def _labelled_roles(cfg: ObspackConfig) -> str:
     """The pods whose role label says they only prefill or only decode, with `role`, from one read of
     kube-state-metrics' pod labels (empty when no role label is set). Each llm-d value ends with the name
@@ -139,15 +131,19 @@ def _named_roles(cfg: ObspackConfig) -> str:
     return f"{wrapped}\nunless on ({key})\n{_labelled(cfg, SET)}"
 
 
+def only_roles(cfg: ObspackConfig) -> str:
+    """One series (value 1) per pod that only prefills or only decodes, with `role`; each source read once
+    for both roles. Empty when nothing is configured to tell roles apart."""
+    return f"\nor on ({_key(cfg)})\n".join(e for e in (_labelled_roles(cfg), _named_roles(cfg)) if e)
+
+
 def role_of(cfg: ObspackConfig, every: str, other: str = "") -> str:
     """One series per pod of `every` (one per pod, value 1) with `role`: prefill or decode where a pod only
     does that, else `other` (empty: no role label). Pods outside `every` that have a role come too.
 
     Each source is read once for both roles (the alerts that carry `role` join this at every evaluation)."""
-    key = _key(cfg)
-    parts = [e for e in (_labelled_roles(cfg), _named_roles(cfg)) if e]
     rest = f'label_replace(\n{textwrap.indent(every, "  ")},\n  "role", "{other}", "", ""\n)' if other else every
-    return f"\nor on ({key})\n".join([*parts, rest])
+    return f"\nor on ({_key(cfg)})\n".join(e for e in (only_roles(cfg), rest) if e)
 
 
 def with_role(cfg: ObspackConfig, expr: str, source: str) -> str:

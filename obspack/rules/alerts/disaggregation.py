@@ -26,9 +26,12 @@ def _indent(text: str) -> str:
     return textwrap.indent(text, "  ")
 
 
-def per_pod_of(cfg: ObspackConfig, series: str, role: roles.Role) -> str:
-    """The average of a per-pod series over the pods of a model that only do `role`."""
-    return f"avg by ({c.by(cfg, *MODEL)}) (\n{_indent(roles.only(cfg, series, role))}\n)"
+def per_role(cfg: ObspackConfig, series: str) -> str:
+    """The average of a per-pod series over each model's prefill-only pods and its decode-only pods, by `role`
+    (nothing where nothing tells roles apart)."""
+    of_role = roles.only_roles(cfg) or "(vector(1) == 0)"
+    joined = f"(\n{_indent(series)}\n)\n* on ({c.by(cfg, 'namespace', 'pod')}) group_left (role)\n(\n{_indent(of_role)}\n)"
+    return f"avg by ({c.by(cfg, *MODEL, 'role')}) (\n{_indent(joined)}\n)"
 
 
 def waiting_for_capacity(cfg: ObspackConfig) -> str:
@@ -36,28 +39,35 @@ def waiting_for_capacity(cfg: ObspackConfig) -> str:
     return f"sum by ({c.by(cfg, *POD_MODEL)}) {engines.waiting_for_capacity(cfg)}"
 
 
-def short_side(cfg: ObspackConfig, role: roles.Role) -> str:
-    """`role`'s requests waiting for capacity per pod, where that side is saturated (its queue above the
-    threshold, or its KV cache nearly full with requests waiting) and the other side has room (nearly no
-    queue, KV cache well below full); labelled `short="<role>"`."""
+def other_side() -> str:
+    """A constant table: the other side of each role (`other`)."""
+    rows = (f'label_replace(label_replace(vector(1), "role", "{r}", "", ""), "other", "{o}", "", "")' for r, o in OTHER.items())
+    return "\n  or\n  ".join(rows)
+
+
+def short_sides(cfg: ObspackConfig) -> str:
+    """Per model, the requests waiting for capacity per pod of the side that is saturated (its queue above
+    the threshold, or its KV cache nearly full with requests waiting) while the other side has room (nearly
+    no queue, KV cache well below full), labelled `short="<side>"`. Both sides are averaged in one pass each
+    (queue, KV cache), and each side's room is set beside the other side (`other_side`), so the pods' queues
+    are read three times and their KV caches twice, whichever side is short."""
     t = cfg.alerts.VLLMPrefillDecodeImbalance
-    on = c.by(cfg, *MODEL)
-    other = OTHER[role]
-    queue, kv = per_pod_of(cfg, waiting_for_capacity(cfg), role), per_pod_of(cfg, c.KV_USAGE, role)
+    on = c.by(cfg, *MODEL, "role")
+    queue, kv = per_role(cfg, waiting_for_capacity(cfg)), per_role(cfg, c.KV_USAGE)
     saturated = f"{queue} > {t.waiting_per_pod:g}\nor on ({on})\n(\n{_indent(queue)} > 0\n  and on ({on})\n{_indent(kv)} > {t.kv_ratio:g}\n)"
-    room = (
-        f"{per_pod_of(cfg, waiting_for_capacity(cfg), other)} < 1\n"
-        f"and on ({on})\n{per_pod_of(cfg, c.KV_USAGE, other)} < {t.room_kv_ratio:g}"
-    )
-    both = f"(\n{_indent(saturated)}\n)\nand on ({on})\n(\n{_indent(room)}\n)"
-    return f'label_replace(\n{_indent(both)},\n  "short", "{role}", "", ""\n)'
+    room = f"{queue} < 1\nand on ({on})\n{kv} < {t.room_kv_ratio:g}"
+    facing = f"(\n{_indent(room)}\n)\n* on (role) group_left (other)\n(\n  {other_side()}\n)"
+    facing = f'label_replace(\n{_indent(facing)},\n  "role", "$1", "other", "(.+)"\n)'  # the room beside the short side
+    both = f"(\n{_indent(saturated)}\n)\nand on ({on})\n{facing}"
+    named = f'label_replace(\n{_indent(both)},\n  "short", "$1", "role", "(.+)"\n)'
+    return f'label_replace(\n{_indent(named)},\n  "role", "", "", ""\n)'
 
 
 def prefill_decode_imbalance(cfg: ObspackConfig) -> AlertRule:
     t = cfg.alerts.VLLMPrefillDecodeImbalance
     return AlertRule(
         alert="VLLMPrefillDecodeImbalance",
-        expr=f"{short_side(cfg, 'prefill')}\nor\n{short_side(cfg, 'decode')}",
+        expr=short_sides(cfg),
         for_=t.for_,
         severity=t.severity,
         summary="One side of a prefill/decode pair is saturated while the other has room: the P:D ratio is off.",
