@@ -63,7 +63,7 @@ RULE_LABELS = frozenset({
     "exported_namespace", "GPU_I_PROFILE", "node", "node_pool", "state", "role", "tokens", "workload",
     "workload_type", "team_name", "owner_kind", "owner_name", "replicaset", "mig_g", "mig_slices", "hostname",
     "name", "inference_pool", "leader", "decision_type", "stage", "exported_pod", "pod_name", "pod_namespace",
-    "uuid", "only_pool_in_namespace",
+    "uuid", "only_pool_in_namespace", "other_role",
 })
 
 

@@ -40,8 +40,8 @@ def waiting_for_capacity(cfg: ObspackConfig) -> str:
 
 
 def other_side() -> str:
-    """A constant table: the other side of each role (`other`)."""
-    rows = (f'label_replace(label_replace(vector(1), "role", "{r}", "", ""), "other", "{o}", "", "")' for r, o in OTHER.items())
+    """A constant table: the other side of each role (`other_role`)."""
+    rows = (f'label_replace(label_replace(vector(1), "role", "{r}", "", ""), "other_role", "{o}", "", "")' for r, o in OTHER.items())
     return "\n  or\n  ".join(rows)
 
 
@@ -56,8 +56,8 @@ def short_sides(cfg: ObspackConfig) -> str:
     queue, kv = per_role(cfg, waiting_for_capacity(cfg)), per_role(cfg, c.KV_USAGE)
     saturated = f"{queue} > {t.waiting_per_pod:g}\nor on ({on})\n(\n{_indent(queue)} > 0\n  and on ({on})\n{_indent(kv)} > {t.kv_ratio:g}\n)"
     room = f"{queue} < 1\nand on ({on})\n{kv} < {t.room_kv_ratio:g}"
-    facing = f"(\n{_indent(room)}\n)\n* on (role) group_left (other)\n(\n  {other_side()}\n)"
-    facing = f'label_replace(\n{_indent(facing)},\n  "role", "$1", "other", "(.+)"\n)'  # the room beside the short side
+    facing = f"(\n{_indent(room)}\n)\n* on (role) group_left (other_role)\n(\n  {other_side()}\n)"
+    facing = f'label_replace(\n{_indent(facing)},\n  "role", "$1", "other_role", "(.+)"\n)'  # the room beside the short side
     both = f"(\n{_indent(saturated)}\n)\nand on ({on})\n{facing}"
     named = f'label_replace(\n{_indent(both)},\n  "short", "$1", "role", "(.+)"\n)'
     return f'label_replace(\n{_indent(named)},\n  "role", "", "", ""\n)'
