@@ -133,8 +133,11 @@ def _named_roles(cfg: ObspackConfig) -> str:
 
 def only_roles(cfg: ObspackConfig) -> str:
     """One series (value 1) per pod that only prefills or only decodes, with `role`; each source read once
-    for both roles. Empty when nothing is configured to tell roles apart."""
-    return f"\nor on ({_key(cfg)})\n".join(e for e in (_labelled_roles(cfg), _named_roles(cfg)) if e)
+    for both roles. Empty when nothing is configured to tell roles apart. One role per pod even while its
+    role label changes (two kube-state-metrics replicas can disagree for a scrape): a join that copies
+    `role` would otherwise fail the whole rule."""
+    found = f"\nor on ({_key(cfg)})\n".join(e for e in (_labelled_roles(cfg), _named_roles(cfg)) if e)
+    return f"topk by ({_key(cfg)}) (1,\n{textwrap.indent(found, '  ')}\n)" if found else ""
 
 
 def role_of(cfg: ObspackConfig, every: str, other: str = "") -> str:

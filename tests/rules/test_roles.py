@@ -15,10 +15,11 @@ from obspack import slos
 from obspack.catalogue import vllm_latency
 from obspack.config import ObspackConfig
 from obspack.rules import roles
+from obspack.rules.alerts import disaggregation
+from obspack.rules.recording import cost, slo
 from obspack.rules.recording import roles as roles_recording
-from obspack.rules.recording import slo
 from obspack.rules.recording import vllm as vllm_recording
-from tests.support.tools import promtool_record_test, require_tool
+from tests.support.tools import promtool_query_test, promtool_record_test, require_tool
 
 MODEL = "m"
 FAST, SLOW = 0.1, 30.0  # seconds: under and over the default TTFT threshold
@@ -152,3 +153,23 @@ def test_fleet_latency_records_leave_out_prefill_only_pods(tmp_path: Path) -> No
         per_second(c.latency_bucket_record("time_to_first_token"), 1, le="+Inf"),
         per_second(c.latency_bucket_record("request_queue_time"), 2, le="+Inf"),  # both pods queue
     ])  # fmt: skip
+
+
+@pytest.mark.tool
+def test_the_imbalance_alert_holds_while_a_pods_role_label_changes(tmp_path: Path) -> None:
+    """Two kube-state-metrics replicas can disagree about a pod's role label for a scrape: the P/D alert
+    joins one role per pod, so it still evaluates (a join on two roles would fail the whole rule), and the
+    role record keeps one series per pod."""
+    expr = disaggregation.prefill_decode_imbalance(ObspackConfig()).expr
+    series = [_label("p-0", "prefill"), _label("d-0", "decode"), _label("d-0", "prefill")]  # d-0 in both at once
+    for pod, waiting, kv in (("p-0", 12, 0.5), ("d-0", 0, 0.3)):
+        where = f'cluster="a", namespace="ns", pod="{pod}", model_name="{MODEL}"'
+        series += [
+            {"series": f'vllm:num_requests_waiting{{{where}, engine="0"}}', "values": f"{waiting}x10"},
+            {"series": f"{c.KV_USAGE}{{{where}}}", "values": f"{kv}x10"},
+        ]
+    series += [{"series": f'{c.VLLM_POD}{{cluster="a", namespace="ns", pod="{pod}"}}', "values": "1x10"} for pod in ("p-0", "d-0")]
+    evaluates = f"vector(1) + on () 0 * (count({expr}) or vector(0))"
+    per_pod = f"count({cost.roles(ObspackConfig())})"  # the role record: still one role per pod
+    checks = [{"expr": e, "eval_time": "5m", "exp_samples": [{"labels": "{}", "value": v}]} for e, v in ((evaluates, 1), (per_pod, 2))]
+    promtool_query_test(tmp_path, series, checks)
