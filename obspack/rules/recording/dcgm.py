@@ -201,11 +201,12 @@ def groups(cfg: ObspackConfig, after_attribution: Iterable[RecordingRule] = ()) 
         return [RecordingRule(s.record, summary_expr(cfg, s)) for s in SUMMARIES if s.group == name]
 
     # GPUs per pod, for the dashboards only: beside the XID count, the lightest of the per-pod summaries
-    count = RecordingRule(c.POD_GPU_COUNT, f"sum by ({c.by(cfg, *POD_MODEL)}) ({c.POD_NODE_GPU_COUNT})")
-    # per model, for the GPU page's mean utilisation: after the per-pod means, with the GPU counts they are
-    # weighted by, both from the attribution group's count (one hop, read at one time, so they agree)
     model, pod = c.by(cfg, "namespace", "model_name"), c.by(cfg, *POD_MODEL)
     gpus = f"sum by ({pod}) ({c.POD_NODE_GPU_COUNT})"
+    count = RecordingRule(c.POD_GPU_COUNT, gpus)
+    # per model, for the GPU page's mean utilisation: after the per-pod means, with the GPU counts they are
+    # weighted by, both from the attribution group's count (one hop, read at one time, so they agree); the
+    # per-pod count is the same expression as the record above, inline (that record is a group away)
     per_model = (
         RecordingRule(
             c.MODEL_GPU_UTILIZATION_SUM,
