@@ -17,7 +17,6 @@ The design keeps the GPU plane cheap and live (docs/rules.md, "The GPU plane"):
 
 from __future__ import annotations
 
-import functools
 import textwrap
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -39,6 +38,7 @@ NO_OLD_POD = 'pod_name=""'
 
 # One dcgm-exporter series per GPU (or MIG instance) has this key in every label mode.
 KEY = ("instance", "gpu", "GPU_I_ID")
+POD_LABELS = ("namespace", "pod")
 HOLDER = ("namespace", "pod", "UUID", "Hostname", "modelName", "GPU_I_PROFILE")  # what the attribution adds to the key
 # (GPU_I_PROFILE: a MIG instance's profile, e.g. 3g.40gb; absent on a whole GPU)
 # The labels of a GPU as alerts and per-GPU panels show it.
@@ -51,39 +51,49 @@ def _label_replace(inner: str, args: str) -> str:
     return f"label_replace(\n{textwrap.indent(inner, '  ')},\n  {args}\n)"
 
 
-def normalised(
-    cfg: ObspackConfig,
-    metric: str,
-    read: Callable[[str], str] = lambda selector: selector,
-    keep: tuple[str, ...] = (),
-) -> str:
+def normalised(cfg: ObspackConfig, metric: str, read: Callable[[str], str] = lambda selector: selector) -> str:
     """A DCGM series with the workload in pod/namespace/container whichever label mode scraped it.
 
-    `read` wraps each raw selector, e.g. in `max_over_time(...[14d])` (obspack rightsize reads windows).
-    `keep`: the labels the caller groups by. Each mode's series are then first grouped by those and the
-    labels their renames read, so the renames work on a handful of labels instead of every label a
-    dcgm-exporter target carries (a third less work at 8,000 GPUs), and `container` is only moved if kept."""
-    dcgm = cfg.selectors.dcgm
-    # scope.namespace_regex on the label each mode carries the workload's namespace in
-    scope = functools.partial(scope_matcher, regex=cfg.scope.namespace_regex)
-    moves = [label for label in ("pod", "namespace", "container") if not keep or label in keep]
-
-    def leg(matchers: tuple[str, ...], renames: list[tuple[str, str]]) -> str:
-        series = read(metric + c.selector(dcgm, *matchers))
-        if keep:
-            sources = [old for _, old in renames]
-            labels = dict.fromkeys((*keep, *sources, "hostname", "uuid"))
-            series = f"group by ({c.by(cfg, *labels)}) ({series})"
-        for new, old in renames:
-            series = _label_replace(series, f'"{new}", "$1", "{old}", "(.+)"')
-        return series
-
-    moved = leg((EXPORTED_POD, scope("exported_namespace")), [(label, f"exported_{label}") for label in moves])
-    old_names = {"pod": "pod_name", "namespace": "pod_namespace", "container": "container_name"}
-    renamed = leg((NO_EXPORTED_POD, OLD_POD, scope("pod_namespace")), [(label, old_names[label]) for label in moves])
-    plain = leg((NO_EXPORTED_POD, NO_OLD_POD, scope("namespace")), [])
-    every = f"{moved}\nor\n{renamed}\nor\n{plain}"
+    `read` wraps each raw selector, e.g. in `max_over_time(...[14d])` (obspack rightsize reads windows)."""
+    renamed = [
+        _renamed(read(metric + c.selector(cfg.selectors.dcgm, *mode.matchers(cfg))), mode.renames)
+        for mode in MODES
+    ]
+    every = "\nor\n".join(renamed)
     return _label_replace(_label_replace(every, '"Hostname", "$1", "hostname", "(.+)"'), '"UUID", "$1", "uuid", "(.+)"')
+
+
+def _renamed(series: str, renames: tuple[tuple[str, str], ...]) -> str:
+    for new, old in renames:
+        series = _label_replace(series, f'"{new}", "$1", "{old}", "(.+)"')
+    return series
+
+
+@dataclass(frozen=True)
+class Mode:
+    """A dcgm-exporter label mode: where it puts the workload, and the matchers that pick its series."""
+
+    pod: str
+    namespace: str
+    container: str
+    picks: tuple[str, ...]
+
+    def matchers(self, cfg: ObspackConfig) -> tuple[str, ...]:
+        # scope.namespace_regex on the label this mode carries the workload's namespace in
+        return (*self.picks, scope_matcher(self.namespace, regex=cfg.scope.namespace_regex))
+
+    @property
+    def renames(self) -> tuple[tuple[str, str], ...]:
+        moves = (("pod", self.pod), ("namespace", self.namespace), ("container", self.container))
+        return tuple((new, old) for new, old in moves if new != old)
+
+
+OLD_NAMES = Mode("pod_name", "pod_namespace", "container_name", (NO_EXPORTED_POD, OLD_POD))  # --use-old-namespace
+MODES = (
+    Mode("exported_pod", "exported_namespace", "exported_container", (EXPORTED_POD,)),  # honorLabels: false
+    OLD_NAMES,
+    Mode("pod", "namespace", "container", (NO_EXPORTED_POD, NO_OLD_POD)),  # honorLabels: true
+)
 
 
 def pod_models(cfg: ObspackConfig, pods: str) -> str:
@@ -105,20 +115,31 @@ def pod_models(cfg: ObspackConfig, pods: str) -> str:
 def attribution(cfg: ObspackConfig, models: str | None = None) -> str:
     """Each GPU a vLLM pod holds, keyed by its exporter series, labelled with the pod and its model.
 
-    Normalising the label modes reads every GPU through nested label_replace: done once here, so every
-    consumer joins on the key. The outer topk keeps one holder per key, so a GPU shared by two pods
-    (time-slicing) or a pod rescheduled within the lookback cannot break the joins with duplicates.
-    `models`: the vLLM pods and their models, by default from raw series (the doctor prices GPUs with it
-    before any record exists); the record reads them from the record made first in its group, so the GPU
-    alert stays one hop from the data."""
+    Each label mode's GPUs are grouped by the key, what the record keeps and the labels that mode names the
+    workload with, then joined to the vLLM pods on those labels: the pods' labels are renamed to the mode's
+    (one series per pod) instead of the GPUs' to `pod` and `namespace` (one per GPU), and the join copies
+    `pod`, `namespace` and the model. `uuid` (--use-old-namespace) is renamed in that mode's GPUs only, and
+    `hostname` (newer releases) in the GPUs held. The outer topk keeps one holder per key, so a GPU shared
+    by two pods (time-slicing) or a pod rescheduled within the lookback cannot break the joins with
+    duplicates. `models`: the vLLM pods and their models, by default from raw series (the doctor prices
+    GPUs with it before any record exists); the record reads them from the record made first in its
+    group, so the GPU alert stays one hop from the data."""
     key = c.by(cfg, *KEY)
-    held = textwrap.indent(normalised(cfg, "DCGM_FI_DEV_FB_USED", keep=(*KEY, *HOLDER)), "    ")
-    models = textwrap.indent(models or pod_models(cfg, vllm_image_pods(cfg)), "    ")
-    return (
-        f"topk by ({key}) (1,\n"
-        f"  group by ({key}, {', '.join(HOLDER)}) (\n{held}\n  )\n"
-        f"  * on ({c.by(cfg, 'namespace', 'pod')}) group_left (model_name)\n  (\n{models}\n  )\n)"
-    )
+    models = models or pod_models(cfg, vllm_image_pods(cfg))
+    legs = []
+    for mode in MODES:
+        plain = mode.pod == "pod"
+        by = (*KEY, *(label for label in HOLDER if label not in POD_LABELS), mode.namespace, mode.pod, "hostname")
+        by += ("uuid",) if mode is OLD_NAMES else ()
+        gpus = f"group by ({c.by(cfg, *by)}) (DCGM_FI_DEV_FB_USED{c.selector(cfg.selectors.dcgm, *mode.matchers(cfg))})"
+        pods = models if plain else _renamed(models, ((mode.pod, "pod"), (mode.namespace, "namespace")))
+        copied = "model_name" if plain else f"{', '.join(POD_LABELS)}, model_name"
+        if isinstance(promql_parser.parse(pods), promql_parser.BinaryExpr):
+            pods = f"(\n{textwrap.indent(pods, '  ')}\n)"
+        leg = f"{gpus}\n* on ({c.by(cfg, mode.namespace, mode.pod)}) group_left ({copied})\n{pods}"
+        legs.append(_renamed(leg, (("UUID", "uuid"),)) if mode is OLD_NAMES else leg)
+    held = _label_replace("\nor\n".join(legs), '"Hostname", "$1", "hostname", "(.+)"')
+    return f"topk by ({key}) (1,\n  group by ({key}, {', '.join(HOLDER)}, model_name) (\n{textwrap.indent(held, '    ')}\n  )\n)"
 
 
 def field(cfg: ObspackConfig, *metrics: str, where: str = "") -> str:
