@@ -340,7 +340,7 @@ def section(results: list[Any], settings: Any, total_s: float, meta: dict[str, A
     out.append(
         "- **Rule groups**: each group alone (the goal's figure): its rules evaluated one after the other as "
         "instant queries at the last sample of the backfilled fleet on an otherwise idle server, `evalTotalTime` "
-        "added up."
+        f"added up; the median of {runs} passes over every group."
         + (
             " Live (largest size): a Prometheus scrapes the same fleet, served one snapshot per scrape, and "
             "evaluates the rendered rule files at the scrape interval, as a user's server does (data in its "

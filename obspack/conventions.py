@@ -89,6 +89,7 @@ ROLE_KV_USAGE = record_name("namespace_model_role", "vllm_kv_cache_usage", "avg"
 ROLE_KV_USAGE_MAX = record_name("namespace_model_role", "vllm_kv_cache_usage", "max")
 ROLE_PROMPT_RATE = record_name("namespace_model_role", "vllm_prompt_tokens", "rate5m")
 ROLE_GENERATION_RATE = record_name("namespace_model_role", "vllm_generation_tokens", "rate5m")
+ROLE_PODS = record_name("namespace_model_role", "vllm_pods", "count")  # pods serving, per model and role
 
 # The autoscaling signal: per model, the queue per engine and the KV cache usage against their targets
 # (`signal` label: queue, kv_cache), and the larger of the two, which an autoscaler holds at 1.

@@ -48,7 +48,8 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
             description=(
                 "Prefill-only pods over decode-only pods, per model. The right ratio follows the traffic: long "
                 "prompts with short answers need more prefill, long answers more decode. Compare with the "
-                "queues below after each change of the ratio." + said
+                "queues below after each change of the ratio. Per model: the pod filter does not narrow it."
+                + said
             ),
             links=imbalance,
             no_data=NOT_IN_USE,

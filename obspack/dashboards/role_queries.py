@@ -25,27 +25,19 @@ EPP_DECISIONS = (
 )
 
 
-def _of_role(cfg: ObspackConfig, role: str) -> str:
-    """The per-pod role record of the selected vLLM pods whose role is `role`."""
-    return c.POD_ROLE + c.selector(q.scope(cfg, *q.POD), f'role="{role}"')
-
-
 def by_role(cfg: ObspackConfig, record: str) -> str:
     """A per-model and role record (obspack/rules/recording/roles.py), narrowed to the page's clusters,
     namespaces and models: per model and role, the pod filter does not narrow it."""
     return q.rec(cfg, record, q.MODEL)
 
 
-def pods_of(cfg: ObspackConfig, role: roles.Role) -> str:
-    """Selected pods that only do `role`, per model."""
-    # `and`: each pod passes as it is (a join built a new series per pod and step: 2.5 times slower)
-    joined = f"{q.rec(cfg, c.RUNNING)}\nand on ({c.by(cfg, 'namespace', 'pod')})\n{_of_role(cfg, role)}"
-    return f"count by ({c.by(cfg, 'namespace', 'model_name')}) (\n{joined}\n)"
-
-
 def prefill_per_decode(cfg: ObspackConfig) -> str:
-    """Prefill-only pods per decode-only pod, per model (models that have both)."""
-    return f"{pods_of(cfg, 'prefill')}\n/ on ({c.by(cfg, 'namespace', 'model_name')})\n{pods_of(cfg, 'decode')}"
+    """Prefill-only pods per decode-only pod, per model (models that have both): each role's pods counted per
+    model by their record (obspack/rules/recording/roles.py), which the pod filter does not narrow, as the
+    page's other per-role graphs. Counting the selected pods' records joined to their roles at every step
+    of the range took 0.12 to 0.29 s a load at 1,000 pods."""
+    pods = {role: c.ROLE_PODS + c.selector(q.scope(cfg, *q.MODEL), f'role="{role}"') for role in roles.ONLY}
+    return f"{pods['prefill']}\n/ on ({c.by(cfg, 'namespace', 'model_name')})\n{pods['decode']}"
 
 
 def epp_decisions(cfg: ObspackConfig) -> str:

@@ -24,6 +24,7 @@ BY_ROLE: tuple[tuple[str, str, str], ...] = (
     (c.ROLE_KV_USAGE_MAX, c.KV_USAGE, "max"),
     (c.ROLE_PROMPT_RATE, c.PROMPT_RATE, "sum"),
     (c.ROLE_GENERATION_RATE, c.GENERATION_RATE, "sum"),
+    (c.ROLE_PODS, c.RUNNING, "count"),  # the pods serving, for the prefill:decode ratio
 )
 
 
