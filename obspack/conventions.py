@@ -122,6 +122,9 @@ def latency_bucket_record(family: str) -> str:
 
 # The KV connectors' transfer-time buckets per model, `connector` naming each (`nixl`, `mooncake`).
 KV_TRANSFER_TIME = record_name("namespace_model_connector_le", "vllm_kv_transfer_time_seconds_bucket", "rate5m")
+# prompt tokens looked up in the prefix cache, and found there, per model
+MODEL_PREFIX_QUERIES = record_name("namespace_model", "vllm_prefix_cache_queries", "rate5m")
+MODEL_PREFIX_HITS = record_name("namespace_model", "vllm_prefix_cache_hits", "rate5m")
 
 
 def window_record(level: str, metric: str, op: str, window: str) -> str:

@@ -231,21 +231,15 @@ def dashboard_for(cfg: ObspackConfig) -> Dashboard:
         ),
         p.timeseries(
             "Prefix cache tokens: queried and hit",
-            p.target(
-                q.prefix_tokens_rate(cfg, q.PREFIX_QUERIES, "namespace", "model_name"),
-                "queried {{namespace}} {{model_name}}",
-            ),
-            p.target(
-                q.prefix_tokens_rate(cfg, q.PREFIX_HITS, "namespace", "model_name"),
-                "hit {{namespace}} {{model_name}}",
-            ),
+            p.target(q.prefix_tokens_rate(cfg, c.MODEL_PREFIX_QUERIES), "queried {{namespace}} {{model_name}}"),
+            p.target(q.prefix_tokens_rate(cfg, c.MODEL_PREFIX_HITS), "hit {{namespace}} {{model_name}}"),
             unit=p.TOKENS_PER_SECOND,
             description=(
                 "Prompt tokens per second looked up in the prefix cache and found there, per model. A falling hit "
                 "share after a deploy or a routing change means prompts no longer share prefixes or reach "
                 "different pods. The counters exist from vLLM 0.7.3 on the V1 engine (counted in blocks before "
                 "0.9.0, in tokens since); V0 engines (0.6, or VLLM_USE_V1=0) export none: their pods show in the "
-                "hit-rate panels only."
+                "hit-rate panels only. Per model, over 5 minutes: the pod filter does not narrow it."
             ),
             links=prefix_runbook,
             no_data=PREFIX_TOKENS_NO_DATA,

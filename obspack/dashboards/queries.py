@@ -124,8 +124,10 @@ def request_rate_by_reason(cfg: ObspackConfig) -> str:
     return sum_by(cfg, c.REQUEST_RATE, "namespace", "model_name", "finished_reason", variables=MODEL)
 
 
-def prefix_tokens_rate(cfg: ObspackConfig, which: tuple[str, ...], *labels: str) -> str:
-    return f"sum by ({c.by(cfg, *labels)}) (\n  {rate(cfg, which)}\n)"
+def prefix_tokens_rate(cfg: ObspackConfig, record: str) -> str:
+    """Prompt tokens per second looked up in the prefix cache (or found there) per model, from its per-model
+    record (obspack/rules/recording/vllm.py): the pod filter does not narrow it."""
+    return sum_by(cfg, record, "namespace", "model_name", variables=MODEL)
 
 
 def v0_prefix_hit_rate(cfg: ObspackConfig) -> str:

@@ -19,6 +19,7 @@ def all_recording_groups(cfg: ObspackConfig) -> tuple[RuleGroup, ...]:
         cost.price_group(cfg),
         roles.group(cfg),
         *vllm.latency_groups(cfg),
+        vllm.prefix_cache_group(cfg),
         *slo.groups(cfg),
         *cost.goodput_groups(cfg),
     )

@@ -223,3 +223,15 @@ def transfer_time_group(cfg: ObspackConfig) -> RuleGroup:
     )
     rules = (RecordingRule(record=c.KV_TRANSFER_TIME, expr=legs),)
     return RuleGroup(name=f"{c.GROUP_PREFIX}-vllm-kv-transfer.rules", rules=rules, interval=cfg.rule_interval)
+
+
+def prefix_cache_group(cfg: ObspackConfig) -> RuleGroup:
+    """Prompt tokens looked up in the prefix cache and found there, per model (either counter name, once per
+    engine), for the KV and prefix cache page's token graph: a few series per model where the counters
+    exist (28 at 1,000 pods), where the raw counters of 1,000 pods took 0.16 to 0.29 s per load."""
+    keep = ("namespace", "model_name")
+    rules = (
+        RecordingRule(record=c.MODEL_PREFIX_QUERIES, expr=counter_rate(cfg, PREFIX_QUERIES, "5m", keep=keep)),
+        RecordingRule(record=c.MODEL_PREFIX_HITS, expr=counter_rate(cfg, PREFIX_HITS, "5m", keep=keep)),
+    )
+    return RuleGroup(name=f"{c.GROUP_PREFIX}-vllm-prefix-cache.rules", rules=rules, interval=cfg.rule_interval)
