@@ -10,8 +10,8 @@ from pathlib import Path
 from obspack import conventions as c
 from obspack.config import ObspackConfig
 from obspack.dashboards import all_dashboards
-from obspack.pack import build
 from tests.dashboards.lint import panel_queries
+from tests.support.packs import records_of
 from tests.support.tools import promtool_record_test
 
 VALUES = {"cluster": ".*", "namespace": ".*", "model": ".*"}
@@ -27,11 +27,6 @@ PODS = {
 def _targets(pod: str) -> list[str]:
     fleet = dict(all_dashboards(ObspackConfig()))[c.FLEET_DASHBOARD]
     return panel_queries(fleet, "Tokens per second", {**VALUES, "pod": pod})
-
-
-def _roles_rules() -> list[dict[str, str]]:
-    group = next(g for g in build(ObspackConfig()).recording_groups if g.name.endswith("-vllm-roles.rules"))
-    return [{"record": r.record, "expr": r.expr} for r in group.rules]  # type: ignore[union-attr]
 
 
 def test_a_disaggregated_request_counts_once(tmp_path: Path) -> None:
@@ -53,4 +48,4 @@ def test_a_disaggregated_request_counts_once(tmp_path: Path) -> None:
             ]}
             for expr, split, plain in ((prompt, 100, 30), (generated, 50, 20))
         ]  # fmt: skip
-    promtool_record_test(tmp_path, _roles_rules(), series, checks)
+    promtool_record_test(tmp_path, records_of("-vllm-roles.rules"), series, checks)

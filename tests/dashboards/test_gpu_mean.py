@@ -9,8 +9,8 @@ from pathlib import Path
 from obspack import conventions as c
 from obspack.config import ObspackConfig
 from obspack.dashboards import all_dashboards
-from obspack.pack import build
 from tests.dashboards.lint import panel_queries
+from tests.support.packs import records_of
 from tests.support.tools import promtool_record_test
 
 WHERE = 'cluster="c1", namespace="llm"'
@@ -23,12 +23,6 @@ def _target(model: str) -> str:
     values = {"cluster": ".*", "namespace": ".*", "model": model, "pod": ".*", "gpu_instance": ".*"}
     (expr,) = panel_queries(page, "Mean GPU utilisation", values)
     return expr
-
-
-def _utilization_rules() -> list[dict[str, str]]:
-    group = next(g for g in build(ObspackConfig()).recording_groups if g.name.endswith("-dcgm-utilization.rules"))
-    keep = (c.MODEL_GPU_UTILIZATION_SUM, c.MODEL_GPU_COUNT)
-    return [{"record": r.record, "expr": r.expr} for r in group.rules if r.record in keep]  # type: ignore[union-attr]
 
 
 def test_the_mean_is_over_gpus_not_pods(tmp_path: Path) -> None:
@@ -45,4 +39,5 @@ def test_the_mean_is_over_gpus_not_pods(tmp_path: Path) -> None:
         {"expr": _target("llama"), "eval_time": "5m", "exp_samples": [{"labels": "{}", "value": 74}]},
         {"expr": _target(".*"), "eval_time": "5m", "exp_samples": [{"labels": "{}", "value": 780 / 11}]},
     ]
-    promtool_record_test(tmp_path, _utilization_rules(), series, checks)
+    rules = records_of("-dcgm-utilization.rules", c.MODEL_GPU_UTILIZATION_SUM, c.MODEL_GPU_COUNT)
+    promtool_record_test(tmp_path, rules, series, checks)

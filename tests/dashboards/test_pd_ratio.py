@@ -9,8 +9,8 @@ from pathlib import Path
 from obspack import conventions as c
 from obspack.config import ObspackConfig
 from obspack.dashboards import all_dashboards
-from obspack.pack import build
 from tests.dashboards.lint import panel_queries
+from tests.support.packs import records_of
 from tests.support.tools import promtool_record_test
 
 WHERE = 'cluster="c1", namespace="llm"'
@@ -29,11 +29,6 @@ def _target(model: str) -> str:
     return expr
 
 
-def _count_rule() -> list[dict[str, str]]:
-    group = next(g for g in build(ObspackConfig()).recording_groups if g.name.endswith("-vllm-roles.rules"))
-    return [{"record": r.record, "expr": r.expr} for r in group.rules if r.record == c.ROLE_PODS]  # type: ignore[union-attr]
-
-
 def test_prefill_pods_over_decode_pods_per_model(tmp_path: Path) -> None:
     series = []
     for pod, (model, role) in PODS.items():
@@ -49,4 +44,4 @@ def test_prefill_pods_over_decode_pods_per_model(tmp_path: Path) -> None:
         {"expr": _target("qwen"), "eval_time": "5m", "exp_samples": []},
         {"expr": _target(".*"), "eval_time": "5m", "exp_samples": [{"labels": llama, "value": 1.5}]},
     ]
-    promtool_record_test(tmp_path, _count_rule(), series, checks)
+    promtool_record_test(tmp_path, records_of("-vllm-roles.rules", c.ROLE_PODS), series, checks)

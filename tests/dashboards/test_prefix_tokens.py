@@ -8,8 +8,8 @@ from pathlib import Path
 
 from obspack.config import ObspackConfig
 from obspack.dashboards import all_dashboards
-from obspack.pack import build
 from tests.dashboards.lint import panel_queries
+from tests.support.packs import records_of
 from tests.support.tools import promtool_record_test
 
 WHERE = 'cluster="c1", namespace="llm"'
@@ -30,11 +30,6 @@ def _targets(pod: str) -> tuple[str, str]:
     return queried, hit
 
 
-def _prefix_rules() -> list[dict[str, str]]:
-    group = next(g for g in build(ObspackConfig()).recording_groups if g.name.endswith("-vllm-prefix-cache.rules"))
-    return [{"record": r.record, "expr": r.expr} for r in group.rules]  # type: ignore[union-attr]
-
-
 def test_tokens_queried_and_hit_per_model(tmp_path: Path) -> None:
     series = []
     for labels, names, queries, hits in ENGINES:
@@ -52,4 +47,4 @@ def test_tokens_queried_and_hit_per_model(tmp_path: Path) -> None:
         # one pod picked: still the model's tokens (the page's per-model graphs say so)
         {"expr": _targets("old-0")[0], "eval_time": "10m", "exp_samples": [{"labels": llama, "value": 70}]},
     ]
-    promtool_record_test(tmp_path, _prefix_rules(), series, checks)
+    promtool_record_test(tmp_path, records_of("-vllm-prefix-cache.rules"), series, checks)

@@ -8,6 +8,7 @@ from pathlib import Path
 from obspack.config import ObspackConfig, load_config
 from obspack.pack import Pack, build
 from obspack.render.files import pack_files
+from obspack.rules.model import RecordingRule
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 CONFIGS = {"defaults": None, "custom": FIXTURES / "custom.yaml"}
@@ -36,6 +37,17 @@ def write_files(files: dict[str, str], folder: Path) -> Path:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text, encoding="utf-8")
     return folder
+
+
+def records_of(group_suffix: str, *records: str) -> list[dict[str, str]]:
+    """The recording rules of the default pack's group whose name ends with `group_suffix` (only `records`,
+    where given), as a promtool rule file lists them."""
+    group = next(g for g in pack("defaults").recording_groups if g.name.endswith(group_suffix))
+    return [
+        {"record": r.record, "expr": r.expr}
+        for r in group.rules
+        if isinstance(r, RecordingRule) and (not records or r.record in records)
+    ]
 
 
 def render(name: str, folder: Path) -> Path:
