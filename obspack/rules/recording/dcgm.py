@@ -47,6 +47,14 @@ GPU_LABELS = ("namespace", "pod", "gpu", "UUID", "Hostname")
 NODE_GPUS = (*POD_MODEL, "modelName", "Hostname", "GPU_I_PROFILE")
 
 
+def _operand(expr: str) -> str:
+    """`expr` as an operand of a join: parenthesised where it is itself a binary expression (an `or` would
+    otherwise bind looser than the join)."""
+    if isinstance(promql_parser.parse(expr), promql_parser.BinaryExpr):
+        return f"(\n{textwrap.indent(expr, '  ')}\n)"
+    return expr
+
+
 def _label_replace(inner: str, args: str) -> str:
     return f"label_replace(\n{textwrap.indent(inner, '  ')},\n  {args}\n)"
 
@@ -132,10 +140,9 @@ def attribution(cfg: ObspackConfig, models: str | None = None) -> str:
         by = (*KEY, *(label for label in HOLDER if label not in POD_LABELS), mode.namespace, mode.pod, "hostname")
         by += ("uuid",) if mode is OLD_NAMES else ()
         gpus = f"group by ({c.by(cfg, *by)}) (DCGM_FI_DEV_FB_USED{c.selector(cfg.selectors.dcgm, *mode.matchers(cfg))})"
-        pods = models if plain else _renamed(models, ((mode.pod, "pod"), (mode.namespace, "namespace")))
+        # the renamed pods are a label_replace call: only the pods as given can be a binary expression
+        pods = _operand(models) if plain else _renamed(models, ((mode.pod, "pod"), (mode.namespace, "namespace")))
         copied = "model_name" if plain else f"{', '.join(POD_LABELS)}, model_name"
-        if isinstance(promql_parser.parse(pods), promql_parser.BinaryExpr):
-            pods = f"(\n{textwrap.indent(pods, '  ')}\n)"
         leg = f"{gpus}\n* on ({c.by(cfg, mode.namespace, mode.pod)}) group_left ({copied})\n{pods}"
         legs.append(_renamed(leg, (("UUID", "uuid"),)) if mode is OLD_NAMES else leg)
     held = _label_replace("\nor\n".join(legs), '"Hostname", "$1", "hostname", "(.+)"')
@@ -163,9 +170,7 @@ def framebuffer_ratio(cfg: ObspackConfig, where: str = "") -> str:
 def held(cfg: ObspackConfig, per_key: str, labels: tuple[str, ...], info: str = c.GPU_INFO) -> str:
     """A per-key DCGM expression on the GPUs vLLM pods hold, labelled with `labels` of the holder."""
     copied = ", ".join(label for label in labels if label not in KEY)
-    if isinstance(promql_parser.parse(per_key), promql_parser.BinaryExpr):
-        per_key = f"(\n{textwrap.indent(per_key, '  ')}\n)"
-    return f"{per_key}\n* on ({c.by(cfg, *KEY)}) group_left ({copied})\n{info}"
+    return f"{_operand(per_key)}\n* on ({c.by(cfg, *KEY)}) group_left ({copied})\n{info}"
 
 
 @dataclass(frozen=True)
