@@ -3,6 +3,8 @@
     python benchmarks/fleet_bench.py                    # 10, 100, 1000 pods; writes docs/benchmarks.md
     python benchmarks/fleet_bench.py --sizes 10,100 --no-report --json /tmp/fleet.json
     python benchmarks/fleet_bench.py --from-json /tmp/fleet.json   # only render the section again
+    python benchmarks/fleet_bench.py --sizes 1000 --keep --workdir /tmp/fb   # then, here or on a server CPU:
+    python benchmarks/fleet_bench.py --kept /tmp/fb/pods-1000 --no-report   # the queries and groups again
 
 For each size it generates a synthetic fleet (obspack/demo/fleet.py: vLLM V1 and V0 with full
 histograms, router copies, cAdvisor, HA kube-state-metrics, DCGM in both label modes, exporter series;
@@ -90,6 +92,8 @@ QUERY_TIMEOUT_S = (
     2.5  # a query slower than this (10x the panel target) is reported as "> 2.5 s", not repeated
 )
 REPEAT_BUDGET_S = 1.5  # stop repeating a query once its runs add up to this
+KEPT_FILE = "fleet.json"  # beside a kept fleet's data: its window and what the report says of its size
+KEPT = ("pods", "gpus", "series", "samples", "text_bytes")
 
 
 PROMTOOL_ENV = {"GOGC": "400"}  # promtool's parser allocates per sample: less GC, ~15% faster
@@ -388,8 +392,24 @@ def run_size(
     result.phases["queries"] = clock() - t3
     log(f"{pods} pods: {len(result.targets)} dashboard targets and {len(result.naive)} naive queries "
         f"in {result.phases['queries']:.0f}s ({result.query_sessions} server sessions)")  # fmt: skip
-    if not keep:
+    if keep:
+        kept = {"start": summary.start, "end": summary.end, **{k: getattr(result, k) for k in KEPT}}
+        (size_dir / KEPT_FILE).write_text(json.dumps(kept, indent=2))
+    else:
         shutil.rmtree(size_dir, ignore_errors=True)
+    return result
+
+
+def run_kept(size_dir: Path, settings: Settings, pack: Path) -> SizeResult:
+    """Time the queries and groups again on a fleet that `--keep` left, here or carried to another machine."""
+    kept = json.loads((size_dir / KEPT_FILE).read_text())
+    result = SizeResult(**{k: kept[k] for k in KEPT})
+    window = FleetSummary(FleetSpec(end=kept["end"], duration_s=kept["end"] - kept["start"]), (), 0, 0)
+    started = time.perf_counter()
+    measure_queries(size_dir / "data", window, settings, pack, result)
+    result.phases["queries"] = time.perf_counter() - started
+    log(f"kept fleet of {result.pods} pods: {len(result.targets)} dashboard targets and {len(result.naive)} "
+        f"naive queries in {result.phases['queries']:.0f}s")  # fmt: skip
     return result
 
 
@@ -525,27 +545,33 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--no-lags", action="store_true", help="skip the live alert-lag run")
     parser.add_argument("--no-live", action="store_true", help="skip the live rule groups (largest size only)")
+    parser.add_argument(
+        "--kept", type=Path, default=None,
+        help="a fleet that --keep left (its pods-N folder): only time its queries and groups again",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     if args.from_json:
         results, settings, total, meta = fleet_report.from_json(json.loads(args.from_json.read_text()))
         return _report(args, fleet_report.section(results, settings, total, meta))
 
-    for tool in ("prometheus", "promtool"):
+    for tool in ("prometheus",) if args.kept else ("prometheus", "promtool"):
         if not find_tool(tool):
             print(f"error: {tool} not found on PATH", file=sys.stderr)
             return 1
     settings = Settings(args.duration, args.scrape_interval, args.step, args.runs, args.gpus_per_pod,
                         args.evaluations)  # fmt: skip
-    sizes = sorted(int(s) for s in args.sizes.split(","))
+    sizes = [] if args.kept else sorted(int(s) for s in args.sizes.split(","))
     started = time.perf_counter()
     work = args.workdir or Path(tempfile.mkdtemp(prefix="obspack-fleet-bench-"))
     results: list[SizeResult] = []
     try:
         render_pack(work / "pack")
+        if args.kept:
+            results.append(run_kept(args.kept, settings, work / "pack"))
         for pods in sizes:
             live = not args.no_live and pods == sizes[-1]
             results.append(run_size(pods, settings, work / "pack", work, keep=args.keep, live=live))
-        lags = [] if args.no_lags else measure_lags(work)
+        lags = [] if args.no_lags or args.kept else measure_lags(work)
         log(f"live alert lags measured: {len(lags)} alerts")
     finally:
         if args.workdir is None:

@@ -365,8 +365,8 @@ def section(results: list[Any], settings: Any, total_s: float, meta: dict[str, A
                 f"{r.series:,}",
                 f"{r.samples / 1e6:.1f} M",
                 f"{r.text_bytes / 1e9:.2f} GB",
-                f"{r.phases.get('generate + backfill', 0):.0f} s",
-                f"{r.phases.get('backfill recording rules', 0):.0f} s",
+                *(f"{r.phases[phase]:.0f} s" if phase in r.phases else "kept"  # --kept: made by an earlier run
+                  for phase in ("generate + backfill", "backfill recording rules")),
                 f"{r.phases['rule evaluation']:.0f} s" if "rule evaluation" in r.phases and r.rule_groups else "",
                 f"{r.phases.get('queries', 0):.0f} s",
                 f"{r.live_cpu_s:.1f} s" if r.rule_groups else "",
