@@ -554,6 +554,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         results, settings, total, meta = fleet_report.from_json(json.loads(args.from_json.read_text()))
         return _report(args, fleet_report.section(results, settings, total, meta))
 
+    if args.kept and not (args.kept / KEPT_FILE).is_file():
+        print(f"error: {args.kept} holds no {KEPT_FILE}: not a fleet kept by --keep", file=sys.stderr)
+        return 1
     for tool in ("prometheus",) if args.kept else ("prometheus", "promtool"):
         if not find_tool(tool):
             print(f"error: {tool} not found on PATH", file=sys.stderr)
