@@ -353,6 +353,11 @@ def section(results: list[Any], settings: Any, total_s: float, meta: dict[str, A
         "- The panels and the groups alone read backfilled blocks, not a live server's head; docs/benchmarks.md "
         '("Round 5: the rule groups live") compares the two for every group.'
     )
+    out.append(
+        "- Every time depends on the machine: on shared cores the same pass can take up to 1.8 times as long a "
+        "few minutes later. `--kept` times a kept fleet again, on the same machine or on another one. "
+        'docs/benchmarks.md ("Round 13: the goals on a server CPU") compares a 16-core server with 2 cores.'
+    )
     out.append("")
 
     out += ["### Summary", "", *_summary(results), "", "### Fleets", ""]
