@@ -388,7 +388,7 @@ def run_size(
         result.phases["rule evaluation"] = clock() - t2
 
     t3 = clock()
-    measure_queries(data, summary, settings, pack, result)
+    measure_queries(data, summary.start, summary.end, settings, pack, result)
     result.phases["queries"] = clock() - t3
     log(f"{pods} pods: {len(result.targets)} dashboard targets and {len(result.naive)} naive queries "
         f"in {result.phases['queries']:.0f}s ({result.query_sessions} server sessions)")  # fmt: skip
@@ -404,9 +404,8 @@ def run_kept(size_dir: Path, settings: Settings, pack: Path) -> SizeResult:
     """Time the queries and groups again on a fleet that `--keep` left, here or carried to another machine."""
     kept = json.loads((size_dir / KEPT_FILE).read_text())
     result = SizeResult(**{k: kept[k] for k in KEPT})
-    window = FleetSummary(FleetSpec(end=kept["end"], duration_s=kept["end"] - kept["start"]), (), 0, 0)
     started = time.perf_counter()
-    measure_queries(size_dir / "data", window, settings, pack, result)
+    measure_queries(size_dir / "data", kept["start"], kept["end"], settings, pack, result)
     result.phases["queries"] = time.perf_counter() - started
     log(f"kept fleet of {result.pods} pods: {len(result.targets)} dashboard targets and {len(result.naive)} "
         f"naive queries in {result.phases['queries']:.0f}s")  # fmt: skip
@@ -423,13 +422,15 @@ class _Planned:
 
 def measure_queries(
     data: Path,
-    summary: FleetSummary,
+    start: int,
+    end: int,
     settings: Settings,
     pack: Path,
     result: SizeResult,
 ) -> None:
-    """Time every dashboard target and naive query, in rounds; then count recorded series."""
-    window = Window(summary.start, summary.end, settings.step_s, settings.scrape_s)
+    """Time every dashboard target and naive query over the fleet's span (`start` to `end`, its last sample),
+    in rounds; then count recorded series."""
+    window = Window(start, end, settings.step_s, settings.scrape_s)
     server = QueryServer(data)
     try:
         dashboards = load_dashboards(pack / "grafana")
@@ -462,11 +463,11 @@ def measure_queries(
 
         recording = yaml.safe_load((pack / "prometheus" / "recording-rules.yaml").read_text())["groups"]
         alerts = yaml.safe_load((pack / "prometheus" / "alerts.yaml").read_text())["groups"]
-        result.alone = alone_costs(server.get(), recording, alerts, summary.end, settings.runs)
+        result.alone = alone_costs(server.get(), recording, alerts, end, settings.runs)
 
         records = sorted({r["record"] for g in recording for r in g["rules"]})
         counted = server.get().query(
-            f'count by (__name__) ({{__name__=~"{"|".join(map(re.escape, records))}"}})', summary.end
+            f'count by (__name__) ({{__name__=~"{"|".join(map(re.escape, records))}"}})', end
         )
         found = {s["metric"]["__name__"]: int(float(s["value"][1])) for s in counted}
         result.record_series = {name: found.get(name, 0) for name in records}
